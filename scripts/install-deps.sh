@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kscope needs to build, test and run.
+#
+# Idempotent: it asks dpkg which packages are missing and runs apt-get only
+# for those, so a second run on a ready machine costs a fraction of a second
+# and touches nothing.  It uses sudo when not run as root.  Nothing is
+# fetched from anywhere but the machine's configured Debian archive.
+set -euo pipefail
+
+# Build: compilers (gcc is the default, clang builds the sanitizer and fuzz
+# configuration), CMake and pkg-config.
+BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
+# Libraries kscope links: jansson (JSON, see docs/architecture.md).
+LIB_PKGS="libjansson-dev"
+# Test tools: cmocka (unit tests), python3 (golden-test filters and
+# structural checks of outputs).
+TEST_PKGS="libcmocka-dev python3"
+
+PKGS="$BUILD_PKGS $LIB_PKGS $TEST_PKGS"
+
+missing=()
+for p in $PKGS; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [[ "$status" != "install ok installed" ]]; then
+        missing+=("$p")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "install-deps: all ${PKGS// /, } present"
+    exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

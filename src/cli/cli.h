@@ -1,0 +1,39 @@
+/*
+ * The command table shared by src/cli: each kscope command is one struct
+ * ks_cmd defined in its cmd_<name>.c and listed once in main.c.
+ */
+#ifndef KS_CLI_H
+#define KS_CLI_H
+
+#include <stdio.h>
+
+#include "opt.h"
+
+/* Exit statuses of every command. */
+enum {
+	KS_EXIT_OK = 0,
+	KS_EXIT_FAIL = 1,  /* the run failed (a write failed, damaged input data) */
+	KS_EXIT_USAGE = 2, /* bad command line or input: nothing ran */
+};
+
+struct ks_cmd {
+	const char *name;
+	const char *summary;      /* one line for `kscope --help` */
+	const char *usage;        /* what follows "kscope NAME " */
+	const char *description;  /* paragraphs for `kscope help NAME` */
+	struct ks_cmd_args args;
+	/* Runs with checked options; returns a KS_EXIT_* status.  Inputs that
+	 * need more than the option table's checks (a file's content) are
+	 * checked before anything is written. */
+	int (*run)(const struct ks_cmd *cmd, struct ks_parsed *p);
+};
+
+extern const struct ks_cmd ks_cmd_inspect;
+extern const struct ks_cmd ks_cmd_pack;
+
+/* The command table, NULL-terminated. */
+extern const struct ks_cmd *const ks_commands[];
+
+void ks_cmd_print_help(FILE *out, const struct ks_cmd *cmd);
+
+#endif

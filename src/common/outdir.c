@@ -1,0 +1,272 @@
+/*
+ * Run directories and all-or-nothing output files (outdir.h).
+ *
+ * Directories are walked with openat(O_NOFOLLOW) from the first existing
+ * ancestor downwards, and every file is created relative to the run
+ * directory's descriptor, so a symbolic link planted after the checks
+ * cannot redirect kscope's writes.
+ */
+#include "outdir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "argcheck.h"
+
+/* ------------------------------------------------------------------ */
+/* Run directories                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Opens or creates each component of path below "/", refusing symbolic
+ * links in the part kscope creates.  Returns an O_DIRECTORY fd or -errno. */
+static int open_output(const char *path, struct ks_err *err)
+{
+	char buf[PATH_MAX], *save = NULL, *tok;
+	int fd, next;
+
+	if (strlen(path) >= sizeof(buf) || path[0] != '/')
+		return ks_err_set(err, -EINVAL, "output '%s' is not an absolute path",
+				  path);
+	strcpy(buf, path);
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return ks_err_set(err, -errno, "cannot open '/': %s", strerror(errno));
+	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		/* The checked path is already resolved, so a link here was
+		 * planted since: refuse it. */
+		next = openat(fd, tok, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			if (mkdirat(fd, tok, KS_DIR_MODE) != 0 && errno != EEXIST) {
+				int e = errno;
+
+				close(fd);
+				return ks_err_set(err, -e, "cannot create directory '%s' in "
+						  "'%s': %s", tok, path, strerror(e));
+			}
+			next = openat(fd, tok, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				      O_CLOEXEC);
+			if (next >= 0)
+				fchmod(next, KS_DIR_MODE); /* umask may have removed bits */
+		}
+		if (next < 0) {
+			int e = errno;
+
+			close(fd);
+			return ks_err_set(err, -e, "cannot open '%s' in output '%s': %s",
+					  tok, path, strerror(e == ELOOP ? ENOTDIR : e));
+		}
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+int ks_rundir_create(const char *output, const char *command,
+		     time_t time_override, struct ks_rundir *rd,
+		     struct ks_err *err)
+{
+	char name[128], why[256];
+	struct stat st;
+	struct tm tm;
+	time_t now = time_override ? time_override : time(NULL);
+	int outfd, fd = -1, rc;
+
+	memset(rd, 0, sizeof(*rd));
+	rd->dirfd = -1;
+	outfd = open_output(output, err);
+	if (outfd < 0)
+		return outfd;
+	if (fstat(outfd, &st) != 0 || !ks_dir_is_safe(&st, geteuid(), why, sizeof(why))) {
+		rc = ks_err_set(err, -EPERM, "output '%s' %s", output,
+				fstat(outfd, &st) != 0 ? strerror(errno) : why);
+		goto out;
+	}
+	localtime_r(&now, &tm);
+	for (int attempt = 0; attempt < 100; attempt++) {
+		size_t n = strftime(name, sizeof(name), "_%Y%m%d_%H%M%S", &tm);
+		char full[160];
+
+		if (n == 0) {
+			rc = ks_err_set(err, -EINVAL, "cannot format the time");
+			goto out;
+		}
+		if (attempt == 0)
+			snprintf(full, sizeof(full), "%s%s_%ld", command, name,
+				 (long)getpid());
+		else
+			snprintf(full, sizeof(full), "%s%s_%ld.%d", command, name,
+				 (long)getpid(), attempt);
+		if (mkdirat(outfd, full, KS_DIR_MODE) == 0) {
+			strcpy(name, full);
+			break;
+		}
+		if (errno != EEXIST) {
+			rc = ks_err_set(err, -errno, "cannot create run directory '%s/%s': %s",
+					output, full, strerror(errno));
+			goto out;
+		}
+		name[0] = '\0';
+	}
+	if (name[0] == '\0') {
+		rc = ks_err_set(err, -EEXIST, "no free run directory name in '%s'", output);
+		goto out;
+	}
+	fd = openat(outfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, KS_DIR_MODE) != 0) {
+		rc = ks_err_set(err, -errno, "cannot open run directory '%s/%s': %s",
+				output, name, strerror(errno));
+		goto out;
+	}
+	if (asprintf(&rd->path, "%s%s%s", output,
+		     output[strlen(output) - 1] == '/' ? "" : "/", name) < 0) {
+		rd->path = NULL;
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rd->dirfd = fd;
+	fd = -1;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	close(outfd);
+	return rc;
+}
+
+void ks_rundir_close(struct ks_rundir *rd)
+{
+	if (rd->dirfd >= 0)
+		close(rd->dirfd);
+	free(rd->path);
+	rd->path = NULL;
+	rd->dirfd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output files                                                        */
+/* ------------------------------------------------------------------ */
+
+int ks_outfile_open(struct ks_rundir *rd, const char *name,
+		    struct ks_outfile *of, struct ks_err *err)
+{
+	memset(of, 0, sizeof(*of));
+	of->fd = -1;
+	of->dirfd = rd->dirfd;
+	if (!name[0] || strchr(name, '/') || name[0] == '.' ||
+	    strlen(name) >= sizeof(of->name))
+		return ks_err_set(err, -EINVAL, "bad output file name '%s'", name);
+	strcpy(of->name, name);
+	snprintf(of->tmpname, sizeof(of->tmpname), ".%s.part", name);
+	of->fd = openat(rd->dirfd, of->tmpname,
+			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			KS_FILE_MODE);
+	if (of->fd < 0)
+		return ks_err_set(err, -errno, "cannot create '%s/%s': %s", rd->path,
+				  of->tmpname, strerror(errno));
+	if (fchmod(of->fd, KS_FILE_MODE) != 0) {
+		int e = errno;
+
+		ks_outfile_abort(of);
+		return ks_err_set(err, -e, "cannot set the mode of '%s/%s': %s",
+				  rd->path, name, strerror(e));
+	}
+	return 0;
+}
+
+int ks_outfile_write(struct ks_outfile *of, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	if (of->error)
+		return of->error;
+	while (len > 0) {
+		ssize_t n = write(of->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			of->error = n < 0 ? -errno : -EIO;
+			return of->error;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ks_outfile_printf(struct ks_outfile *of, const char *fmt, ...)
+{
+	char small[1024], *buf = small;
+	va_list ap;
+	int n, rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return of->error = -EINVAL;
+	if ((size_t)n >= sizeof(small)) {
+		buf = malloc((size_t)n + 1);
+		if (!buf)
+			return of->error = -ENOMEM;
+		va_start(ap, fmt);
+		vsnprintf(buf, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	rc = ks_outfile_write(of, buf, (size_t)n);
+	if (buf != small)
+		free(buf);
+	return rc;
+}
+
+int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err)
+{
+	int rc = of->error;
+
+	if (of->fd < 0)
+		return ks_err_set(err, -EBADF, "'%s' is not open", of->name);
+	if (!rc && fsync(of->fd) != 0 && errno != EINVAL)
+		rc = -errno;
+	if (!rc && fchmod(of->fd, mode) != 0)
+		rc = -errno;
+	if (close(of->fd) != 0 && !rc)
+		rc = -errno;
+	of->fd = -1;
+	if (!rc && renameat(of->dirfd, of->tmpname, of->dirfd, of->name) != 0)
+		rc = -errno;
+	if (rc) {
+		unlinkat(of->dirfd, of->tmpname, 0);
+		return ks_err_set(err, rc, "writing '%s' failed: %s", of->name,
+				  strerror(-rc));
+	}
+	return 0;
+}
+
+void ks_outfile_abort(struct ks_outfile *of)
+{
+	if (of->fd >= 0) {
+		close(of->fd);
+		of->fd = -1;
+		unlinkat(of->dirfd, of->tmpname, 0);
+	}
+}
+
+int ks_outfile_put(struct ks_rundir *rd, const char *name, const void *buf,
+		   size_t len, mode_t mode, struct ks_err *err)
+{
+	struct ks_outfile of;
+	int rc = ks_outfile_open(rd, name, &of, err);
+
+	if (rc)
+		return rc;
+	ks_outfile_write(&of, buf, len);
+	return ks_outfile_commit(&of, mode, err);
+}

@@ -1,0 +1,66 @@
+/*
+ * Safe output: run directories and deliverable files.
+ *
+ * Every kscope run writes into a new directory
+ * <output>/<command>_<YYYYmmdd_HHMMSS>_<pid>/ (mode 0750), created
+ * exclusively, so no run ever writes into another's.  Files are written
+ * under a hidden temporary name (".NAME.part", mode 0640) and get their
+ * final name only after every byte reached the disk: a failed or
+ * interrupted write never leaves a file that looks complete.  Finished
+ * deliverables are made read-only (0440).
+ */
+#ifndef KS_OUTDIR_H
+#define KS_OUTDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define KS_DIR_MODE         0750
+#define KS_FILE_MODE        0640
+#define KS_DELIVERABLE_MODE 0440
+
+struct ks_rundir {
+	char *path;  /* absolute path of the run directory; owned */
+	int dirfd;   /* open on it (O_DIRECTORY|O_NOFOLLOW) */
+};
+
+/* Creates output (and missing parents, 0750) if needed, then a new run
+ * directory in it for command.  output must have passed
+ * ks_check_output; the ownership and mode rules are checked again here on
+ * the opened directory so a change in between is caught.  time_override
+ * (0: now) lets tests fix the timestamp. */
+int ks_rundir_create(const char *output, const char *command,
+		     time_t time_override, struct ks_rundir *rd,
+		     struct ks_err *err);
+void ks_rundir_close(struct ks_rundir *rd);
+
+struct ks_outfile {
+	int fd;            /* write end, or -1 once finished */
+	int dirfd;         /* the run directory's (not owned) */
+	char name[256];    /* final name */
+	char tmpname[264]; /* ".NAME.part" while being written */
+	int error;         /* first write error (negative errno), 0 if none */
+};
+
+/* Opens NAME in the run directory for writing, under its temporary name. */
+int ks_outfile_open(struct ks_rundir *rd, const char *name,
+		    struct ks_outfile *of, struct ks_err *err);
+/* Writes all of buf, or records the error (reported by commit). */
+int ks_outfile_write(struct ks_outfile *of, const void *buf, size_t len);
+int ks_outfile_printf(struct ks_outfile *of, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Flushes to disk, sets mode (KS_DELIVERABLE_MODE or KS_FILE_MODE) and
+ * gives the file its final name.  On any error, now or earlier, removes
+ * the temporary file and reports which file failed and why. */
+int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err);
+/* Abandons the file: closes and removes it. */
+void ks_outfile_abort(struct ks_outfile *of);
+
+/* Writes a whole file in one go (open, write, commit). */
+int ks_outfile_put(struct ks_rundir *rd, const char *name, const void *buf,
+		   size_t len, mode_t mode, struct ks_err *err);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * Payload checks and one-line summaries for each visualize_data.bin block
+ * type: JSON syntax (jansson, duplicates rejected), the top-level fields
+ * the type's schema requires (docs/formats.md), and the record layout of
+ * the binary types.  The summaries are what `kscope inspect` lists.
+ */
+#include <kscope/vizbin.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format_int.h"
+
+/* Reports a payload problem at a payload-relative position. */
+#define PFAIL(b, err, pos, ...)                                              \
+	ks_vb_fail((err), -EINVAL, (b)->index, (b)->payload_offset + (pos),  \
+		   __VA_ARGS__)
+
+static int fail_schema(const struct ks_vb_block *b, struct ks_vb_error *err,
+		       const char *what)
+{
+	return PFAIL(b, err, 0, "block %u (%s) at offset %llu: %s", b->index,
+		     ks_vb_type_name(b->type), (unsigned long long)b->offset, what);
+}
+
+/* The array member key of object o, or NULL with err set. */
+static json_t *need_array(const struct ks_vb_block *b, json_t *o,
+			  const char *key, struct ks_vb_error *err)
+{
+	json_t *a = json_is_object(o) ? json_object_get(o, key) : NULL;
+	char what[160];
+
+	if (!json_is_array(a)) {
+		snprintf(what, sizeof(what), "%s \"%s\" array is missing",
+			 json_is_object(o) ? "the" : "not a JSON object: the", key);
+		fail_schema(b, err, what);
+		return NULL;
+	}
+	return a;
+}
+
+static size_t count_lines(const unsigned char *p, uint64_t n)
+{
+	size_t lines = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (p[i] == '\n')
+			lines++;
+	if (n > 0 && p[n - 1] != '\n')
+		lines++;
+	return lines;
+}
+
+static int check_source(const struct ks_vb_block *b, char *sum, size_t size,
+			struct ks_vb_error *err)
+{
+	const unsigned char *nul = memchr(b->payload, 0, b->payload_size);
+
+	if (nul)
+		return PFAIL(b, err, (uint64_t)(nul - b->payload),
+			     "block %u (source) at offset %llu: the source text has "
+			     "a NUL byte at offset %llu", b->index,
+			     (unsigned long long)b->offset,
+			     (unsigned long long)(b->payload_offset +
+						  (uint64_t)(nul - b->payload)));
+	snprintf(sum, size, "%s, %zu lines", b->path,
+		 count_lines(b->payload, b->payload_size));
+	return 0;
+}
+
+static int check_binary(const struct ks_vb_block *b, char *sum, size_t size,
+			struct ks_vb_error *err)
+{
+	if (b->type == KS_VB_CACHE_RECORDS) {
+		if (b->payload_size % KS_VB_CACHE_RECORD_SIZE)
+			return fail_schema(b, err, "size is not a multiple of the "
+					   "32-byte cache record");
+		snprintf(sum, size, "%" PRIu64 " cache records",
+			 b->payload_size / KS_VB_CACHE_RECORD_SIZE);
+		return 0;
+	}
+	/* 0x0A: u64 record count, the records, then the call-stack map JSON
+	 * (an array; may be absent). */
+	{
+		uint64_t n = 0, rest;
+		json_error_t jerr;
+		json_t *map;
+
+		if (b->payload_size < 8)
+			return fail_schema(b, err, "shorter than its 8-byte record count");
+		for (int i = 7; i >= 0; i--)
+			n = (n << 8) | b->payload[i];
+		if (n > (b->payload_size - 8) / KS_VB_TRACE_RECORD_SIZE)
+			return fail_schema(b, err, "record count exceeds the payload");
+		rest = b->payload_size - 8 - n * KS_VB_TRACE_RECORD_SIZE;
+		if (rest) {
+			map = json_loadb((const char *)b->payload + b->payload_size - rest,
+					 rest, JSON_REJECT_DUPLICATES, &jerr);
+			if (!map)
+				return PFAIL(b, err, b->payload_size - rest + (uint64_t)jerr.position,
+					     "block %u (memory-timing) at offset %llu: "
+					     "call-stack map is not valid JSON: %s",
+					     b->index, (unsigned long long)b->offset,
+					     jerr.text);
+			if (!json_is_array(map)) {
+				json_decref(map);
+				return fail_schema(b, err, "call-stack map is not an array");
+			}
+			json_decref(map);
+		}
+		snprintf(sum, size, "%" PRIu64 " memory records%s", n,
+			 rest ? ", call-stack map" : "");
+		return 0;
+	}
+}
+
+static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
+			  size_t size, struct ks_vb_error *err)
+{
+	json_t *a, *c, *v;
+	size_t i, total;
+
+	switch (b->type) {
+	case KS_VB_TRACE:
+		/* Trace Event Format: an object with traceEvents, or a bare array. */
+		a = json_is_array(j) ? j : need_array(b, j, "traceEvents", err);
+		if (!a)
+			return err ? err->code : -EINVAL;
+		json_array_foreach(a, i, v)
+			if (!json_is_object(v)) {
+				char what[96];
+
+				snprintf(what, sizeof(what),
+					 "trace event %zu is not an object", i);
+				return fail_schema(b, err, what);
+			}
+		snprintf(sum, size, "%zu trace events", json_array_size(a));
+		return 0;
+	case KS_VB_API_FILES:
+		if (!(a = need_array(b, j, "Files", err)) ||
+		    !(c = need_array(b, j, "Cores", err)))
+			return err ? err->code : -EINVAL;
+		total = 0;
+		json_array_foreach(a, i, v) {
+			json_t *lines = json_object_get(v, "Lines");
+
+			if (!json_is_object(v) || !json_is_string(json_object_get(v, "Source")) ||
+			    !json_is_array(lines)) {
+				char what[96];
+
+				snprintf(what, sizeof(what), "file %zu needs a \"Source\" "
+					 "string and a \"Lines\" array", i);
+				return fail_schema(b, err, what);
+			}
+			total += json_array_size(lines);
+		}
+		snprintf(sum, size, "%zu files, %zu lines, %zu cores",
+			 json_array_size(a), total, json_array_size(c));
+		return 0;
+	case KS_VB_API_INSTR:
+		if (!(a = need_array(b, j, "Instructions", err)) ||
+		    !(c = need_array(b, j, "Cores", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu instructions, %zu cores%s",
+			 json_array_size(a), json_array_size(c),
+			 b->version == KS_VB_VERSION_BY_LOCATION ? ", mapped by location" : "");
+		return 0;
+	case KS_VB_BASE_INFO: {
+		const char *name, *soc;
+
+		if (!json_is_object(j))
+			return fail_schema(b, err, "not a JSON object");
+		name = json_string_value(json_object_get(j, "name"));
+		soc = json_string_value(json_object_get(j, "soc"));
+		v = json_object_get(j, "duration");
+		if (json_is_number(v))
+			snprintf(sum, size, "name %s, soc %s, duration %g",
+				 name ? name : "-", soc ? soc : "-",
+				 json_number_value(v));
+		else
+			snprintf(sum, size, "name %s, soc %s, duration -",
+				 name ? name : "-", soc ? soc : "-");
+		return 0;
+	}
+	case KS_VB_COMPUTE_GRAPH:
+	case KS_VB_COMPUTE_TABLE:
+		if (!(a = need_array(b, j, "subblock_detail", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu entries", json_array_size(a));
+		return 0;
+	case KS_VB_MEMORY_GRAPH:
+		if (!(a = need_array(b, j, "core_memory_map", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu cores", json_array_size(a));
+		return 0;
+	case KS_VB_MEMORY_TABLE:
+		if (!(a = need_array(b, j, "table_per_block", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu blocks", json_array_size(a));
+		return 0;
+	case KS_VB_CORE_LOAD:
+		if (!(a = need_array(b, j, "op_detail", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu cores", json_array_size(a));
+		return 0;
+	case KS_VB_ROOFLINE:
+		if (!(a = need_array(b, j, "multiple_rooflines", err)))
+			return err ? err->code : -EINVAL;
+		total = 0;
+		json_array_foreach(a, i, v) {
+			json_t *r = json_object_get(v, "rooflines");
+
+			if (!json_is_array(r)) {
+				char what[96];
+
+				snprintf(what, sizeof(what),
+					 "chart %zu needs a \"rooflines\" array", i);
+				return fail_schema(b, err, what);
+			}
+			total += json_array_size(r);
+		}
+		snprintf(sum, size, "%zu charts, %zu rooflines", json_array_size(a),
+			 total);
+		return 0;
+	case KS_VB_CACHELINE_HEAT:
+		if (!(a = need_array(b, j, "cache_lines", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu cache lines", json_array_size(a));
+		return 0;
+	case KS_VB_STALL_REASONS:
+		if (!(a = need_array(b, j, "stall_reasons", err)))
+			return err ? err->code : -EINVAL;
+		snprintf(sum, size, "%zu stall reasons", json_array_size(a));
+		return 0;
+	}
+	return fail_schema(b, err, "not a JSON block type");
+}
+
+int ks_vb_check_payload(const struct ks_vb_block *b, char *summary,
+			size_t summary_size, struct ks_vb_error *err)
+{
+	char local[256];
+	json_error_t jerr;
+	json_t *j;
+	int rc;
+
+	if (!summary || summary_size == 0) {
+		summary = local;
+		summary_size = sizeof(local);
+	}
+	summary[0] = '\0';
+	if (b->type == KS_VB_SOURCE)
+		return check_source(b, summary, summary_size, err);
+	if (b->type == KS_VB_MEMORY_TIMING || b->type == KS_VB_CACHE_RECORDS)
+		return check_binary(b, summary, summary_size, err);
+	if (b->type == KS_VB_INVALID || b->type > KS_VB_TYPE_MAX)
+		return fail_schema(b, err, "unknown block type");
+	j = json_loadb((const char *)b->payload, b->payload_size,
+		       JSON_REJECT_DUPLICATES, &jerr);
+	if (!j)
+		return PFAIL(b, err, (uint64_t)jerr.position,
+			     "block %u (%s) at offset %llu: invalid JSON at line %d, "
+			     "column %d (file offset %llu): %s", b->index,
+			     ks_vb_type_name(b->type), (unsigned long long)b->offset,
+			     jerr.line, jerr.column,
+			     (unsigned long long)(b->payload_offset +
+						  (uint64_t)jerr.position),
+			     jerr.text);
+	rc = summarize_json(b, j, summary, summary_size, err);
+	json_decref(j);
+	return rc;
+}
