@@ -46,11 +46,10 @@ static const struct ks_opt inspect_file = {
 
 /* Lists the first n blocks of r (those that passed every check). */
 static void list_text(const char *path, const struct ks_vb_reader *r,
-		      uint32_t n, const char *const *summaries)
+		      uint32_t n, const char *const *summaries, bool damaged)
 {
-
-	printf("%s: %u block%s, %" PRIu64 " bytes\n", path, n, n == 1 ? "" : "s",
-	       ks_vb_file_size(r));
+	printf("%s: %u %sblock%s, %" PRIu64 " bytes\n", path, n,
+	       damaged ? "good " : "", n == 1 ? "" : "s", ks_vb_file_size(r));
 	if (n == 0)
 		return;
 	printf("%5s %10s  %-33s %10s  %s\n", "index", "offset", "type", "size",
@@ -195,7 +194,8 @@ static int inspect_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 				status = KS_EXIT_FAIL;
 			}
 		} else {
-			list_text(path, r, good, (const char *const *)summaries);
+			list_text(path, r, good, (const char *const *)summaries,
+				  damaged);
 		}
 		if (damaged) {
 			ks_error("%s: %s", path, damage.msg);

@@ -138,11 +138,11 @@ static int load_item(unsigned type, const char *origin, const char *path,
 	memset(&verr, 0, sizeof(verr));
 	rc = ks_vb_check_payload(&b, NULL, 0, &verr);
 	if (rc) {
-		/* The block-relative message speaks of offsets in the future
-		 * container; for the user, offsets in their file matter. */
-		return ks_err_set(err, rc, "%s: '%s' is not a valid %s block "
-				  "(problem at byte %" PRIu64 " of the file): %s",
-				  origin, path, ks_vb_type_name(type), verr.offset,
+		/* The message's "block 0 (type) at offset 0: " prefix means
+		 * nothing for an input file: drop it.  With the payload at
+		 * offset 0, the "file offset" it names is the input's. */
+		return ks_err_set(err, rc, "%s: '%s' is not a valid %s block: %s",
+				  origin, path, ks_vb_type_name(type),
 				  strchr(verr.msg, ':') ? strchr(verr.msg, ':') + 2
 							: verr.msg);
 	}

@@ -172,6 +172,36 @@ void ks_opt_describe(const struct ks_opt *opt, char *buf, size_t size)
 /* Help                                                                */
 /* ------------------------------------------------------------------ */
 
+#define HELP_INDENT 33 /* column where descriptions start */
+#define HELP_WIDTH  79
+
+/* Prints text from column `col` (already reached), wrapping at word
+ * boundaries to HELP_WIDTH with continuation lines at `indent`. */
+static void print_wrapped(FILE *out, const char *text, int col, int indent)
+{
+	const char *p = text;
+	bool line_start = true; /* nothing printed on this line yet */
+
+	while (*p) {
+		size_t word = strcspn(p, " ");
+
+		if (!line_start && col + 1 + (int)word > HELP_WIDTH) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+		} else if (!line_start) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(p, 1, word, out);
+		col += (int)word;
+		line_start = false;
+		p += word;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', out);
+}
+
 void ks_opt_print_help(FILE *out, const struct ks_opt *opts)
 {
 	char accepted[512];
@@ -189,18 +219,35 @@ void ks_opt_print_help(FILE *out, const struct ks_opt *opts)
 		if (o->type != KS_OPT_FLAG && n > 0 && (size_t)n < sizeof(head))
 			snprintf(head + n, sizeof(head) - (size_t)n, " %s",
 				 o->metavar ? o->metavar : "VALUE");
-		fprintf(out, "%-30s %s%s\n", head, o->help,
-			(o->flags & KS_OPT_REPEAT) ? " (repeatable)" : "");
-		if (o->type != KS_OPT_FLAG) {
-			ks_opt_describe(o, accepted, sizeof(accepted));
-			fprintf(out, "%-30s   accepts %s\n", "", accepted);
+		{
+			char line[512];
+
+			snprintf(line, sizeof(line), "%s%s", o->help,
+				 (o->flags & KS_OPT_REPEAT) ? " (repeatable)" : "");
+			fprintf(out, "%-*s", HELP_INDENT - 2, head);
+			if ((int)strlen(head) > HELP_INDENT - 3)
+				fprintf(out, "\n%*s", HELP_INDENT - 2, "");
+			print_wrapped(out, line, HELP_INDENT - 2, HELP_INDENT - 2);
 		}
-		if (o->def || !(o->flags & KS_OPT_HIDDEN_ENV))
-			fprintf(out, "%-30s   %s%s%s%s%s\n", "",
-				o->def ? "default " : "", o->def ? o->def : "",
-				o->def && !(o->flags & KS_OPT_HIDDEN_ENV) ? "; " : "",
-				(o->flags & KS_OPT_HIDDEN_ENV) ? "" : "env ",
-				(o->flags & KS_OPT_HIDDEN_ENV) ? "" : o->env);
+		if (o->type != KS_OPT_FLAG) {
+			char line[600];
+
+			ks_opt_describe(o, accepted, sizeof(accepted));
+			snprintf(line, sizeof(line), "accepts %s", accepted);
+			fprintf(out, "%*s", HELP_INDENT, "");
+			print_wrapped(out, line, HELP_INDENT, HELP_INDENT + 2);
+		}
+		if (o->def || !(o->flags & KS_OPT_HIDDEN_ENV)) {
+			char line[300];
+
+			snprintf(line, sizeof(line), "%s%s%s%s%s",
+				 o->def ? "default " : "", o->def ? o->def : "",
+				 o->def && !(o->flags & KS_OPT_HIDDEN_ENV) ? "; " : "",
+				 (o->flags & KS_OPT_HIDDEN_ENV) ? "" : "env ",
+				 (o->flags & KS_OPT_HIDDEN_ENV) ? "" : o->env);
+			fprintf(out, "%*s", HELP_INDENT, "");
+			print_wrapped(out, line, HELP_INDENT, HELP_INDENT + 2);
+		}
 	}
 }
 

@@ -1,0 +1,3 @@
+# kscope --help lists the commands
+args: --help
+exit: 0

@@ -1,0 +1,4 @@
+# help for a command that does not exist
+args: help nope
+exit: 2
+nothing-written: yes

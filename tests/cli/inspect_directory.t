@@ -1,0 +1,4 @@
+# a directory where a file is needed
+args: inspect .
+exit: 2
+nothing-written: yes

@@ -1,0 +1,4 @@
+# the FILE argument is required
+args: inspect
+exit: 2
+nothing-written: yes

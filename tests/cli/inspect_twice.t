@@ -1,0 +1,5 @@
+# the same option twice
+setup: touch f.bin
+args: inspect --block 1 --block 2 f.bin
+exit: 2
+nothing-written: yes
