@@ -50,6 +50,9 @@ const char *ks_log_level_name(enum ks_log_level level)
 }
 
 static void log_vprint(enum ks_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void log_vprint(enum ks_log_level level, const char *fmt, va_list ap)
 {
 	FILE *out = log_stream ? log_stream : stderr;
 
