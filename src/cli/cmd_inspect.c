@@ -180,6 +180,10 @@ static int inspect_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (o->block >= 0) {
 		if (o->block < good || !damaged) {
 			status = print_block(path, r, o->block);
+			if (damaged)
+				ks_warn("%s: block %" PRId64 " is intact, but the file "
+					"is damaged further on: %s", path, o->block,
+					damage.msg);
 		} else {
 			ks_error("%s: block %" PRId64 " cannot be read: %s", path,
 				 o->block, damage.msg);

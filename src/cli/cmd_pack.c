@@ -275,13 +275,14 @@ static int pack_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		return KS_EXIT_FAIL;
 	}
 	if (write_container(&rd, items, n, &err) != 0) {
-		ks_error("%s/%s", rd.path, err.msg);
+		ks_error("%s: %s", rd.path, err.msg);
+		ks_rundir_discard(&rd);
 		status = KS_EXIT_FAIL;
 	} else {
 		printf("visualize_data.bin: %zu block%s\n", n, n == 1 ? "" : "s");
 		printf("results: %s\n", rd.path);
+		ks_rundir_close(&rd);
 	}
-	ks_rundir_close(&rd);
 	free_items(items, n);
 	return status;
 }

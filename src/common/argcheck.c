@@ -136,6 +136,7 @@ int ks_check_size(const char *value, size_t len, int64_t min, int64_t max,
 		return ks_err_set(err, -ERANGE, "'%s' is out of range", q);
 	switch (*end) {
 	case '\0':
+	case 'b': case 'B':
 		break;
 	case 'k': case 'K': mult = 1ull << 10; end++; break;
 	case 'm': case 'M': mult = 1ull << 20; end++; break;
@@ -167,7 +168,10 @@ int ks_check_double(const char *value, size_t len, double min, double max,
 	if (rc)
 		return rc;
 	ks_quote(q, sizeof(q), value, len);
-	/* Plain decimal notation only: no hex floats, inf or nan. */
+	/* Plain decimal notation only: no hex floats, inf, nan, or a leading
+	 * '+' (which integers do not take either). */
+	if (buf[0] == '+')
+		return ks_err_set(err, -EINVAL, "'%s' is not a number", q);
 	for (const char *p = buf; *p; p++)
 		if (!(isdigit((unsigned char)*p) || *p == '.' || *p == '-' ||
 		      *p == 'e' || *p == 'E' || *p == '+'))
@@ -389,10 +393,11 @@ bool ks_dir_is_safe(const struct stat *st, uid_t uid, char *why, size_t size)
 	return true;
 }
 
-/* Checks dir (an existing absolute real path) as a place to create
- * entries in: a directory, safe, writable and searchable by us. */
+/* Checks dir (an existing absolute real path): a directory, safe, and,
+ * if need_write, writable and searchable by us (the directory kscope
+ * creates entries in; its parent only has to be safe). */
 static int check_parent_dir(const char *value, const char *role,
-			    const char *dir, struct ks_err *err)
+			    const char *dir, bool need_write, struct ks_err *err)
 {
 	struct stat st;
 	char why[256];
@@ -406,7 +411,7 @@ static int check_parent_dir(const char *value, const char *role,
 	if (!ks_dir_is_safe(&st, geteuid(), why, sizeof(why)))
 		return ks_err_set(err, -EPERM, "'%s': %s '%s' %s", value, role,
 				  dir, why);
-	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
+	if (need_write && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
 		return ks_err_set(err, -EACCES, "'%s': %s '%s' is not writable by you",
 				  value, role, dir);
 	return 0;
@@ -497,7 +502,7 @@ int ks_check_output(const char *value, size_t len, char **resolved,
 			rc = ks_err_set(err, -ENOTDIR, "'%s' is not a directory", path);
 			goto out;
 		}
-		rc = check_parent_dir(path, "the directory", real, err);
+		rc = check_parent_dir(path, "the directory", real, true, err);
 		if (rc)
 			goto out;
 		strcpy(parent, real);
@@ -506,12 +511,12 @@ int ks_check_output(const char *value, size_t len, char **resolved,
 			parent[1] = '\0';
 		else if (slash)
 			*slash = '\0';
-		rc = check_parent_dir(path, "its parent directory", parent, err);
+		rc = check_parent_dir(path, "its parent directory", parent, false, err);
 		if (rc)
 			goto out;
 		out = strdup(real);
 	} else {
-		rc = check_parent_dir(path, "its parent directory", real, err);
+		rc = check_parent_dir(path, "its parent directory", real, true, err);
 		if (rc)
 			goto out;
 		if (asprintf(&out, "%s%s", strcmp(real, "/") ? real : "", tail) < 0)

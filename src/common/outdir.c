@@ -150,6 +150,13 @@ void ks_rundir_close(struct ks_rundir *rd)
 	rd->dirfd = -1;
 }
 
+void ks_rundir_discard(struct ks_rundir *rd)
+{
+	if (rd->path)
+		rmdir(rd->path); /* fails, as it should, unless empty */
+	ks_rundir_close(rd);
+}
+
 /* ------------------------------------------------------------------ */
 /* Output files                                                        */
 /* ------------------------------------------------------------------ */
@@ -241,6 +248,9 @@ int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err)
 		rc = -errno;
 	of->fd = -1;
 	if (!rc && renameat(of->dirfd, of->tmpname, of->dirfd, of->name) != 0)
+		rc = -errno;
+	/* The new name itself must reach the disk too. */
+	if (!rc && fsync(of->dirfd) != 0 && errno != EINVAL)
 		rc = -errno;
 	if (rc) {
 		unlinkat(of->dirfd, of->tmpname, 0);

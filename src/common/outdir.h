@@ -36,6 +36,10 @@ int ks_rundir_create(const char *output, const char *command,
 		     time_t time_override, struct ks_rundir *rd,
 		     struct ks_err *err);
 void ks_rundir_close(struct ks_rundir *rd);
+/* After a failed run: removes the run directory if nothing was left in it
+ * (a failed run leaves no empty directory that looks like a result), then
+ * closes it.  A directory with files in it is kept for inspection. */
+void ks_rundir_discard(struct ks_rundir *rd);
 
 struct ks_outfile {
 	int fd;            /* write end, or -1 once finished */

@@ -42,6 +42,12 @@ static json_t *need_array(const struct ks_vb_block *b, json_t *o,
 	return a;
 }
 
+/* "s" unless n is 1. */
+static const char *plural(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static size_t count_lines(const unsigned char *p, uint64_t n)
 {
 	size_t lines = 0;
@@ -66,8 +72,11 @@ static int check_source(const struct ks_vb_block *b, char *sum, size_t size,
 			     (unsigned long long)b->offset,
 			     (unsigned long long)(b->payload_offset +
 						  (uint64_t)(nul - b->payload)));
-	snprintf(sum, size, "%s, %zu lines", b->path,
-		 count_lines(b->payload, b->payload_size));
+	{
+		size_t lines = count_lines(b->payload, b->payload_size);
+
+		snprintf(sum, size, "%s, %zu line%s", b->path, lines, plural(lines));
+	}
 	return 0;
 }
 
@@ -78,8 +87,9 @@ static int check_binary(const struct ks_vb_block *b, char *sum, size_t size,
 		if (b->payload_size % KS_VB_CACHE_RECORD_SIZE)
 			return fail_schema(b, err, "size is not a multiple of the "
 					   "32-byte cache record");
-		snprintf(sum, size, "%" PRIu64 " cache records",
-			 b->payload_size / KS_VB_CACHE_RECORD_SIZE);
+		snprintf(sum, size, "%" PRIu64 " cache record%s",
+			 b->payload_size / KS_VB_CACHE_RECORD_SIZE,
+			 plural((size_t)(b->payload_size / KS_VB_CACHE_RECORD_SIZE)));
 		return 0;
 	}
 	/* 0x0A: u64 record count, the records, then the call-stack map JSON
@@ -111,7 +121,7 @@ static int check_binary(const struct ks_vb_block *b, char *sum, size_t size,
 			}
 			json_decref(map);
 		}
-		snprintf(sum, size, "%" PRIu64 " memory records%s", n,
+		snprintf(sum, size, "%" PRIu64 " memory record%s%s", n, plural((size_t)n),
 			 rest ? ", call-stack map" : "");
 		return 0;
 	}
@@ -137,7 +147,8 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 					 "trace event %zu is not an object", i);
 				return fail_schema(b, err, what);
 			}
-		snprintf(sum, size, "%zu trace events", json_array_size(a));
+		snprintf(sum, size, "%zu trace event%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	case KS_VB_API_FILES:
 		if (!(a = need_array(b, j, "Files", err)) ||
@@ -157,15 +168,17 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 			}
 			total += json_array_size(lines);
 		}
-		snprintf(sum, size, "%zu files, %zu lines, %zu cores",
-			 json_array_size(a), total, json_array_size(c));
+		snprintf(sum, size, "%zu file%s, %zu line%s, %zu core%s",
+			 json_array_size(a), plural(json_array_size(a)), total,
+			 plural(total), json_array_size(c), plural(json_array_size(c)));
 		return 0;
 	case KS_VB_API_INSTR:
 		if (!(a = need_array(b, j, "Instructions", err)) ||
 		    !(c = need_array(b, j, "Cores", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu instructions, %zu cores%s",
-			 json_array_size(a), json_array_size(c),
+		snprintf(sum, size, "%zu instruction%s, %zu core%s%s",
+			 json_array_size(a), plural(json_array_size(a)),
+			 json_array_size(c), plural(json_array_size(c)),
 			 b->version == KS_VB_VERSION_BY_LOCATION ? ", mapped by location" : "");
 		return 0;
 	case KS_VB_BASE_INFO: {
@@ -189,22 +202,26 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 	case KS_VB_COMPUTE_TABLE:
 		if (!(a = need_array(b, j, "subblock_detail", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu entries", json_array_size(a));
+		snprintf(sum, size, "%zu entr%s", json_array_size(a),
+			 json_array_size(a) == 1 ? "y" : "ies");
 		return 0;
 	case KS_VB_MEMORY_GRAPH:
 		if (!(a = need_array(b, j, "core_memory_map", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu cores", json_array_size(a));
+		snprintf(sum, size, "%zu core%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	case KS_VB_MEMORY_TABLE:
 		if (!(a = need_array(b, j, "table_per_block", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu blocks", json_array_size(a));
+		snprintf(sum, size, "%zu block%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	case KS_VB_CORE_LOAD:
 		if (!(a = need_array(b, j, "op_detail", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu cores", json_array_size(a));
+		snprintf(sum, size, "%zu core%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	case KS_VB_ROOFLINE:
 		if (!(a = need_array(b, j, "multiple_rooflines", err)))
@@ -222,18 +239,20 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 			}
 			total += json_array_size(r);
 		}
-		snprintf(sum, size, "%zu charts, %zu rooflines", json_array_size(a),
-			 total);
+		snprintf(sum, size, "%zu chart%s, %zu roofline%s", json_array_size(a),
+			 plural(json_array_size(a)), total, plural(total));
 		return 0;
 	case KS_VB_CACHELINE_HEAT:
 		if (!(a = need_array(b, j, "cache_lines", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu cache lines", json_array_size(a));
+		snprintf(sum, size, "%zu cache line%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	case KS_VB_STALL_REASONS:
 		if (!(a = need_array(b, j, "stall_reasons", err)))
 			return err ? err->code : -EINVAL;
-		snprintf(sum, size, "%zu stall reasons", json_array_size(a));
+		snprintf(sum, size, "%zu stall reason%s", json_array_size(a),
+			 plural(json_array_size(a)));
 		return 0;
 	}
 	return fail_schema(b, err, "not a JSON block type");

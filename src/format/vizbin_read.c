@@ -51,9 +51,11 @@ static int add_block(struct ks_vb_reader *r, const struct ks_vb_block *b)
 	return 0;
 }
 
-/* Checks the NUL-padded path area of a source block. */
-static int check_path(const unsigned char *p, uint32_t idx, uint64_t off,
-		      struct ks_vb_error *err)
+/* Checks the NUL-padded path area (at file offset off) of the source
+ * block whose header is at hdr.  Messages name the block by its header
+ * offset, like every reader message; err->offset is the bad byte. */
+static int check_path(const unsigned char *p, uint32_t idx, uint64_t hdr,
+		      uint64_t off, struct ks_vb_error *err)
 {
 	const unsigned char *nul = memchr(p, 0, KS_VB_PATH_SIZE);
 	size_t n;
@@ -62,23 +64,25 @@ static int check_path(const unsigned char *p, uint32_t idx, uint64_t off,
 		return ks_vb_fail(err, -EINVAL, idx, off,
 				  "block %u at offset %llu: source path is not "
 				  "NUL-terminated within %d bytes", idx,
-				  (unsigned long long)off, KS_VB_PATH_SIZE);
+				  (unsigned long long)hdr, KS_VB_PATH_SIZE);
 	n = (size_t)(nul - p);
 	if (n == 0)
 		return ks_vb_fail(err, -EINVAL, idx, off,
 				  "block %u at offset %llu: source path is empty",
-				  idx, (unsigned long long)off);
+				  idx, (unsigned long long)hdr);
 	for (size_t i = 0; i < n; i++)
 		if (p[i] < 0x20 || p[i] == 0x7f)
 			return ks_vb_fail(err, -EINVAL, idx, off + i,
-					  "block %u: source path has control byte "
-					  "0x%02x at offset %llu", idx, p[i],
+					  "block %u at offset %llu: source path has "
+					  "control byte 0x%02x at offset %llu", idx,
+					  (unsigned long long)hdr, p[i],
 					  (unsigned long long)(off + i));
 	for (size_t i = n; i < KS_VB_PATH_SIZE; i++)
 		if (p[i] != 0)
 			return ks_vb_fail(err, -EINVAL, idx, off + i,
-					  "block %u: source path padding is not zero "
-					  "at offset %llu", idx,
+					  "block %u at offset %llu: source path "
+					  "padding is not zero at offset %llu", idx,
+					  (unsigned long long)hdr,
 					  (unsigned long long)(off + i));
 	return 0;
 }
@@ -149,7 +153,7 @@ static int parse(struct ks_vb_reader *r, unsigned flags, struct ks_vb_error *err
 						  (unsigned long long)off,
 						  (unsigned long long)(size - p),
 						  KS_VB_PATH_SIZE);
-			rc = check_path(r->data + p, idx, p, err);
+			rc = check_path(r->data + p, idx, off, p, err);
 			if (rc)
 				return rc;
 			b.path = (const char *)(r->data + p);
@@ -226,12 +230,17 @@ int ks_vb_open(const char *path, unsigned flags, struct ks_vb_reader **out,
 	if (fd < 0)
 		return ks_vb_fail(err, -errno, 0, 0, "cannot open '%s': %s", path,
 				  strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
 		int e = errno;
 
 		close(fd);
-		return ks_vb_fail(err, S_ISREG(st.st_mode) ? -e : -EINVAL, 0, 0,
-				  "'%s' is not a regular file", path);
+		return ks_vb_fail(err, -e, 0, 0, "cannot read '%s': %s", path,
+				  strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return ks_vb_fail(err, -EINVAL, 0, 0, "'%s' is not a regular file",
+				  path);
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {

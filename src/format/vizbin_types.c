@@ -54,7 +54,14 @@ int ks_vb_type_parse(const char *s)
 	if (!*s || !(s[0] >= '0' && s[0] <= '9'))
 		return -1;
 	errno = 0;
-	v = strtol(s, &end, 0);
+	/* Decimal, or hexadecimal with 0x: "010" is ten, not eight. */
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		v = strtol(s + 2, &end, 16);
+	else
+		v = strtol(s, &end, 10);
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
+	    (s[2] == '\0' || s[2] == '-' || s[2] == '+' || s[2] == ' '))
+		return -1;
 	if (errno || *end || v < 1 || v > KS_VB_TYPE_MAX)
 		return -1;
 	return (int)v;

@@ -173,7 +173,8 @@ int ks_vb_begin(struct ks_vb_writer *w, unsigned type, unsigned version,
 				    "source path must be 1 to %d bytes long",
 				    KS_VB_PATH_SIZE - 1);
 		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)source_path[i] < 0x20)
+			if ((unsigned char)source_path[i] < 0x20 ||
+			    (unsigned char)source_path[i] == 0x7f)
 				return werr(err, -EINVAL, w->blocks, w->pos,
 					    "source path contains a control character");
 		memset(pathbuf, 0, sizeof(pathbuf));

@@ -110,6 +110,9 @@ static void test_size(void **state)
 	SIZE_OK("1M", 0, INT64_MAX, 1 << 20);
 	SIZE_OK("1mb", 0, INT64_MAX, 1 << 20);
 	SIZE_OK("2G", 0, INT64_MAX, 2ll << 30);
+	SIZE_OK("4096B", 8, 4096, 4096);
+	SIZE_BAD("B", 0, INT64_MAX, -EINVAL);
+	SIZE_BAD("1BB", 0, INT64_MAX, -EINVAL);
 	SIZE_BAD("7", 8, 4096, -ERANGE);
 	SIZE_BAD("4097", 8, 4096, -ERANGE);
 	SIZE_BAD("5k", 8, 4096, -ERANGE);
@@ -142,6 +145,9 @@ static void test_double(void **state)
 	assert_int_equal(ks_check_double("1e400", 5, -1e300, 1e300, &v, &e), -EINVAL);
 	assert_int_equal(ks_check_double("", 0, -1, 1, &v, &e), -EINVAL);
 	assert_int_equal(ks_check_double("1.", 2, -1, 2, &v, &e), 0);
+	assert_int_equal(ks_check_double("+1", 2, -1, 2, &v, &e), -EINVAL);
+	assert_int_equal(ks_check_double("-1", 2, -1, 2, &v, &e), 0);
+	assert_int_equal(ks_check_double("1e+1", 4, 0, 20, &v, &e), 0);
 	assert_int_equal(ks_check_double(".", 1, -1, 2, &v, &e), -EINVAL);
 }
 
@@ -414,6 +420,17 @@ static int unprivileged_checks(void)
 	step++;
 	/* A root-owned, safe directory we cannot write: "/" */
 	if (ks_check_output("/kscope-test-out", 16, &res, note, sizeof(note), &e) != -EACCES)
+		goto fail;
+	step++;
+	/* An existing location needs to be writable, not its parent: /tmp
+	 * is fine although "/" is not writable by this user. */
+	if (ks_check_output("/tmp", 4, &res, note, sizeof(note), &e) != 0)
+		goto fail;
+	free(res);
+	res = NULL;
+	step++;
+	/* ... but the location itself must be writable. */
+	if (ks_check_output("/", 1, &res, note, sizeof(note), &e) != -EACCES)
 		goto fail;
 	step++;
 	/* Unreachable: a file inside a directory we cannot search. */

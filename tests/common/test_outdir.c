@@ -140,6 +140,30 @@ static void test_outfile_commit(void **state)
 
 /* In a child with a 4 KiB file size limit, a 64 KiB write must fail, be
  * reported, and leave neither the file nor its temporary name. */
+static void test_discard(void **state)
+{
+	char *dir = ks_test_tmpdir(), *kept;
+	struct ks_rundir rd;
+	struct ks_err e;
+
+	(void)state;
+	/* An empty run directory of a failed run is removed ... */
+	assert_int_equal(ks_rundir_create(dir, "t", 0, &rd, &e), 0);
+	kept = strdup(rd.path);
+	ks_rundir_discard(&rd);
+	assert_int_equal(access(kept, F_OK), -1);
+	free(kept);
+	/* ... one with files in it is kept. */
+	assert_int_equal(ks_rundir_create(dir, "t", 0, &rd, &e), 0);
+	assert_int_equal(ks_outfile_put(&rd, "partial.txt", "x", 1, KS_FILE_MODE, &e), 0);
+	kept = strdup(rd.path);
+	ks_rundir_discard(&rd);
+	assert_int_equal(access(kept, F_OK), 0);
+	free(kept);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_failed_write(void **state)
 {
 	char *dir = ks_test_tmpdir();
@@ -211,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_rundir_name_and_modes),
 		cmocka_unit_test(test_rundir_fixed_time_and_collision),
 		cmocka_unit_test(test_outfile_commit),
+		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_failed_write),
 		cmocka_unit_test(test_planted_symlink),
 	};

@@ -287,6 +287,9 @@ static void test_writer_rejects(void **state)
 	longpath[KS_VB_PATH_SIZE] = '\0';
 	assert_int_equal(ks_vb_write(w, KS_VB_SOURCE, KS_VB_VERSION, longpath, "x", 1, &e),
 			 -EINVAL);
+	/* What the reader refuses, the writer refuses: DEL in a path. */
+	assert_int_equal(ks_vb_write(w, KS_VB_SOURCE, KS_VB_VERSION, "/a\x7f.c", "x", 1, &e),
+			 -EINVAL);
 	longpath[KS_VB_PATH_SIZE - 1] = '\0'; /* 4095 bytes + NUL fits */
 	assert_int_equal(ks_vb_write(w, KS_VB_SOURCE, KS_VB_VERSION, longpath, "x", 1, &e), 0);
 	assert_int_equal(ks_vb_append(w, "x", 1, &e), -EINVAL);
@@ -497,7 +500,7 @@ static void test_payload_checks(void **state)
 	assert_int_equal(check_json(KS_VB_API_FILES,
 				    "{\"Files\":[{\"Source\":\"a\",\"Lines\":[{},{}]}],"
 				    "\"Cores\":[\"c0\",\"c1\"]}", sum, sizeof(sum), &e), 0);
-	assert_string_equal(sum, "1 files, 2 lines, 2 cores");
+	assert_string_equal(sum, "1 file, 2 lines, 2 cores");
 	assert_int_equal(check_json(KS_VB_API_INSTR, "{\"Cores\":[]}", sum, sizeof(sum), &e),
 			 -EINVAL);
 	assert_int_equal(check_json(KS_VB_BASE_INFO, "[]", sum, sizeof(sum), &e), -EINVAL);
@@ -522,7 +525,7 @@ static void test_payload_checks(void **state)
 		assert_int_equal(e.offset, 2);
 		b.payload_size = 2;
 		assert_int_equal(ks_vb_check_payload(&b, sum, sizeof(sum), &e), 0);
-		assert_string_equal(sum, "/x.c, 1 lines");
+		assert_string_equal(sum, "/x.c, 1 line");
 	}
 	/* Binary records. */
 	{
@@ -533,7 +536,7 @@ static void test_payload_checks(void **state)
 		b.payload = rec;
 		b.payload_size = sizeof(rec);
 		assert_int_equal(ks_vb_check_payload(&b, sum, sizeof(sum), &e), 0);
-		assert_string_equal(sum, "1 memory records");
+		assert_string_equal(sum, "1 memory record");
 		rec[0] = 2;
 		assert_int_equal(ks_vb_check_payload(&b, sum, sizeof(sum), &e), -EINVAL);
 		b.payload_size = 7;
@@ -541,7 +544,7 @@ static void test_payload_checks(void **state)
 		b.type = KS_VB_CACHE_RECORDS;
 		b.payload_size = 32;
 		assert_int_equal(ks_vb_check_payload(&b, sum, sizeof(sum), &e), 0);
-		assert_string_equal(sum, "1 cache records");
+		assert_string_equal(sum, "1 cache record");
 		b.payload_size = 33;
 		assert_int_equal(ks_vb_check_payload(&b, sum, sizeof(sum), &e), -EINVAL);
 	}
@@ -565,6 +568,10 @@ static void test_type_names(void **state)
 	assert_int_equal(ks_vb_type_parse("rooflines"), -1);
 	assert_int_equal(ks_vb_type_parse(""), -1);
 	assert_int_equal(ks_vb_type_parse("-1"), -1);
+	assert_int_equal(ks_vb_type_parse("010"), 10); /* decimal, not octal */
+	assert_int_equal(ks_vb_type_parse("0x"), -1);
+	assert_int_equal(ks_vb_type_parse("0x-1"), -1);
+	assert_int_equal(ks_vb_type_parse("0xF"), 15);
 }
 
 /* A write that fails half-way (file size limit) cuts the file back to
