@@ -438,6 +438,48 @@ static void test_corruption_everywhere(void **state)
 	free(buf);
 }
 
+/* Each payload padding byte and each byte of a source path's NUL padding,
+ * made non-zero, is reported at exactly that offset and block. */
+static void test_padding_bytes(void **state)
+{
+	unsigned char *buf;
+	size_t size, checked = 0;
+	struct ks_vb_reader *r;
+	struct ks_vb_error e;
+
+	(void)state;
+	buf = make_sample(&size);
+	assert_int_equal(ks_vb_open_mem(buf, size, 0, &r, &e), 0);
+	for (uint32_t i = 0; i < ks_vb_count(r); i++) {
+		const struct ks_vb_block *b = ks_vb_block_at(r, i);
+		uint64_t pads[8];
+		unsigned npads = 0;
+
+		for (unsigned k = 0; k < b->padding; k++)
+			pads[npads++] = b->payload_offset + b->payload_size + k;
+		if (b->path) { /* first and last byte after the path's terminator */
+			pads[npads++] = b->offset + KS_VB_HEADER_SIZE + strlen(b->path) + 1;
+			pads[npads++] = b->offset + KS_VB_HEADER_SIZE + KS_VB_PATH_SIZE - 1;
+		}
+		for (unsigned k = 0; k < npads; k++) {
+			unsigned char *copy = malloc(size);
+			struct ks_vb_reader *r2;
+
+			memcpy(copy, buf, size);
+			copy[pads[k]] = 'x';
+			assert_int_equal(ks_vb_open_mem(copy, size, 0, &r2, &e), -EINVAL);
+			assert_int_equal(e.block, i);
+			assert_int_equal(e.offset, pads[k]);
+			assert_non_null(strstr(e.msg, "not zero"));
+			checked++;
+			free(copy);
+		}
+	}
+	assert_true(checked >= 10);
+	ks_vb_close(r);
+	free(buf);
+}
+
 static void test_unfinished_block(void **state)
 {
 	unsigned char buf[12 + 8];
@@ -666,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_writer_rejects),
 		cmocka_unit_test(test_truncation_everywhere),
 		cmocka_unit_test(test_corruption_everywhere),
+		cmocka_unit_test(test_padding_bytes),
 		cmocka_unit_test(test_unfinished_block),
 		cmocka_unit_test(test_payload_checks),
 		cmocka_unit_test(test_type_names),
