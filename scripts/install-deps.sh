@@ -10,13 +10,19 @@ set -euo pipefail
 # Build: compilers (gcc is the default, clang builds the sanitizer and fuzz
 # configuration), CMake and pkg-config.
 BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
-# Libraries kscope links: jansson (JSON, see docs/architecture.md).
-LIB_PKGS="libjansson-dev"
-# Test tools: cmocka (unit tests), python3 (golden-test filters and
-# structural checks of outputs).
-TEST_PKGS="libcmocka-dev python3"
+# Libraries kscope links (docs/architecture.md says why each): jansson
+# (JSON), libunwind (stack walking in the sampler), elfutils' libdw and
+# libelf (symbols, lines, inlined frames), SQLite (profile.db).
+LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev"
+# MPI: Open MPI, for profiling MPI programs and for its tests.
+MPI_PKGS="openmpi-bin libopenmpi-dev"
+# Test tools: cmocka (unit tests), python3 (checks of outputs, with its
+# sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
+TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
+# Benchmarks: perf (the baseline profiler), bc (ratios).
+BENCH_PKGS="linux-perf bc"
 
-PKGS="$BUILD_PKGS $LIB_PKGS $TEST_PKGS"
+PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $TEST_PKGS $BENCH_PKGS"
 
 missing=()
 for p in $PKGS; do

@@ -28,8 +28,12 @@ struct ks_cmd {
 	int (*run)(const struct ks_cmd *cmd, struct ks_parsed *p);
 };
 
+extern const struct ks_cmd ks_cmd_avail;
 extern const struct ks_cmd ks_cmd_inspect;
+extern const struct ks_cmd ks_cmd_merge;
 extern const struct ks_cmd ks_cmd_pack;
+extern const struct ks_cmd ks_cmd_report;
+extern const struct ks_cmd ks_cmd_sample;
 
 /* The command table, NULL-terminated. */
 extern const struct ks_cmd *const ks_commands[];

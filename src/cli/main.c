@@ -22,6 +22,10 @@
 #include "opt.h"
 
 const struct ks_cmd *const ks_commands[] = {
+	&ks_cmd_sample,
+	&ks_cmd_report,
+	&ks_cmd_merge,
+	&ks_cmd_avail,
 	&ks_cmd_inspect,
 	&ks_cmd_pack,
 	NULL,

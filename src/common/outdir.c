@@ -141,6 +141,51 @@ out:
 	return rc;
 }
 
+int ks_rundir_create_shared(const char *output, const char *name,
+			    const char *sub, struct ks_rundir *rd,
+			    struct ks_err *err)
+{
+	char shared[PATH_MAX];
+	struct stat st;
+	char why[256];
+	int fd, rc;
+
+	memset(rd, 0, sizeof(*rd));
+	rd->dirfd = -1;
+	if (strchr(name, '/') || strchr(sub, '/') || !name[0] || !sub[0] ||
+	    name[0] == '.' || sub[0] == '.')
+		return ks_err_set(err, -EINVAL, "bad run directory name '%s/%s'", name, sub);
+	if (snprintf(shared, sizeof(shared), "%s/%s", output, name) >= (int)sizeof(shared))
+		return ks_err_set(err, -ENAMETOOLONG, "output path too long");
+	/* open_output creates what is missing, refusing links on the way. */
+	fd = open_output(shared, err);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0 || !ks_dir_is_safe(&st, geteuid(), why, sizeof(why))) {
+		close(fd);
+		return ks_err_set(err, -EPERM, "'%s' %s", shared, why);
+	}
+	if (mkdirat(fd, sub, KS_DIR_MODE) != 0) {
+		rc = ks_err_set(err, -errno, "cannot create run directory '%s/%s': %s",
+				shared, sub, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	rd->dirfd = openat(fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(fd);
+	if (rd->dirfd < 0 || fchmod(rd->dirfd, KS_DIR_MODE) != 0 ||
+	    asprintf(&rd->path, "%s/%s", shared, sub) < 0) {
+		rc = ks_err_set(err, -errno, "cannot open run directory '%s/%s': %s",
+				shared, sub, strerror(errno));
+		if (rd->dirfd >= 0)
+			close(rd->dirfd);
+		rd->dirfd = -1;
+		rd->path = NULL;
+		return rc;
+	}
+	return 0;
+}
+
 void ks_rundir_close(struct ks_rundir *rd)
 {
 	if (rd->dirfd >= 0)

@@ -36,6 +36,13 @@ int ks_rundir_create(const char *output, const char *command,
 		     time_t time_override, struct ks_rundir *rd,
 		     struct ks_err *err);
 void ks_rundir_close(struct ks_rundir *rd);
+/* For runs made of several cooperating processes (MPI ranks): opens, or
+ * creates, <output>/<name> (0750, owned by the user, checked like a run
+ * directory's parent) and creates <output>/<name>/<sub> exclusively as
+ * this process's run directory. */
+int ks_rundir_create_shared(const char *output, const char *name,
+			    const char *sub, struct ks_rundir *rd,
+			    struct ks_err *err);
 /* After a failed run: removes the run directory if nothing was left in it
  * (a failed run leaves no empty directory that looks like a result), then
  * closes it.  A directory with files in it is kept for inspection. */

@@ -2,7 +2,7 @@
  * libFuzzer target for option parsing and checking.
  *
  * The input is split at NUL bytes into arguments.  Its first byte picks
- * the table: kscope's real inspect and pack tables, or a table with one
+ * the table: kscope's real command tables, or a table with one
  * option of every type.  Arguments of the form "=NAME=VALUE" become
  * environment variables.  Any input must parse or be rejected with a
  * message, with no crash and no leak, and nothing may be written.
@@ -96,10 +96,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 5) {
 	case 0: args = &all_args; break;
 	case 1: args = &ks_cmd_inspect.args; break;
-	default: args = &ks_cmd_pack.args; break;
+	case 2: args = &ks_cmd_pack.args; break;
+	case 3: args = &ks_cmd_sample.args; break;
+	default: args = &ks_cmd_report.args; break;
 	}
 	copy = malloc(size);
 	if (!copy)

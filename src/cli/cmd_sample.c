@@ -1,0 +1,828 @@
+/*
+ * kscope sample: the whole-program sampling profiler's launcher.
+ *
+ *     kscope sample [options] -- PROGRAM [ARGS...]
+ *
+ * Checks every option and the program (it must exist, be executable and
+ * be dynamically linked), creates the run directory, turns the options
+ * into the KSCOPE_* environment variables of the option table, puts
+ * libkscope.so in LD_PRELOAD and runs the program.  When it ends, the raw
+ * samples are symbolized (src/sample/post.c) and written as profile.db,
+ * the trace, flat and tree reports; a short summary and the run directory
+ * are printed.  kscope exits with the program's exit status (128+N if a
+ * signal N ended it), or 1 if profiling itself failed.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "argcheck.h"
+#include "cli.h"
+#include "ks_version.h"
+#include "log.h"
+#include "outdir.h"
+#include "post.h"
+#include "profile.h"
+#include "store.h"
+#include "trace.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+struct sample_opts {
+	struct ks_common_opts common;
+	char *output;
+	int64_t freq;
+	int64_t cputime_freq;   /* -1: --freq */
+	int64_t realtime_freq;  /* -1: --freq when the real-time sampler is on */
+	int samplers;           /* index into sampler_choices */
+	double delay, duration;
+	char *tids;
+	char *periods;
+	int unwind;             /* index into unwind_choices */
+	char *counters;
+	int64_t buffer_samples;
+	int trace_format;       /* index into trace_choices */
+	int format;             /* index into format_choices */
+	bool keep_raw;
+};
+
+static const char *const sampler_choices[] = { "cputime", "realtime", "both", NULL };
+static const char *const unwind_choices[] = { "libunwind", "fp", NULL };
+static const char *const trace_choices[] = { "perfetto", "json", "both", "none", NULL };
+static const char *const format_choices[] = { "text", "json", NULL };
+
+#define OPT(field) .offset = offsetof(struct sample_opts, field)
+
+static const struct ks_opt sample_opts[] = {
+	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
+	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
+	  .help = "where the run directory is created", OPT(output) },
+	{ .name = "freq", .short_name = 'F', .type = KS_OPT_INT, .metavar = "HZ",
+	  .def = "300", .env = "KSCOPE_FREQ",
+	  .help = "samples per second for every sampler", OPT(freq),
+	  .min = 1, .max = 10000 },
+	{ .name = "cputime-freq", .type = KS_OPT_INT, .metavar = "HZ", .def = "-1",
+	  .env = "KSCOPE_CPUTIME_FREQ",
+	  .help = "samples per CPU-second of each thread (-1: --freq)",
+	  OPT(cputime_freq), .min = -1, .max = 10000 },
+	{ .name = "realtime-freq", .type = KS_OPT_INT, .metavar = "HZ", .def = "-1",
+	  .env = "KSCOPE_REALTIME_FREQ",
+	  .help = "samples per second of wall-clock time (-1: --freq)",
+	  OPT(realtime_freq), .min = -1, .max = 10000 },
+	{ .name = "samplers", .type = KS_OPT_ENUM, .metavar = "WHICH", .def = "cputime",
+	  .env = "KSCOPE_SAMPLERS",
+	  .help = "the CPU-time sampler, the real-time sampler, or both",
+	  OPT(samplers), .choices = sampler_choices },
+	{ .name = "delay", .type = KS_OPT_DOUBLE, .metavar = "SEC", .def = "0",
+	  .env = "KSCOPE_DELAY", .help = "seconds to wait before sampling",
+	  OPT(delay), .dmin = 0, .dmax = 86400 },
+	{ .name = "duration", .type = KS_OPT_DOUBLE, .metavar = "SEC", .def = "0",
+	  .env = "KSCOPE_DURATION",
+	  .help = "seconds to sample after the delay (0: until the program ends)",
+	  OPT(duration), .dmin = 0, .dmax = 86400 },
+	{ .name = "tids", .type = KS_OPT_NAME, .metavar = "LIST", .env = "KSCOPE_TIDS",
+	  .help = "sample only these threads, by creation order (0 = main), "
+		  "e.g. 0,2-4",
+	  OPT(tids), .name_extra = ",-", .max_len = 1024 },
+	{ .name = "periods", .type = KS_OPT_STRING, .metavar = "SPECS",
+	  .env = "KSCOPE_PERIODS",
+	  .help = "time windows \"clock:delay:duration:cycles ...\" with clock "
+		  "realtime or cputime, e.g. realtime:10:1:5",
+	  OPT(periods), .max_len = 1024 },
+	{ .name = "unwind", .type = KS_OPT_ENUM, .metavar = "HOW", .def = "libunwind",
+	  .env = "KSCOPE_UNWIND",
+	  .help = "how call stacks are walked: libunwind, or frame pointers",
+	  OPT(unwind), .choices = unwind_choices },
+	{ .name = "counters", .type = KS_OPT_NAME, .metavar = "LIST",
+	  .env = "KSCOPE_COUNTERS",
+	  .help = "per-sample counters, e.g. cycles,instructions (see "
+		  "'kscope avail')",
+	  OPT(counters), .name_extra = ",-_", .max_len = 512 },
+	{ .name = "buffer-samples", .type = KS_OPT_INT, .metavar = "N", .def = "1024",
+	  .env = "KSCOPE_BUFFER_SAMPLES",
+	  .help = "samples each thread buffers before handing them to the writer",
+	  OPT(buffer_samples), .min = 1024, .max = 1048576 },
+	{ .name = "trace-format", .type = KS_OPT_ENUM, .metavar = "FMT",
+	  .def = "perfetto", .env = "KSCOPE_TRACE_FORMAT",
+	  .help = "timeline trace: Perfetto protobuf, Chrome JSON, both or none",
+	  OPT(trace_format), .choices = trace_choices },
+	{ .name = "format", .type = KS_OPT_ENUM, .metavar = "FMT", .def = "text",
+	  .env = "KSCOPE_FORMAT",
+	  .help = "flat and tree reports as text (flat.txt) or JSON (flat.json)",
+	  OPT(format), .choices = format_choices },
+	{ .name = "keep-raw", .type = KS_OPT_FLAG, .env = "KSCOPE_KEEP_RAW",
+	  .help = "keep the raw sample files (raw/) after post-processing",
+	  OPT(keep_raw) },
+	KS_COMMON_OPTS(struct sample_opts),
+	KS_OPT_END
+};
+
+/* Environment variables only the runtime reads (not options). */
+#define ENV_RUN_DIR "KSCOPE_RUN_DIR"
+#define ENV_RANK    "KSCOPE_RANK"
+
+/* ------------------------------------------------------------------ */
+/* Checks beyond the option table                                      */
+/* ------------------------------------------------------------------ */
+
+/* "0,2-4": thread indexes and ranges. */
+static int check_tids(const char *s, struct ks_err *err)
+{
+	const char *p = s;
+
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b;
+
+		if (end == p || a < 0)
+			goto bad;
+		b = a;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || b < a)
+				goto bad;
+		}
+		if (*end == ',' && end[1])
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	return 0;
+bad:
+	return ks_err_set(err, -EINVAL, "option --tids: '%s' is not a thread list; "
+			  "accepted: indexes and ranges separated by commas, "
+			  "e.g. 0,2-4", s);
+}
+
+/* "clock:delay:duration:cycles ..." */
+static int check_periods(const char *s, struct ks_err *err)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!copy)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char clock[16], *f[4], *q = tok;
+		double delay, dur;
+		long cycles;
+		char *end;
+		int n = 0;
+
+		while (n < 4 && (f[n] = strsep(&q, ":")) != NULL)
+			n++;
+		if (n != 4 || q || strlen(f[0]) >= sizeof(clock))
+			goto bad;
+		strcpy(clock, f[0]);
+		if (strcmp(clock, "realtime") && strcmp(clock, "cputime"))
+			goto bad;
+		delay = strtod(f[1], &end);
+		if (!*f[1] || *end || delay < 0)
+			goto bad;
+		dur = strtod(f[2], &end);
+		if (!*f[2] || *end || dur <= 0)
+			goto bad;
+		cycles = strtol(f[3], &end, 10);
+		if (!*f[3] || *end || cycles < 0)
+			goto bad;
+		continue;
+bad:
+		rc = ks_err_set(err, -EINVAL, "option --periods: '%s' is not a period; "
+				"accepted: clock:delay:duration:cycles with clock "
+				"realtime or cputime, delay >= 0 and duration > 0 in "
+				"seconds, cycles >= 0 (0 repeats forever), e.g. "
+				"realtime:10:1:5", tok);
+		break;
+	}
+	free(copy);
+	return rc;
+}
+
+/* Finds prog like execvp does; *path is malloc'd. */
+static int find_program(const char *prog, char **path, struct ks_err *err)
+{
+	char note[KS_NOTE_MAX];
+	const char *env = getenv("PATH");
+	char *dirs, *save = NULL, *d;
+	int rc;
+
+	if (strchr(prog, '/')) {
+		rc = ks_check_path(prog, strlen(prog), KS_PATH_FILE | KS_PATH_EXEC, path,
+				   note, sizeof(note), err);
+		if (rc)
+			return ks_err_set(err, rc, "program: %s; accepted: an executable "
+					  "file", err->msg);
+		return 0;
+	}
+	dirs = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
+	if (!dirs)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char cand[PATH_MAX];
+		struct ks_err e;
+
+		snprintf(cand, sizeof(cand), "%s/%s", *d ? d : ".", prog);
+		if (ks_check_path(cand, strlen(cand), KS_PATH_FILE | KS_PATH_EXEC, path,
+				  note, sizeof(note), &e) == 0) {
+			free(dirs);
+			return 0;
+		}
+	}
+	free(dirs);
+	return ks_err_set(err, -ENOENT, "program: '%s' was not found in PATH; "
+			  "accepted: an executable file", prog);
+}
+
+/* A static ELF executable has no PT_INTERP: LD_PRELOAD cannot reach it. */
+static int check_dynamic(const char *path, struct ks_err *err)
+{
+	Elf64_Ehdr eh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool interp = false;
+
+	if (fd < 0)
+		return ks_err_set(err, -errno, "program: cannot read '%s': %s", path,
+				  strerror(errno));
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+		close(fd);
+		return 0; /* a script: its interpreter is what runs */
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		close(fd);
+		return ks_err_set(err, -EINVAL, "program: '%s' is not a 64-bit ELF "
+				  "program; kscope sample profiles this machine's "
+				  "64-bit programs", path);
+	}
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	close(fd);
+	if (!interp)
+		return ks_err_set(err, -EINVAL, "program: '%s' is statically linked; "
+				  "kscope sample needs a dynamically linked program "
+				  "(it loads its sampler with LD_PRELOAD)", path);
+	return 0;
+}
+
+/* libkscope.so: next to the executable in a build tree (build/lib/), or
+ * in <prefix>/lib/kscope/ when installed. */
+static int find_runtime(char *out, size_t size, struct ks_err *err)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	static const char *const cands[] = { "/lib/libkscope.so",
+					     "/../lib/kscope/libkscope.so" };
+
+	if (n <= 0)
+		return ks_err_set(err, -errno, "cannot find kscope's own path");
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		char cand[PATH_MAX + 64];
+
+		snprintf(cand, sizeof(cand), "%s%s", self, cands[i]);
+		if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < size)
+			return 0;
+	}
+	return ks_err_set(err, -ENOENT, "kscope's sampler library libkscope.so is "
+			  "missing (looked in %s/lib and %s/../lib/kscope)", self, self);
+}
+
+/* ------------------------------------------------------------------ */
+/* Run directory (MPI-aware)                                           */
+/* ------------------------------------------------------------------ */
+
+static int mpi_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+					    "PMI_RANK", "SLURM_PROCID", NULL };
+
+	for (int i = 0; vars[i]; i++) {
+		const char *v = getenv(vars[i]);
+		char *end;
+		long r;
+
+		if (!v || !*v)
+			continue;
+		r = strtol(v, &end, 10);
+		if (!*end && r >= 0 && r < INT32_MAX)
+			return (int)r;
+	}
+	return -1;
+}
+
+/* When the launcher (mpirun) started, from /proc: the same for every rank
+ * it started, so all ranks agree on the run directory's name. */
+static time_t process_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ticks = 0;
+	double uptime = 0;
+	FILE *f;
+	int field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	p = strrchr(buf, ')'); /* the command may contain spaces */
+	if (!p)
+		return 0;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	ticks = strtoull(p, NULL, 10);
+	f = fopen("/proc/uptime", "r");
+	if (!f || fscanf(f, "%lf", &uptime) != 1) {
+		if (f)
+			fclose(f);
+		return 0;
+	}
+	fclose(f);
+	return time(NULL) - (time_t)uptime + (time_t)(ticks / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+static int make_rundir(const char *output, int rank, struct ks_rundir *rd,
+		       struct ks_err *err)
+{
+	char name[128], sub[32], stamp[32];
+	pid_t launcher;
+	time_t t;
+	struct tm tm;
+
+	if (rank < 0)
+		return ks_rundir_create(output, "sample", 0, rd, err);
+	launcher = getppid();
+	t = process_start(launcher);
+	if (!t)
+		t = time(NULL);
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
+	snprintf(name, sizeof(name), "sample_%s_%d", stamp, (int)launcher);
+	snprintf(sub, sizeof(sub), "rank%d", rank);
+	return ks_rundir_create_shared(output, name, sub, rd, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Running the program                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The child being profiled, for the signal handler (the only global: a
+ * signal handler has no other way to find it). */
+static volatile pid_t child_pid;
+
+/* Forwards SIGINT/SIGTERM sent to kscope by another process; the
+ * terminal's own Ctrl+C (SI_KERNEL) already reaches the whole foreground
+ * process group, program included.  Async-signal-safe. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill(child_pid, sig);
+	errno = saved;
+}
+
+/* The program's environment: kscope's own, plus the runtime's settings.
+ * envp borrows the inherited strings and owns the ones kscope adds. */
+struct env {
+	char **envp;           /* NULL-terminated */
+	size_t n;
+	char **owned;          /* strings kscope allocated */
+	size_t nowned;
+};
+
+static void env_free(struct env *e)
+{
+	for (size_t i = 0; i < e->nowned; i++)
+		free(e->owned[i]);
+	free(e->owned);
+	free(e->envp);
+	memset(e, 0, sizeof(*e));
+}
+
+static int env_set(struct env *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *entry, **v;
+
+	v = realloc(e->owned, (e->nowned + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	e->owned = v;
+	if (asprintf(&entry, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	e->owned[e->nowned++] = entry;
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->envp[i], name, len) == 0 && e->envp[i][len] == '=') {
+			e->envp[i] = entry;
+			return 0;
+		}
+	v = realloc(e->envp, (e->n + 2) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[e->n++] = entry;
+	v[e->n] = NULL;
+	e->envp = v;
+	return 0;
+}
+
+static const char *opt_env(const char *name)
+{
+	return ks_opt_find(sample_opts, name)->env;
+}
+
+static int build_env(const struct sample_opts *o, const char *rundir,
+		     const char *runtime, int rank, struct env *e)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	int64_t cpu = o->samplers == 1 ? 0 : (o->cputime_freq >= 0 ? o->cputime_freq : o->freq);
+	int64_t real = o->samplers == 0 ? 0 : (o->realtime_freq >= 0 ? o->realtime_freq : o->freq);
+	char num[64], *pre = NULL;
+	int rc = 0;
+
+	memset(e, 0, sizeof(*e));
+	while (environ[e->n])
+		e->n++;
+	e->envp = malloc((e->n + 1) * sizeof(*e->envp));
+	if (!e->envp)
+		return -ENOMEM;
+	memcpy(e->envp, environ, (e->n + 1) * sizeof(*e->envp));
+	rc |= env_set(e, ENV_RUN_DIR, rundir);
+	snprintf(num, sizeof(num), "%" PRId64, cpu);
+	rc |= env_set(e, opt_env("cputime-freq"), num);
+	snprintf(num, sizeof(num), "%" PRId64, real);
+	rc |= env_set(e, opt_env("realtime-freq"), num);
+	snprintf(num, sizeof(num), "%.9g", o->delay);
+	rc |= env_set(e, opt_env("delay"), num);
+	snprintf(num, sizeof(num), "%.9g", o->duration);
+	rc |= env_set(e, opt_env("duration"), num);
+	rc |= env_set(e, opt_env("tids"), o->tids ? o->tids : "");
+	rc |= env_set(e, opt_env("periods"), o->periods ? o->periods : "");
+	rc |= env_set(e, opt_env("unwind"), unwind_choices[o->unwind]);
+	rc |= env_set(e, opt_env("counters"), o->counters ? o->counters : "");
+	snprintf(num, sizeof(num), "%" PRId64, o->buffer_samples);
+	rc |= env_set(e, opt_env("buffer-samples"), num);
+	rc |= env_set(e, opt_env("log-level"), ks_log_level_choices[o->common.log_level]);
+	snprintf(num, sizeof(num), "%d", rank);
+	rc |= env_set(e, ENV_RANK, num);
+	if (preload && *preload) {
+		if (asprintf(&pre, "%s:%s", runtime, preload) < 0)
+			pre = NULL;
+	} else {
+		pre = strdup(runtime);
+	}
+	rc |= pre ? env_set(e, "LD_PRELOAD", pre) : -ENOMEM;
+	free(pre);
+	if (rc) {
+		env_free(e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Runs the program; returns its wait status, or -errno (err set). */
+static int run_program(char **argv, char **envp, struct ks_err *err)
+{
+	struct sigaction sa, old_int, old_term;
+	struct timespec t0, t1;
+	int pipefd[2], status = 0, child_errno = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return ks_err_set(err, -errno, "cannot start the program: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
+	}
+	if (pid == 0) {
+		int e;
+
+		/* The program gets the dispositions kscope inherited. */
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		close(pipefd[0]);
+		execvpe(argv[0], argv, envp);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	child_pid = pid;
+	close(pipefd[1]);
+	n = read(pipefd[0], &child_errno, sizeof(child_errno));
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	child_pid = 0;
+	ks_debug("program ran for %.6f s",
+		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (n == (ssize_t)sizeof(child_errno))
+		return ks_err_set(err, -child_errno, "cannot run '%s': %s", argv[0],
+				  strerror(child_errno));
+	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Outputs                                                             */
+/* ------------------------------------------------------------------ */
+
+static int write_report(struct ks_rundir *rd, const char *name,
+			int (*fn)(FILE *, const struct ks_profile *,
+				  const struct ks_report_opts *, struct ks_err *),
+			const struct ks_profile *p, const struct ks_report_opts *ro,
+			struct ks_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc;
+
+	if (!mem)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	rc = fn(mem, p, ro, err);
+	if (fclose(mem) != 0 && !rc)
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = ks_outfile_put(rd, name, buf, len, KS_DELIVERABLE_MODE, err);
+	free(buf);
+	return rc;
+}
+
+static int write_trace(struct ks_rundir *rd, const char *name,
+		       int (*fn)(const struct ks_profile *, struct ks_outfile *,
+				 struct ks_err *),
+		       const struct ks_profile *p, struct ks_err *err)
+{
+	struct ks_outfile of;
+	int rc = ks_outfile_open(rd, name, &of, err);
+
+	if (rc)
+		return rc;
+	rc = fn(p, &of, err);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return rc;
+	}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+static int write_outputs(const struct sample_opts *o, struct ks_rundir *rd,
+			 struct ks_profile *p, struct ks_err *err)
+{
+	struct ks_report_opts ro = { .json = o->format == 1, .thread = KS_NONE,
+				     .min_pct = 0.5 };
+	char path[PATH_MAX];
+	const char *ext = ro.json ? "json" : "txt";
+	char name[32];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/profile.db", rd->path);
+	rc = ks_store_write(p, path, err);
+	if (!rc && chmod(path, KS_DELIVERABLE_MODE) != 0)
+		rc = ks_err_set(err, -errno, "cannot set the mode of profile.db: %s",
+				strerror(errno));
+	if (!rc && (o->trace_format == 0 || o->trace_format == 2))
+		rc = write_trace(rd, "trace.perfetto-trace", ks_trace_write_perfetto, p, err);
+	if (!rc && (o->trace_format == 1 || o->trace_format == 2))
+		rc = write_trace(rd, "trace.json", ks_trace_write_json, p, err);
+	snprintf(name, sizeof(name), "flat.%s", ext);
+	if (!rc)
+		rc = write_report(rd, name, ks_report_flat, p, &ro, err);
+	snprintf(name, sizeof(name), "tree.%s", ext);
+	if (!rc)
+		rc = write_report(rd, name, ks_report_tree, p, &ro, err);
+	snprintf(name, sizeof(name), "threads.%s", ext);
+	if (!rc)
+		rc = write_report(rd, name, ks_report_threads, p, &ro, err);
+	return rc;
+}
+
+/* Removes <run>/raw after the profile is written. */
+static void remove_raw(struct ks_rundir *rd)
+{
+	char path[PATH_MAX];
+	DIR *d;
+	struct dirent *de;
+	int fd = openat(rd->dirfd, "raw", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/raw", rd->path);
+	rmdir(path);
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                         */
+/* ------------------------------------------------------------------ */
+
+static void add_run_meta(struct ks_profile *p, const struct sample_opts *o,
+			 char **argv, int status)
+{
+	char buf[4096];
+	size_t off = 0;
+
+	for (int i = 0; argv[i] && off < sizeof(buf); i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? " " : "",
+					argv[i]);
+	ks_profile_meta(p, "command", buf);
+	ks_profile_meta(p, "kscope_version", KS_VERSION);
+	ks_profile_meta(p, "samplers", sampler_choices[o->samplers]);
+	if (WIFEXITED(status))
+		snprintf(buf, sizeof(buf), "exit %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, sizeof(buf), "signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, sizeof(buf), "unknown");
+	ks_profile_meta(p, "program_status", buf);
+}
+
+static void print_summary(const struct ks_profile *p, const struct ks_post_stats *st)
+{
+	struct ks_report_opts ro = { .thread = KS_NONE, .min_pct = 0.5 };
+	struct ks_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int lines = 0;
+
+	printf("kscope sample: %" PRIu64 " samples, %zu thread%s, %zu process%s",
+	       st->samples, p->n_threads, p->n_threads == 1 ? "" : "s",
+	       p->n_processes, p->n_processes == 1 ? "" : "es");
+	if (p->dropped_samples)
+		printf(", %" PRIu64 " dropped", p->dropped_samples);
+	printf("\n");
+	if (!mem)
+		return;
+	if (ks_report_flat(mem, p, &ro, &err) == 0) {
+		fflush(mem);
+		/* The head of the flat profile: its header and top functions. */
+		for (char *line = buf, *nl; line && *line && lines < 12; line = nl) {
+			nl = strchr(line, '\n');
+			if (nl)
+				*nl++ = '\0';
+			printf("  %s\n", line);
+			lines++;
+		}
+	}
+	fclose(mem);
+	free(buf);
+}
+
+static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
+{
+	const struct sample_opts *o = ps->opts;
+	char runtime[PATH_MAX], *prog = NULL, **argv;
+	struct env env;
+	struct ks_rundir rd;
+	struct ks_profile prof;
+	struct ks_post_stats st;
+	struct ks_err err;
+	int rank = mpi_rank(), status, exit_code;
+
+	(void)cmd;
+	ks_err_clear(&err);
+	/* Everything is checked before anything is created or launched. */
+	if ((o->tids && check_tids(o->tids, &err)) ||
+	    (o->periods && check_periods(o->periods, &err)) ||
+	    find_program(ps->program[0], &prog, &err) ||
+	    check_dynamic(prog, &err)) {
+		ks_error("%s", err.msg);
+		free(prog);
+		return KS_EXIT_USAGE;
+	}
+	if (find_runtime(runtime, sizeof(runtime), &err)) {
+		ks_error("%s", err.msg);
+		free(prog);
+		return KS_EXIT_FAIL;
+	}
+	if (make_rundir(o->output, rank, &rd, &err)) {
+		ks_error("%s", err.msg);
+		free(prog);
+		return KS_EXIT_FAIL;
+	}
+	if (build_env(o, rd.path, runtime, rank, &env) != 0) {
+		ks_error("out of memory");
+		ks_rundir_discard(&rd);
+		free(prog);
+		return KS_EXIT_FAIL;
+	}
+	ks_info("profiling %s; results in %s", prog, rd.path);
+	argv = ps->program;
+	status = run_program(argv, env.envp, &err);
+	free(prog);
+	env_free(&env);
+	if (status < 0) {
+		ks_error("%s", err.msg);
+		ks_rundir_discard(&rd);
+		return KS_EXIT_USAGE;
+	}
+	exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
+		    : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	if (WIFSIGNALED(status))
+		ks_info("the program was ended by signal %d (%s); writing what was "
+			"collected", WTERMSIG(status), strsignal(WTERMSIG(status)));
+
+	ks_info("post-processing the samples");
+	if (ks_profile_init(&prof, &err) || ks_post_build(rd.path, &prof, &st, &err)) {
+		ks_error("%s", err.msg);
+		ks_rundir_close(&rd);
+		return KS_EXIT_FAIL;
+	}
+	if (st.damaged_files)
+		ks_warn("%zu raw file%s ended in an incomplete record (%" PRIu64
+			" bytes ignored): a process was killed while writing",
+			st.damaged_files, st.damaged_files == 1 ? "" : "s",
+			st.bytes_ignored);
+	add_run_meta(&prof, o, argv, status);
+	if (write_outputs(o, &rd, &prof, &err)) {
+		ks_error("%s: %s", rd.path, err.msg);
+		ks_profile_free(&prof);
+		ks_rundir_close(&rd);
+		return KS_EXIT_FAIL;
+	}
+	if (!o->keep_raw)
+		remove_raw(&rd);
+	print_summary(&prof, &st);
+	printf("results: %s\n", rd.path);
+	ks_profile_free(&prof);
+	ks_rundir_close(&rd);
+	return exit_code;
+}
+
+const struct ks_cmd ks_cmd_sample = {
+	.name = "sample",
+	.summary = "profile any dynamically linked program by sampling its threads",
+	.usage = "[options] -- PROGRAM [ARGS...]",
+	.description =
+		"Runs PROGRAM with kscope's sampler preloaded: per-thread timers\n"
+		"record call stacks (CPU time by default; wall-clock time with\n"
+		"--samplers), user-API regions and MPI calls.  When the program ends,\n"
+		"or is interrupted, the samples are symbolized and written to\n"
+		"<output>/sample_<YYYYmmdd_HHMMSS>_<pid>/: profile.db (SQLite),\n"
+		"trace.perfetto-trace, flat.txt, tree.txt and threads.txt.  Under\n"
+		"mpirun each rank writes rank<K>/ of one shared directory; combine\n"
+		"them with 'kscope merge'.  kscope exits with the program's status.",
+	.args = {
+		.opts = sample_opts,
+		.opts_size = sizeof(struct sample_opts),
+		.takes_program = true,
+	},
+	.run = sample_run,
+};

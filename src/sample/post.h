@@ -1,0 +1,34 @@
+/*
+ * Post-processing of a `kscope sample` run: the raw files the runtime
+ * wrote under <run>/raw/ become one symbolized struct ks_profile.
+ *
+ * Addresses are symbolized with elfutils' libdw (function, source file and
+ * line, inlined frames, demangled C++ names) against the modules each
+ * process recorded at start and at every dlopen.  A sample in a module
+ * without symbols, or in no known module, still counts: under the
+ * module's name, or under "[unknown]".
+ */
+#ifndef KS_SAMPLE_POST_H
+#define KS_SAMPLE_POST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "profile.h"
+
+struct ks_post_stats {
+	size_t files;          /* raw files read */
+	size_t damaged_files;  /* files with an incomplete or bad tail */
+	uint64_t bytes_ignored;/* bytes of those tails */
+	uint64_t samples;
+	uint64_t addresses;    /* distinct addresses symbolized */
+	uint64_t unknown;      /* addresses outside every known module */
+};
+
+/* Reads every raw file of run_dir/raw into p (freshly ks_profile_init'ed).
+ * Returns 0, or -errno with err set when nothing usable was found. */
+int ks_post_build(const char *run_dir, struct ks_profile *p,
+		  struct ks_post_stats *stats, struct ks_err *err);
+
+#endif

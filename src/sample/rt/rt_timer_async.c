@@ -1,0 +1,252 @@
+/*
+ * The samplers: per-thread POSIX timers and the signal handler that turns
+ * each timer signal into a KS_RAW_SAMPLE record.
+ *
+ * Each recorded thread gets up to two timers, both delivering to that
+ * thread only (SIGEV_THREAD_ID): the CPU-time sampler on the thread's own
+ * CPU clock (so it fires in proportion to the CPU the thread uses) and the
+ * real-time sampler on CLOCK_MONOTONIC (so it also sees time spent
+ * waiting).  Every timer signal carries KS_RT_TIMER_MAGIC in its value, so
+ * the handler can tell its own signals from a kill() by the program.
+ *
+ * The handler is async-signal-safe: it saves errno, checks the gates
+ * (pause, flush, the delay/duration/period windows), takes the thread's
+ * busy flag without waiting (a sample that would have to wait is dropped
+ * and counted), fills the record in place and returns.  Timer creation and
+ * deletion are normal code, under the thread state's timer_lock.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Timers (normal context)                                            */
+/* ------------------------------------------------------------------ */
+
+/* async-signal-safe */
+static uint32_t sampler_freq(int which)
+{
+	return which == KS_RT_CPU ? ks_rt.opts.cputime_freq : ks_rt.opts.realtime_freq;
+}
+
+/* Normal context, t->timer_lock held. */
+int ks_rt_timer_start(struct ks_rt_thread *t, int which)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	uint32_t freq = sampler_freq(which);
+	uint64_t period;
+	clockid_t clk;
+	int err = 0, saved = errno;
+
+	if (freq == 0 || t->has_timer[which])
+		return 0;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = atomic_load(&ks_rt.sig[which]);
+	sev.sigev_value.sival_ptr = (void *)(uintptr_t)(KS_RT_TIMER_MAGIC | (unsigned)which);
+	sev._sigev_un._tid = t->tid;
+	/* The per-thread CPU clock by tid, so that a thread can re-create
+	 * another thread's timer when the signal moves. */
+	clk = which == KS_RT_CPU ? ks_rt_thread_clock(t->tid) : CLOCK_MONOTONIC;
+	if (timer_create(clk, &sev, &t->timer[which]) != 0) {
+		err = -errno;
+		goto out;
+	}
+	period = 1000000000u / freq;
+	if (period == 0)
+		period = 1;
+	its.it_interval.tv_sec = (time_t)(period / 1000000000u);
+	its.it_interval.tv_nsec = (long)(period % 1000000000u);
+	its.it_value = its.it_interval;
+	if (timer_settime(t->timer[which], 0, &its, NULL) != 0) {
+		err = -errno;
+		timer_delete(t->timer[which]);
+		goto out;
+	}
+	t->has_timer[which] = true;
+out:
+	errno = saved;
+	return err;
+}
+
+/* Normal context, t->timer_lock held. */
+void ks_rt_timer_stop(struct ks_rt_thread *t, int which)
+{
+	int saved = errno;
+
+	if (t->has_timer[which])
+		timer_delete(t->timer[which]);
+	t->has_timer[which] = false;
+	errno = saved;
+}
+
+/* Normal context: starts the timers t should have. */
+void ks_rt_timers_start(struct ks_rt_thread *t)
+{
+	if (!t->selected)
+		return;
+	pthread_mutex_lock(&t->timer_lock);
+	for (int w = 0; w < 2; w++)
+		if (atomic_load(&ks_rt.sampler_on[w]))
+			ks_rt_timer_start(t, w);
+	pthread_mutex_unlock(&t->timer_lock);
+}
+
+/* Normal context. */
+void ks_rt_timers_stop(struct ks_rt_thread *t)
+{
+	pthread_mutex_lock(&t->timer_lock);
+	ks_rt_timer_stop(t, KS_RT_CPU);
+	ks_rt_timer_stop(t, KS_RT_REAL);
+	pthread_mutex_unlock(&t->timer_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Windows (async-signal-safe)                                        */
+/* ------------------------------------------------------------------ */
+
+/* async-signal-safe */
+static bool period_on(const struct ks_rt_period *p, uint64_t t)
+{
+	uint64_t cycle = p->delay_ns + p->dur_ns;
+	uint64_t k;
+
+	if (cycle == 0)
+		return false;
+	k = t / cycle;
+	if (p->cycles && k >= p->cycles)
+		return false;
+	return t % cycle >= p->delay_ns;
+}
+
+/* async-signal-safe */
+bool ks_rt_window_open(uint64_t now_ns)
+{
+	const struct ks_rt_opts *o = &ks_rt.opts;
+	uint64_t t = now_ns - ks_rt.origin_ns;
+	uint64_t cpu = UINT64_MAX;
+
+	if (now_ns < ks_rt.origin_ns || t < o->delay_ns)
+		return false;
+	if (o->duration_ns && t - o->delay_ns >= o->duration_ns)
+		return false;
+	if (o->nperiods == 0)
+		return true;
+	for (size_t i = 0; i < o->nperiods; i++) {
+		const struct ks_rt_period *p = &o->periods[i];
+
+		if (p->clock == KS_RT_PERIOD_CPU) {
+			if (cpu == UINT64_MAX) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+				cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+				cpu = cpu > ks_rt.origin_cpu_ns ? cpu - ks_rt.origin_cpu_ns : 0;
+			}
+			if (period_on(p, cpu))
+				return true;
+		} else if (period_on(p, t)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* The handler (async-signal-safe)                                    */
+/* ------------------------------------------------------------------ */
+
+/* async-signal-safe; t->busy held */
+static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, void *uc)
+{
+	uint32_t nc = ks_rt.opts.ncounters;
+	uint32_t max = KS_RAW_ALIGN((uint32_t)(sizeof(struct ks_raw_sample) +
+					       8u * (nc + KS_RAW_MAX_FRAMES)));
+	struct ks_raw_sample *s = ks_rt_buf_reserve(t, max);
+	struct timespec ts;
+	struct rusage ru;
+	int n;
+
+	if (!s) {
+		atomic_fetch_add_explicit(&ks_rt.dropped, 1, memory_order_relaxed);
+		return;
+	}
+	s->ts = now;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	s->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	/* getrusage is a plain system call, not on POSIX's list but free of
+	 * locks and allocation in glibc. */
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		s->minflt = (uint32_t)ru.ru_minflt;
+		s->majflt = (uint32_t)ru.ru_majflt;
+	} else {
+		s->minflt = s->majflt = 0;
+	}
+	for (uint32_t i = 0; i < nc; i++) {
+		uint64_t v = 0;
+
+		/* Only if the descriptor is still ours: a program that closed
+		 * it may have reused the number for something we must not
+		 * read (a pipe, a socket). */
+		if (ks_rt_perf_fd_is(t->counter_fd[i], t->counter_id[i])) {
+			if (read(t->counter_fd[i], &v, sizeof(v)) != sizeof(v))
+				v = 0;
+		} else {
+			t->counter_fd[i] = -1;
+		}
+		s->data[i] = v;
+	}
+	n = ks_rt_unwind(t, uc, &s->data[nc], KS_RAW_MAX_FRAMES);
+	s->ncounters = (uint16_t)nc;
+	s->nframes = (uint16_t)n;
+	s->pad = 0;
+	s->h.type = KS_RAW_SAMPLE;
+	s->h.flags = (uint16_t)which;
+	s->h.size = (uint32_t)(sizeof(*s) + 8u * (nc + (uint32_t)n));
+	ks_rt_buf_commit(t, s->h.size);
+}
+
+/* async-signal-safe */
+void ks_rt_on_sample(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
+	struct ks_rt_thread *t;
+	uint64_t now;
+	int which;
+
+	if (si->si_code != SI_TIMER || (v & ~(uintptr_t)1) != KS_RT_TIMER_MAGIC) {
+		/* Not a kscope timer: the program (or someone) sent the
+		 * signal, and the program left it at its default action,
+		 * which for a real-time signal ends the process. */
+		ks_rt_die_by_signal(sig);
+		goto out;
+	}
+	ks_rt_tls.ours++;
+	ks_rt_tls.in_sample++;
+	which = (int)(v & 1);
+	t = ks_rt_self_get();
+	if (!t || !t->selected || atomic_load_explicit(&ks_rt.gate, memory_order_relaxed) ||
+	    !atomic_load_explicit(&ks_rt.sampler_on[which], memory_order_relaxed))
+		goto out_counted;
+	now = ks_rt_now();
+	if (!ks_rt_window_open(now))
+		goto out_counted;
+	if (!ks_rt_busy_try(t)) {
+		atomic_fetch_add_explicit(&ks_rt.dropped, 1, memory_order_relaxed);
+		goto out_counted;
+	}
+	if (!t->ended)
+		take_sample(t, which, now, uc);
+	ks_rt_busy_release(t);
+out_counted:
+	ks_rt_tls.in_sample--;
+out:
+	errno = saved;
+}

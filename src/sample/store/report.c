@@ -1,0 +1,993 @@
+/*
+ * The reports of a sample profile, in text or JSON: the flat profile
+ * (functions by self and total share), the call tree, and the per-thread
+ * table.  flat.txt and tree.txt of a run and `kscope report` print them;
+ * docs/profile-db.md ("Reports") documents both formats.
+ *
+ * All three start from the same counts: which samples pass the filters
+ * (one thread, and/or call paths through a named region), how many of
+ * them end in each call-path node, and from that each node's subtree
+ * total.  Functions are identified by name and module, so the many frames
+ * of one function (one per line or address) add up to one row; the
+ * file:line shown for a function is its hottest one.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+#define REGION_MODULE "[region]"
+
+/* ------------------------------------------------------------------ */
+/* A map from three ids to a dense index                               */
+/* ------------------------------------------------------------------ */
+
+struct key3 {
+	uint32_t a, b, c;
+};
+
+struct tmap {
+	uint32_t *slot;        /* entry index + 1; 0 = empty */
+	size_t cap;            /* slots, a power of two */
+	struct key3 *keys;     /* per entry */
+	size_t n, cap_keys;
+};
+
+static uint64_t key3_hash(struct key3 k)
+{
+	uint64_t h = ((uint64_t)k.a << 32 | k.b) * 0x9e3779b97f4a7c15ull;
+
+	h ^= (h >> 29) + k.c * 0xbf58476d1ce4e5b9ull;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static void tmap_free(struct tmap *m)
+{
+	free(m->slot);
+	free(m->keys);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The index of key, adding it if new (*added tells); KS_NONE when out of
+ * memory. */
+static uint32_t tmap_get(struct tmap *m, uint32_t a, uint32_t b, uint32_t c,
+			 bool *added)
+{
+	struct key3 k = { a, b, c };
+	size_t j;
+
+	*added = false;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		uint32_t *slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return KS_NONE;
+		for (size_t i = 0; i < m->n; i++) {
+			for (j = key3_hash(m->keys[i]) & (cap - 1); slot[j];
+			     j = (j + 1) & (cap - 1))
+				;
+			slot[j] = (uint32_t)i + 1;
+		}
+		free(m->slot);
+		m->slot = slot;
+		m->cap = cap;
+	}
+	for (j = key3_hash(k) & (m->cap - 1); m->slot[j]; j = (j + 1) & (m->cap - 1)) {
+		const struct key3 *e = &m->keys[m->slot[j] - 1];
+
+		if (e->a == a && e->b == b && e->c == c)
+			return m->slot[j] - 1;
+	}
+	if (m->n == m->cap_keys) {
+		size_t nc = m->cap_keys ? m->cap_keys * 2 : 256;
+		struct key3 *keys = realloc(m->keys, nc * sizeof(*keys));
+
+		if (!keys)
+			return KS_NONE;
+		m->keys = keys;
+		m->cap_keys = nc;
+	}
+	if (m->n >= KS_NONE - 1)
+		return KS_NONE;
+	m->keys[m->n] = k;
+	m->slot[j] = (uint32_t)++m->n;
+	*added = true;
+	return (uint32_t)m->n - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counts shared by the reports                                        */
+/* ------------------------------------------------------------------ */
+
+struct rctx {
+	const struct ks_profile *p;
+	const struct ks_report_opts *o;
+	uint64_t *self;        /* per node: passing samples whose innermost node it is */
+	uint64_t *total;       /* per node: passing samples in its subtree */
+	uint64_t *tsamples;    /* per thread: passing samples */
+	uint64_t nsamples;     /* samples that pass the filters */
+	uint64_t nostack;      /* of those, samples without a call path */
+	uint32_t nthreads;     /* threads with at least one passing sample */
+	uint32_t *fkey;        /* per frame: its function (name and module) */
+	uint32_t *func_frame;  /* per function: its first frame (for the names) */
+	size_t nfunc;
+};
+
+static void ctx_free(struct rctx *c)
+{
+	free(c->self);
+	free(c->total);
+	free(c->tsamples);
+	free(c->fkey);
+	free(c->func_frame);
+}
+
+static uint32_t find_string(const struct ks_profile *p, const char *s)
+{
+	for (size_t i = 0; i < p->n_strings; i++)
+		if (strcmp(p->strings[i], s) == 0)
+			return (uint32_t)i;
+	return KS_NONE;
+}
+
+/* Marks the nodes whose call path passes through a region frame named
+ * o->region.  Returns -ENOENT when the profile has no such region. */
+static int region_nodes(struct rctx *c, bool **in, struct ks_err *err)
+{
+	const struct ks_profile *p = c->p;
+	uint32_t mod = find_string(p, REGION_MODULE);
+	uint32_t name = find_string(p, c->o->region);
+	bool any = false, *r;
+
+	r = calloc(p->n_nodes + 1, sizeof(*r));
+	if (!r)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	/* Parents come before children (checked by ks_store_check_profile),
+	 * so a parent's mark is final when its children are visited. */
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		const struct ks_pnode *n = &p->nodes[i];
+		const struct ks_pframe *f = &p->frames[n->frame];
+		bool here = mod != KS_NONE && name != KS_NONE &&
+			    f->module == mod && f->function == name;
+
+		any |= here;
+		r[i] = here || (n->parent != KS_NONE && r[n->parent]);
+	}
+	if (!any) {
+		free(r);
+		return ks_err_set(err, -ENOENT, "the profile has no region named '%s'",
+				  c->o->region);
+	}
+	*in = r;
+	return 0;
+}
+
+/* Gives each frame the index of its function: frames with the same name
+ * and module are one function. */
+static int group_functions(struct rctx *c)
+{
+	const struct ks_profile *p = c->p;
+	struct tmap m = { 0 };
+	int rc = 0;
+
+	c->fkey = malloc((p->n_frames + 1) * sizeof(*c->fkey));
+	c->func_frame = malloc((p->n_frames + 1) * sizeof(*c->func_frame));
+	if (!c->fkey || !c->func_frame)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_frames; i++) {
+		bool added;
+		uint32_t f = tmap_get(&m, p->frames[i].function, p->frames[i].module,
+				      0, &added);
+
+		if (f == KS_NONE) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (added)
+			c->func_frame[f] = (uint32_t)i;
+		c->fkey[i] = f;
+	}
+	c->nfunc = m.n;
+	tmap_free(&m);
+	return rc;
+}
+
+static int ctx_init(struct rctx *c, const struct ks_profile *p,
+		    const struct ks_report_opts *o, struct ks_err *err)
+{
+	bool *in_region = NULL;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->p = p;
+	c->o = o;
+	if ((rc = ks_store_check_profile(p, err)))
+		return rc;
+	if (o->thread != KS_NONE && o->thread >= p->n_threads)
+		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
+				  "the profile has %zu thread%s", o->thread,
+				  p->n_threads, p->n_threads == 1 ? "" : "s");
+	if (!(o->min_pct >= 0 && o->min_pct <= 100))
+		return ks_err_set(err, -EINVAL, "the tree's minimum share %g is not "
+				  "a percentage", o->min_pct);
+	if (o->region && (rc = region_nodes(c, &in_region, err)))
+		return rc;
+	c->self = calloc(p->n_nodes + 1, sizeof(*c->self));
+	c->total = calloc(p->n_nodes + 1, sizeof(*c->total));
+	c->tsamples = calloc(p->n_threads + 1, sizeof(*c->tsamples));
+	if (!c->self || !c->total || !c->tsamples || group_functions(c) != 0) {
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct ks_psample *s = &p->samples[i];
+
+		if (o->thread != KS_NONE && s->thread != o->thread)
+			continue;
+		if (in_region && (s->node == KS_NONE || !in_region[s->node]))
+			continue;
+		c->nsamples++;
+		if (c->tsamples[s->thread]++ == 0)
+			c->nthreads++;
+		if (s->node == KS_NONE)
+			c->nostack++;
+		else
+			c->self[s->node]++;
+	}
+	for (size_t i = p->n_nodes; i-- > 0;) {
+		c->total[i] += c->self[i];
+		if (p->nodes[i].parent != KS_NONE)
+			c->total[p->nodes[i].parent] += c->total[i];
+	}
+	rc = 0;
+out:
+	free(in_region);
+	if (rc)
+		ctx_free(c);
+	return rc;
+}
+
+static double pct(uint64_t n, uint64_t of)
+{
+	return of ? 100.0 * (double)n / (double)of : 0.0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}
+
+static const char *str(const struct ks_profile *p, uint32_t id)
+{
+	return ks_profile_str(p, id);
+}
+
+/* Per group, the frame whose file:line has the most self samples (then
+ * the most total samples; then the first seen): the hottest line of a
+ * function or of a tree node.  Item i belongs to group[i] and is frame
+ * frame[i] with counts iself[i], itotal[i]; items of one group with the
+ * same file:line add up.  best[g] is KS_NONE for a group with no
+ * samples. */
+static int hottest_lines(const struct ks_profile *p, size_t nitems,
+			 const uint32_t *group, const uint32_t *frame,
+			 const uint64_t *iself, const uint64_t *itotal,
+			 size_t ngroups, uint32_t *best)
+{
+	struct tmap m = { 0 };
+	uint64_t *es = NULL, *et = NULL, *ns;
+	uint32_t *ef = NULL, *nf;
+	size_t cap = 0;
+	int rc = -ENOMEM;
+
+	for (size_t g = 0; g < ngroups; g++)
+		best[g] = KS_NONE;
+	for (size_t i = 0; i < nitems; i++) {
+		const struct ks_pframe *f;
+		uint32_t e;
+		bool added;
+
+		if (group[i] == KS_NONE || (iself[i] == 0 && itotal[i] == 0))
+			continue;
+		f = &p->frames[frame[i]];
+		e = tmap_get(&m, group[i], f->file, f->line, &added);
+		if (e == KS_NONE)
+			goto out;
+		if (e >= cap) {
+			size_t nc = cap ? cap * 2 : 256;
+
+			if (!(ns = realloc(es, nc * sizeof(*ns))))
+				goto out;
+			es = ns;
+			if (!(ns = realloc(et, nc * sizeof(*ns))))
+				goto out;
+			et = ns;
+			if (!(nf = realloc(ef, nc * sizeof(*nf))))
+				goto out;
+			ef = nf;
+			cap = nc;
+		}
+		if (added) {
+			es[e] = 0;
+			et[e] = 0;
+			ef[e] = frame[i];
+		}
+		es[e] += iself[i];
+		et[e] += itotal[i];
+	}
+	for (size_t e = 0; e < m.n; e++) {
+		uint32_t g = m.keys[e].a, b = best[g];
+		size_t be;
+
+		if (b == KS_NONE) {
+			best[g] = (uint32_t)e;
+			continue;
+		}
+		be = b;
+		if (es[e] > es[be] || (es[e] == es[be] && et[e] > et[be]))
+			best[g] = (uint32_t)e;
+	}
+	/* Entry indexes to frames. */
+	for (size_t g = 0; g < ngroups; g++)
+		if (best[g] != KS_NONE)
+			best[g] = ef[best[g]];
+	rc = 0;
+out:
+	tmap_free(&m);
+	free(es);
+	free(et);
+	free(ef);
+	return rc;
+}
+
+/* "file:line" (the file's base name in text), "file" without a line, or
+ * "" without a file. */
+static void location(const struct ks_profile *p, uint32_t frame, char *buf,
+		     size_t size)
+{
+	const struct ks_pframe *f;
+
+	buf[0] = '\0';
+	if (frame == KS_NONE)
+		return;
+	f = &p->frames[frame];
+	if (f->file == KS_NONE)
+		return;
+	if (f->line)
+		snprintf(buf, size, "%s:%" PRIu32, base_name(str(p, f->file)), f->line);
+	else
+		snprintf(buf, size, "%s", base_name(str(p, f->file)));
+}
+
+/* ------------------------------------------------------------------ */
+/* Output helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static void header_text(FILE *out, const struct rctx *c)
+{
+	const struct ks_profile *p = c->p;
+
+	fprintf(out, "%" PRIu64 " sample%s, %" PRIu32 " thread%s", c->nsamples,
+		c->nsamples == 1 ? "" : "s", c->nthreads, c->nthreads == 1 ? "" : "s");
+	if (p->cputime_freq)
+		fprintf(out, ", CPU-time sampling at %" PRIu32 " Hz", p->cputime_freq);
+	if (p->realtime_freq)
+		fprintf(out, ", real-time sampling at %" PRIu32 " Hz", p->realtime_freq);
+	if (!p->cputime_freq && !p->realtime_freq)
+		fprintf(out, ", sampling rate unknown");
+	if (p->dropped_samples)
+		fprintf(out, ", %" PRIu64 " dropped", p->dropped_samples);
+	if (c->nostack)
+		fprintf(out, ", %" PRIu64 " without a call path", c->nostack);
+	if (c->o->thread != KS_NONE)
+		fprintf(out, "; only thread %" PRIu32 " (tid %" PRId32 ")", c->o->thread,
+			p->threads[c->o->thread].tid);
+	if (c->o->region)
+		fprintf(out, "; only inside region '%s'", c->o->region);
+	fputc('\n', out);
+}
+
+/* A JSON builder that remembers the first allocation failure, so the
+ * code can build a whole document and check once. */
+struct jb {
+	bool oom;
+};
+
+static void jput(struct jb *b, json_t *obj, const char *key, json_t *v)
+{
+	if (!obj || !v || json_object_set_new(obj, key, v) != 0)
+		b->oom = true;
+}
+
+static void jappend(struct jb *b, json_t *arr, json_t *v)
+{
+	if (!arr || !v || json_array_append_new(arr, v) != 0)
+		b->oom = true;
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* The fields every report starts with. */
+static json_t *header_json(struct jb *b, const struct rctx *c, const char *report)
+{
+	const struct ks_profile *p = c->p;
+	json_t *root = json_object(), *sampling = json_object(), *filter = json_object();
+
+	jput(b, root, "report", json_string(report));
+	jput(b, root, "samples", jint(c->nsamples));
+	jput(b, root, "threads", jint(c->nthreads));
+	jput(b, sampling, "cpu_hz", jint(p->cputime_freq));
+	jput(b, sampling, "real_hz", jint(p->realtime_freq));
+	jput(b, root, "sampling", sampling);
+	jput(b, root, "dropped_samples", jint(p->dropped_samples));
+	jput(b, root, "samples_without_stack", jint(c->nostack));
+	if (c->o->thread != KS_NONE) {
+		jput(b, filter, "thread", jint(c->o->thread));
+		jput(b, filter, "tid", json_integer(p->threads[c->o->thread].tid));
+	} else {
+		jput(b, filter, "thread", json_null());
+		jput(b, filter, "tid", json_null());
+	}
+	jput(b, filter, "region", jstr_or_null(c->o->region));
+	jput(b, root, "filter", filter);
+	return root;
+}
+
+/* A function's or tree node's names and place, as JSON fields. */
+static void frame_json(struct jb *b, json_t *o, const struct ks_profile *p,
+		       uint32_t name_frame, uint32_t line_frame)
+{
+	const struct ks_pframe *f = &p->frames[name_frame];
+	const struct ks_pframe *lf = line_frame != KS_NONE ? &p->frames[line_frame] : NULL;
+
+	jput(b, o, "function", json_string(str(p, f->function)));
+	jput(b, o, "module", json_string(base_name(str(p, f->module))));
+	jput(b, o, "module_path", json_string(str(p, f->module)));
+	jput(b, o, "file", lf && lf->file != KS_NONE ? json_string(str(p, lf->file))
+						     : json_null());
+	jput(b, o, "line", lf && lf->file != KS_NONE && lf->line ? jint(lf->line)
+								 : json_null());
+}
+
+static int dump_json(FILE *out, json_t *root, struct jb *b, struct ks_err *err)
+{
+	int rc = 0;
+
+	if (b->oom || !root)
+		rc = ks_err_set(err, -ENOMEM, "out of memory building the report");
+	else if (json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+			    JSON_REAL_PRECISION(12)) != 0 || fputc('\n', out) == EOF)
+		rc = ks_err_set(err, -EIO, "writing the report failed");
+	json_decref(root);
+	return rc;
+}
+
+static int finish_text(FILE *out, struct ks_err *err)
+{
+	if (fflush(out) != 0 || ferror(out))
+		return ks_err_set(err, -EIO, "writing the report failed");
+	return 0;
+}
+
+static int digits(uint64_t v)
+{
+	int n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Flat profile                                                        */
+/* ------------------------------------------------------------------ */
+
+struct func_row {
+	uint32_t func;
+	uint64_t self, total;
+};
+
+static int cmp_func_row(const void *a, const void *b, void *arg)
+{
+	const struct func_row *x = a, *y = b;
+	const struct rctx *c = arg;
+	const struct ks_pframe *fx = &c->p->frames[c->func_frame[x->func]];
+	const struct ks_pframe *fy = &c->p->frames[c->func_frame[y->func]];
+	int d;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	d = strcmp(str(c->p, fx->function), str(c->p, fy->function));
+	if (d)
+		return d;
+	d = strcmp(str(c->p, fx->module), str(c->p, fy->module));
+	return d ? d : (x->func > y->func) - (x->func < y->func);
+}
+
+int ks_report_flat(FILE *out, const struct ks_profile *p,
+		   const struct ks_report_opts *o, struct ks_err *err)
+{
+	struct rctx c;
+	uint64_t *fself = NULL, *ftotal = NULL, *frself = NULL, *frtotal = NULL;
+	uint32_t *stamp = NULL, *best = NULL;
+	struct func_row *rows = NULL;
+	size_t nrows = 0;
+	int rc;
+
+	if ((rc = ctx_init(&c, p, o, err)))
+		return rc;
+	fself = calloc(c.nfunc + 1, sizeof(*fself));
+	ftotal = calloc(c.nfunc + 1, sizeof(*ftotal));
+	stamp = calloc(c.nfunc + 1, sizeof(*stamp));
+	best = calloc(c.nfunc + 1, sizeof(*best));
+	frself = calloc(p->n_frames + 1, sizeof(*frself));
+	frtotal = calloc(p->n_frames + 1, sizeof(*frtotal));
+	rows = calloc(c.nfunc + 1, sizeof(*rows));
+	if (!fself || !ftotal || !stamp || !best || !frself || !frtotal || !rows) {
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Self: where samples end.  Total: each function once per call path,
+	 * so a recursive function's samples are not counted twice. */
+	for (size_t n = 0; n < p->n_nodes; n++) {
+		uint32_t fr = p->nodes[n].frame;
+
+		frself[fr] += c.self[n];
+		frtotal[fr] += c.total[n];
+		if (!c.self[n])
+			continue;
+		fself[c.fkey[fr]] += c.self[n];
+		for (uint32_t a = (uint32_t)n; a != KS_NONE; a = p->nodes[a].parent) {
+			uint32_t f = c.fkey[p->nodes[a].frame];
+
+			if (stamp[f] == n + 1)
+				continue;
+			stamp[f] = (uint32_t)n + 1;
+			ftotal[f] += c.self[n];
+		}
+	}
+	{
+		uint32_t *frame_ids = malloc((p->n_frames + 1) * sizeof(*frame_ids));
+
+		if (!frame_ids) {
+			rc = ks_err_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < p->n_frames; i++)
+			frame_ids[i] = (uint32_t)i;
+		rc = hottest_lines(p, p->n_frames, c.fkey, frame_ids, frself, frtotal,
+				   c.nfunc, best);
+		free(frame_ids);
+		if (rc) {
+			rc = ks_err_set(err, rc, "out of memory");
+			goto out;
+		}
+	}
+	for (size_t f = 0; f < c.nfunc; f++)
+		if (ftotal[f])
+			rows[nrows++] = (struct func_row){ (uint32_t)f, fself[f], ftotal[f] };
+	qsort_r(rows, nrows, sizeof(*rows), cmp_func_row, &c);
+
+	if (o->json) {
+		struct jb b = { false };
+		json_t *root = header_json(&b, &c, "flat"), *arr = json_array();
+
+		for (size_t i = 0; i < nrows; i++) {
+			json_t *r = json_object();
+
+			frame_json(&b, r, p, c.func_frame[rows[i].func], best[rows[i].func]);
+			jput(&b, r, "self", jint(rows[i].self));
+			jput(&b, r, "total", jint(rows[i].total));
+			jput(&b, r, "self_pct", json_real(pct(rows[i].self, c.nsamples)));
+			jput(&b, r, "total_pct", json_real(pct(rows[i].total, c.nsamples)));
+			jappend(&b, arr, r);
+		}
+		jput(&b, root, "functions", arr);
+		rc = dump_json(out, root, &b, err);
+	} else {
+		int wn = digits(c.nsamples) < 5 ? 5 : digits(c.nsamples);
+		int wf = 8, wl = 8;
+		char loc[4200];
+
+		for (size_t i = 0; i < nrows; i++) {
+			const struct ks_pframe *f = &p->frames[c.func_frame[rows[i].func]];
+			int len = (int)strlen(str(p, f->function));
+
+			if (len > wf)
+				wf = len > 60 ? 60 : len;
+			location(p, best[rows[i].func], loc, sizeof(loc));
+			if ((int)strlen(loc) > wl)
+				wl = (int)strlen(loc) > 60 ? 60 : (int)strlen(loc);
+		}
+		header_text(out, &c);
+		fprintf(out, "%6s %7s %*s %*s  %-*s  %-*s  %s\n", "self%", "total%",
+			wn, "self", wn, "total", wf, "function", wl, "location", "module");
+		for (size_t i = 0; i < nrows; i++) {
+			const struct ks_pframe *f = &p->frames[c.func_frame[rows[i].func]];
+
+			location(p, best[rows[i].func], loc, sizeof(loc));
+			fprintf(out, "%6.2f %7.2f %*" PRIu64 " %*" PRIu64 "  %-*s  %-*s  %s\n",
+				pct(rows[i].self, c.nsamples), pct(rows[i].total, c.nsamples),
+				wn, rows[i].self, wn, rows[i].total, wf,
+				str(p, f->function), wl, loc[0] ? loc : "-",
+				base_name(str(p, f->module)));
+		}
+		rc = finish_text(out, err);
+	}
+out:
+	free(fself);
+	free(ftotal);
+	free(stamp);
+	free(best);
+	free(frself);
+	free(frtotal);
+	free(rows);
+	ctx_free(&c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Call tree                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The report's tree: the profile's call-path tree with sibling nodes of
+ * the same function (different lines or addresses) merged. */
+struct tree {
+	const struct rctx *c;
+	size_t n;              /* nodes */
+	uint32_t *func;        /* per node: function index */
+	uint32_t *parent;      /* per node: parent or KS_NONE */
+	uint64_t *self, *total;
+	uint32_t *line_frame;  /* per node: frame of its hottest line */
+	uint32_t *child_at;    /* per node: first index into `child` (n + 1 entries) */
+	uint32_t *child;       /* children, sorted by total descending */
+	uint32_t *roots;
+	size_t nroots;
+};
+
+static void tree_free(struct tree *t)
+{
+	free(t->func);
+	free(t->parent);
+	free(t->self);
+	free(t->total);
+	free(t->line_frame);
+	free(t->child_at);
+	free(t->child);
+	free(t->roots);
+}
+
+static int cmp_tree_node(const void *a, const void *b, void *arg)
+{
+	const struct tree *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct ks_profile *p = t->c->p;
+	int d;
+
+	if (t->total[x] != t->total[y])
+		return t->total[x] > t->total[y] ? -1 : 1;
+	if (t->self[x] != t->self[y])
+		return t->self[x] > t->self[y] ? -1 : 1;
+	d = strcmp(str(p, p->frames[t->c->func_frame[t->func[x]]].function),
+		   str(p, p->frames[t->c->func_frame[t->func[y]]].function));
+	return d ? d : (x > y) - (x < y);
+}
+
+static int tree_build(struct tree *t, const struct rctx *c)
+{
+	const struct ks_profile *p = c->p;
+	struct tmap m = { 0 };
+	uint32_t *map = NULL, *frames = NULL, *fill = NULL;
+	size_t cap = p->n_nodes + 1;
+	int rc = -ENOMEM;
+
+	memset(t, 0, sizeof(*t));
+	t->c = c;
+	map = malloc(cap * sizeof(*map));
+	frames = malloc(cap * sizeof(*frames));
+	t->func = malloc(cap * sizeof(*t->func));
+	t->parent = malloc(cap * sizeof(*t->parent));
+	t->self = calloc(cap, sizeof(*t->self));
+	t->total = calloc(cap, sizeof(*t->total));
+	t->line_frame = malloc(cap * sizeof(*t->line_frame));
+	if (!map || !frames || !t->func || !t->parent || !t->self || !t->total ||
+	    !t->line_frame)
+		goto out;
+	/* Nodes without passing samples below them are left out; their
+	 * descendants have none either. */
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		const struct ks_pnode *n = &p->nodes[i];
+		uint32_t par, f, id;
+		bool added;
+
+		map[i] = KS_NONE;
+		frames[i] = n->frame;
+		if (!c->total[i])
+			continue;
+		par = n->parent == KS_NONE ? KS_NONE : map[n->parent];
+		f = c->fkey[n->frame];
+		id = tmap_get(&m, par, f, 0, &added);
+		if (id == KS_NONE)
+			goto out;
+		if (added) {
+			t->func[id] = f;
+			t->parent[id] = par;
+		}
+		map[i] = id;
+		/* Merged siblings are disjoint subtrees: their totals add. */
+		t->self[id] += c->self[i];
+		t->total[id] += c->total[i];
+	}
+	t->n = m.n;
+	if (hottest_lines(p, p->n_nodes, map, frames, c->self, c->total, t->n,
+			  t->line_frame) != 0)
+		goto out;
+
+	/* Children lists: nodes were numbered parents first. */
+	t->child_at = calloc(t->n + 2, sizeof(*t->child_at));
+	t->child = malloc((t->n + 1) * sizeof(*t->child));
+	t->roots = malloc((t->n + 1) * sizeof(*t->roots));
+	fill = malloc((t->n + 1) * sizeof(*fill));
+	if (!t->child_at || !t->child || !t->roots || !fill)
+		goto out;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->parent[i] != KS_NONE)
+			t->child_at[t->parent[i] + 1]++;
+	for (size_t i = 0; i < t->n; i++)
+		t->child_at[i + 1] += t->child_at[i];
+	memcpy(fill, t->child_at, (t->n + 1) * sizeof(*fill));
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->parent[i] == KS_NONE)
+			t->roots[t->nroots++] = (uint32_t)i;
+		else
+			t->child[fill[t->parent[i]]++] = (uint32_t)i;
+	}
+	qsort_r(t->roots, t->nroots, sizeof(*t->roots), cmp_tree_node, t);
+	for (size_t i = 0; i < t->n; i++)
+		qsort_r(t->child + t->child_at[i], t->child_at[i + 1] - t->child_at[i],
+			sizeof(*t->child), cmp_tree_node, t);
+	rc = 0;
+out:
+	tmap_free(&m);
+	free(map);
+	free(frames);
+	free(fill);
+	return rc;
+}
+
+/* How many of the n nodes in list (sorted by total, descending) are
+ * shown: the rest are below the minimum share. */
+static size_t tree_shown(const struct tree *t, const uint32_t *list, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && pct(t->total[list[k]], t->c->nsamples) >= t->c->o->min_pct)
+		k++;
+	return k;
+}
+
+/* "function (file:line)", or "function [module]" without a file. */
+static void tree_label(const struct tree *t, uint32_t node, char *buf, size_t size)
+{
+	const struct ks_profile *p = t->c->p;
+	const struct ks_pframe *f = &p->frames[t->c->func_frame[t->func[node]]];
+	const char *mod = base_name(str(p, f->module));
+	char loc[4200];
+
+	location(p, t->line_frame[node], loc, sizeof(loc));
+	if (loc[0])
+		snprintf(buf, size, "%s (%s)", str(p, f->function), loc);
+	else if (mod[0] == '[')
+		snprintf(buf, size, "%s %s", str(p, f->function), mod);
+	else
+		snprintf(buf, size, "%s [%s]", str(p, f->function), mod);
+}
+
+/* Prints list (n nodes at depth) and, depth first, what is below them.
+ * The depth is bounded by the longest call path (a few hundred frames). */
+static void tree_print(FILE *out, const struct tree *t, const uint32_t *list,
+		       size_t n, unsigned depth)
+{
+	uint64_t ns = t->c->nsamples, mself = 0, mtotal = 0;
+	size_t shown = tree_shown(t, list, n);
+	char label[8400];
+
+	if (t->c->o->max_depth && depth >= t->c->o->max_depth)
+		return;
+	for (size_t i = 0; i < shown; i++) {
+		uint32_t x = list[i];
+
+		tree_label(t, x, label, sizeof(label));
+		fprintf(out, "%6.2f %6.2f  %*s%s\n", pct(t->total[x], ns),
+			pct(t->self[x], ns), (int)(2 * depth), "", label);
+		tree_print(out, t, t->child + t->child_at[x],
+			   t->child_at[x + 1] - t->child_at[x], depth + 1);
+	}
+	if (shown == n)
+		return;
+	for (size_t i = shown; i < n; i++) {
+		mself += t->self[list[i]];
+		mtotal += t->total[list[i]];
+	}
+	fprintf(out, "%6.2f %6.2f  %*s[%zu more]\n", pct(mtotal, ns), pct(mself, ns),
+		(int)(2 * depth), "", n - shown);
+}
+
+static json_t *tree_json(struct jb *b, const struct tree *t, const uint32_t *list,
+			 size_t n, unsigned depth, json_t **more)
+{
+	const struct ks_profile *p = t->c->p;
+	uint64_t ns = t->c->nsamples, mself = 0, mtotal = 0;
+	size_t shown = tree_shown(t, list, n);
+	json_t *arr = json_array();
+
+	*more = json_null();
+	if (t->c->o->max_depth && depth >= t->c->o->max_depth)
+		return arr;
+	for (size_t i = 0; i < shown; i++) {
+		uint32_t x = list[i];
+		json_t *o = json_object(), *kids, *kmore;
+
+		frame_json(b, o, p, t->c->func_frame[t->func[x]], t->line_frame[x]);
+		jput(b, o, "self", jint(t->self[x]));
+		jput(b, o, "total", jint(t->total[x]));
+		jput(b, o, "self_pct", json_real(pct(t->self[x], ns)));
+		jput(b, o, "total_pct", json_real(pct(t->total[x], ns)));
+		kids = tree_json(b, t, t->child + t->child_at[x],
+				 t->child_at[x + 1] - t->child_at[x], depth + 1, &kmore);
+		jput(b, o, "children", kids);
+		jput(b, o, "more", kmore);
+		jappend(b, arr, o);
+	}
+	if (shown < n) {
+		json_t *m = json_object();
+
+		for (size_t i = shown; i < n; i++) {
+			mself += t->self[list[i]];
+			mtotal += t->total[list[i]];
+		}
+		jput(b, m, "nodes", jint(n - shown));
+		jput(b, m, "self", jint(mself));
+		jput(b, m, "total", jint(mtotal));
+		jput(b, m, "self_pct", json_real(pct(mself, ns)));
+		jput(b, m, "total_pct", json_real(pct(mtotal, ns)));
+		json_decref(*more);
+		*more = m;
+	}
+	return arr;
+}
+
+int ks_report_tree(FILE *out, const struct ks_profile *p,
+		   const struct ks_report_opts *o, struct ks_err *err)
+{
+	struct rctx c;
+	struct tree t;
+	int rc;
+
+	if ((rc = ctx_init(&c, p, o, err)))
+		return rc;
+	if (tree_build(&t, &c) != 0) {
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (o->json) {
+		struct jb b = { false };
+		json_t *root = header_json(&b, &c, "tree"), *more;
+
+		jput(&b, root, "min_pct", json_real(o->min_pct));
+		jput(&b, root, "max_depth", jint(o->max_depth));
+		jput(&b, root, "roots", tree_json(&b, &t, t.roots, t.nroots, 0, &more));
+		jput(&b, root, "more", more);
+		rc = dump_json(out, root, &b, err);
+	} else {
+		header_text(out, &c);
+		fprintf(out, "%6s %6s  %s\n", "total%", "self%", "function");
+		tree_print(out, &t, t.roots, t.nroots, 0);
+		rc = finish_text(out, err);
+	}
+out:
+	tree_free(&t);
+	ctx_free(&c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Threads                                                             */
+/* ------------------------------------------------------------------ */
+
+int ks_report_threads(FILE *out, const struct ks_profile *p,
+		      const struct ks_report_opts *o, struct ks_err *err)
+{
+	struct rctx c;
+	bool ranks = false;
+	int wname = 4, wn;
+	int rc;
+
+	if ((rc = ctx_init(&c, p, o, err)))
+		return rc;
+	for (size_t i = 0; i < p->n_processes; i++)
+		ranks |= p->processes[i].rank >= 0;
+	for (size_t i = 0; i < p->n_threads; i++) {
+		int len = (int)strlen(str(p, p->threads[i].name));
+
+		if (len > wname)
+			wname = len > 40 ? 40 : len;
+	}
+	wn = digits(c.nsamples) < 7 ? 7 : digits(c.nsamples);
+
+	if (o->json) {
+		struct jb b = { false };
+		json_t *root = header_json(&b, &c, "threads"), *arr = json_array();
+
+		for (size_t i = 0; i < p->n_threads; i++) {
+			const struct ks_pthread *th = &p->threads[i];
+			const struct ks_pprocess *pr = &p->processes[th->process];
+			json_t *r;
+
+			if (o->thread != KS_NONE && i != o->thread)
+				continue;
+			r = json_object();
+			jput(&b, r, "index", jint(i));
+			jput(&b, r, "tid", json_integer(th->tid));
+			jput(&b, r, "pid", json_integer(pr->pid));
+			jput(&b, r, "rank", pr->rank >= 0 ? json_integer(pr->rank)
+							  : json_null());
+			jput(&b, r, "name", json_string(str(p, th->name)));
+			jput(&b, r, "samples", jint(c.tsamples[i]));
+			jput(&b, r, "share_pct", json_real(pct(c.tsamples[i], c.nsamples)));
+			jput(&b, r, "cpu_s", json_real((double)th->cpu_ns / 1e9));
+			jput(&b, r, "wall_s", json_real(th->end > th->start ?
+				(double)(th->end - th->start) / 1e9 : 0.0));
+			jappend(&b, arr, r);
+		}
+		jput(&b, root, "rows", arr);
+		rc = dump_json(out, root, &b, err);
+	} else {
+		header_text(out, &c);
+		fprintf(out, "%5s %8s %8s", "index", "tid", "pid");
+		if (ranks)
+			fprintf(out, " %5s", "rank");
+		fprintf(out, "  %-*s %*s %7s %10s %10s\n", wname, "name", wn, "samples",
+			"share%", "cpu_s", "wall_s");
+		for (size_t i = 0; i < p->n_threads; i++) {
+			const struct ks_pthread *th = &p->threads[i];
+			const struct ks_pprocess *pr = &p->processes[th->process];
+			const char *name = str(p, th->name);
+
+			if (o->thread != KS_NONE && i != o->thread)
+				continue;
+			fprintf(out, "%5zu %8" PRId32 " %8" PRId32, i, th->tid, pr->pid);
+			if (ranks && pr->rank >= 0)
+				fprintf(out, " %5" PRId32, pr->rank);
+			else if (ranks)
+				fprintf(out, " %5s", "-");
+			fprintf(out, "  %-*s %*" PRIu64 " %7.2f %10.3f %10.3f\n", wname,
+				name[0] ? name : "-", wn, c.tsamples[i],
+				pct(c.tsamples[i], c.nsamples), (double)th->cpu_ns / 1e9,
+				th->end > th->start ? (double)(th->end - th->start) / 1e9 : 0.0);
+		}
+		rc = finish_text(out, err);
+	}
+	ctx_free(&c);
+	return rc;
+}

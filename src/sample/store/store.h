@@ -1,0 +1,41 @@
+/*
+ * The sample store and reports: profile.db (SQLite, the primary store of
+ * a `kscope sample` run; schema in docs/formats.md) written from and read
+ * back into a struct ks_profile, and the flat profile, call tree and
+ * per-thread table that flat.txt, tree.txt and `kscope report` print.
+ */
+#ifndef KS_SAMPLE_STORE_H
+#define KS_SAMPLE_STORE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "profile.h"
+
+/* Writes p to a new SQLite database at path (which must not exist), in
+ * transactions, so that a reader never sees a half-written table. */
+int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err);
+/* Reads a profile.db back (p must be freshly ks_profile_init'ed). */
+int ks_store_read(const char *path, struct ks_profile *p, struct ks_err *err);
+
+struct ks_report_opts {
+	bool json;             /* JSON instead of text */
+	uint32_t thread;       /* only this thread (index), or KS_NONE */
+	const char *region;    /* only samples inside this region name, or NULL */
+	double min_pct;        /* tree: hide nodes below this share of all samples */
+	unsigned max_depth;    /* tree: 0 = unlimited */
+};
+
+/* Functions by self and total share.  Text: one row a function with
+ * self%, total%, samples, function, file:line, module. */
+int ks_report_flat(FILE *out, const struct ks_profile *p,
+		   const struct ks_report_opts *o, struct ks_err *err);
+/* The call tree with total and self shares, indented by depth. */
+int ks_report_tree(FILE *out, const struct ks_profile *p,
+		   const struct ks_report_opts *o, struct ks_err *err);
+/* One row a thread: tid, name, samples, share, CPU time, wall time. */
+int ks_report_threads(FILE *out, const struct ks_profile *p,
+		      const struct ks_report_opts *o, struct ks_err *err);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * Private to src/sample/store: the consistency check that both the
+ * database code (db.c) and the reports (report.c) run before they index
+ * the profile's arrays with the ids it holds, so that a hand-built or
+ * damaged profile is reported instead of read out of bounds.
+ */
+#ifndef KS_SAMPLE_STORE_INT_H
+#define KS_SAMPLE_STORE_INT_H
+
+#include "err.h"
+#include "profile.h"
+
+/* Checks every reference in p: string, frame, node, process and thread
+ * ids are in range (or KS_NONE where profile.h allows it), every node's
+ * parent comes before it (ks_profile_node_counts and the reports rely on
+ * that), and each sample's first counter value lies inside
+ * counter_values.
+ * Returns 0 or -EINVAL with err naming the first bad element. */
+int ks_store_check_profile(const struct ks_profile *p, struct ks_err *err);
+
+#endif

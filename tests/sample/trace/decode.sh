@@ -1,0 +1,191 @@
+#!/bin/bash
+# Checks the Perfetto trace writer with a decoder that owes nothing to
+# kscope: protoc.  The unit test binary writes the traces of its synthetic
+# profile (test_trace.c, build_profile) into a scratch directory; then
+#   1. `protoc --decode_raw` must accept the file as protobuf and see the
+#      expected number of top-level packets (field 1 of Trace);
+#   2. `protoc --decode` with the schema below must name every field we
+#      write: a field number the schema does not declare, or a wire type
+#      that differs from the declared type, would show up as a bare number;
+#   3. the decoded text must hold the expected descriptors, interned names,
+#      annotations and counter values, correct sequence flags, and per
+#      track begin/end pairs that balance with time never going back.
+# Debian ships no Perfetto .proto files, so the schema is the subset of
+# protos/perfetto/trace/{trace,trace_packet}.proto, track_event/*.proto
+# and interned_data/interned_data.proto that kscope writes, copied with
+# the upstream field numbers and types.
+#
+# Usage: decode.sh TEST_SAMPLE_TRACE_BINARY.  Exits 77 (skipped) without
+# protoc.
+set -euo pipefail
+
+test_bin=$1
+fail() { echo "decode.sh: FAIL: $*" >&2; exit 1; }
+command -v protoc >/dev/null || { echo "decode.sh: protoc not found, skipped"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run=$("$test_bin" --write "$tmp")
+trace=$run/trace.perfetto-trace
+[ -s "$trace" ] || fail "no trace written at $trace"
+
+# 1. Raw decoding.
+protoc --decode_raw <"$trace" >"$tmp/raw.txt" || fail "protoc --decode_raw rejects the trace"
+n=$(grep -c '^1 {' "$tmp/raw.txt" || true)
+[ "$n" = 45 ] || fail "protoc --decode_raw sees $n packets, expected 45"
+
+# 2. Decoding with the schema.
+cat >"$tmp/perfetto_subset.proto" <<'PROTO'
+syntax = "proto2";
+package perfetto.protos;
+
+message ProcessDescriptor {
+  optional int32 pid = 1;
+  repeated string cmdline = 2;
+  optional string process_name = 6;
+  optional int64 start_timestamp_ns = 7;
+}
+message ThreadDescriptor {
+  optional int32 pid = 1;
+  optional int32 tid = 2;
+  optional string thread_name = 5;
+}
+message CounterDescriptor {
+  enum Unit {
+    UNIT_UNSPECIFIED = 0;
+    UNIT_TIME_NS = 1;
+    UNIT_COUNT = 2;
+    UNIT_SIZE_BYTES = 3;
+  }
+  optional Unit unit = 3;
+}
+message TrackDescriptor {
+  optional uint64 uuid = 1;
+  optional uint64 parent_uuid = 5;
+  optional string name = 2;
+  optional ProcessDescriptor process = 3;
+  optional ThreadDescriptor thread = 4;
+  optional CounterDescriptor counter = 8;
+}
+message DebugAnnotation {
+  optional uint64 name_iid = 1;
+  optional string name = 10;
+  optional bool bool_value = 2;
+  optional uint64 uint_value = 3;
+  optional int64 int_value = 4;
+  optional double double_value = 5;
+  optional string string_value = 6;
+}
+message TrackEvent {
+  repeated uint64 category_iids = 3;
+  optional uint64 name_iid = 10;
+  optional string name = 23;
+  enum Type {
+    TYPE_UNSPECIFIED = 0;
+    TYPE_SLICE_BEGIN = 1;
+    TYPE_SLICE_END = 2;
+    TYPE_INSTANT = 3;
+    TYPE_COUNTER = 4;
+  }
+  optional Type type = 9;
+  optional uint64 track_uuid = 11;
+  optional int64 counter_value = 30;
+  optional double double_counter_value = 44;
+  repeated DebugAnnotation debug_annotations = 4;
+}
+message EventCategory {
+  optional uint64 iid = 1;
+  optional string name = 2;
+}
+message EventName {
+  optional uint64 iid = 1;
+  optional string name = 2;
+}
+message DebugAnnotationName {
+  optional uint64 iid = 1;
+  optional string name = 2;
+}
+message InternedData {
+  repeated EventCategory event_categories = 1;
+  repeated EventName event_names = 2;
+  repeated DebugAnnotationName debug_annotation_names = 3;
+}
+message TracePacket {
+  optional uint64 timestamp = 8;
+  optional uint32 trusted_packet_sequence_id = 10;
+  optional TrackEvent track_event = 11;
+  optional InternedData interned_data = 12;
+  optional uint32 sequence_flags = 13;
+  optional TrackDescriptor track_descriptor = 60;
+}
+message Trace {
+  repeated TracePacket packet = 1;
+}
+PROTO
+(cd "$tmp" && protoc -I. --decode=perfetto.protos.Trace perfetto_subset.proto) \
+	<"$trace" >"$tmp/dec.txt" || fail "protoc --decode rejects the trace"
+if grep -nE '^ *[0-9]+( \{|:)' "$tmp/dec.txt" >&2; then
+	fail "fields above are not in the schema (wrong number or wire type)"
+fi
+
+# 3. Content.
+expect() {  # expect COUNT PATTERN: grep -c of the fixed string
+	local got
+	got=$(grep -cF -- "$2" "$tmp/dec.txt" || true)
+	[ "$got" = "$1" ] || fail "'$2' appears $got times, expected $1"
+}
+expect 2 'process {'
+expect 1 'process_name: "./app --x [rank 0]"'
+expect 1 'process_name: "./app \"q\" [rank 1]"'
+expect 3 'thread {'
+expect 2 'thread_name: "main"'
+expect 1 'tid: 101'
+expect 3 'counter {'
+expect 2 'name: "CPU %"'
+expect 1 'name: "RSS"'
+expect 1 'unit: UNIT_SIZE_BYTES'
+expect 1 'name: "ranges"'
+expect 1 'name: "overlapping slices 1"'
+expect 2 'name: "samples"'
+expect 1 'name: "MPI_Send"'
+expect 1 'name: "checkpoint"'
+expect 2 'name: "compute"'        # interned once on each of two sequences
+expect 2 'name: "bytes"'          # annotation names, likewise
+expect 2 'uint_value: 1024'
+expect 1 'double_counter_value: 99.75'
+expect 1 'double_counter_value: 2097152'
+
+awk '
+function done_packet() {
+	n++
+	if (!(seq in seen)) {
+		if (flags != 1) bad = "first packet of sequence " seq " has flags " flags
+		seen[seq] = 1
+	} else if (flags != 2) {
+		bad = "packet " n " on sequence " seq " has flags " flags
+	}
+	if (type != "") {
+		if (ts == "") bad = "event without timestamp in packet " n
+		if (track in last && ts + 0 < last[track]) bad = "time goes back on track " track
+		last[track] = ts + 0
+	}
+	if (type == "TYPE_SLICE_BEGIN") { depth[track]++; begins++ }
+	if (type == "TYPE_SLICE_END") { ends++; if (--depth[track] < 0) bad = "end without begin on track " track }
+	if (type == "TYPE_INSTANT") instants++
+	if (type == "TYPE_COUNTER") counters++
+}
+/^packet \{/ { ts = ""; seq = ""; flags = ""; type = ""; track = ""; next }
+/^  timestamp: /                  { ts = $2 }
+/^  trusted_packet_sequence_id: / { seq = $2 }
+/^  sequence_flags: /             { flags = $2 }
+/^    type: /                     { type = $2 }
+/^    track_uuid: /               { track = $2 }
+/^\}/                             { done_packet() }
+END {
+	for (t in depth) if (depth[t] != 0) bad = "track " t " has " depth[t] " unclosed slices"
+	if (bad != "") { print "bad: " bad; exit 1 }
+	printf "packets %d begins %d ends %d instants %d counters %d\n", n, begins, ends, instants, counters
+}' "$tmp/dec.txt" >"$tmp/summary.txt" || fail "$(cat "$tmp/summary.txt")"
+want="packets 45 begins 11 ends 11 instants 6 counters 5"
+[ "$(cat "$tmp/summary.txt")" = "$want" ] || fail "got '$(cat "$tmp/summary.txt")', expected '$want'"
+echo "decode.sh: ok: $want"
