@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# make demo: runs kscope's main job on the bundled example and says where
-# the results are.  Today that job packs the example kernel's source and
-# its example blocks into a visualize_data.bin container and inspects it;
-# the collectors replace this with a real profile as they arrive.
+# make demo: kscope's main job on the bundled example.  It profiles the
+# multi-threaded demo program (examples/demo/demo.c) with `kscope sample`,
+# prints the report (flat profile, call tree, threads) and says where the
+# results are.
 set -euo pipefail
 KSCOPE=${1:?usage: demo.sh PATH/TO/kscope}
+BUILD=$(dirname "$KSCOPE")
 cd "$(dirname "$0")/.."
-EX=examples/demo
 
-out=$("$KSCOPE" pack --output kscope-out \
-	--source "$EX/saxpy.c" \
-	--block base-info:"$EX/base_info.json" \
-	--block trace:"$EX/trace.json" \
-	--block api-files:"$EX/api_files.json" \
-	--block api-instructions:"$EX/api_instructions.json" \
-	--block roofline:"$EX/roofline.json")
-echo "$out"
+out=$("$KSCOPE" sample --output kscope-out -- "$BUILD/examples/demo/demo")
 dir=$(sed -n 's/^results: //p' <<<"$out")
 echo
-"$KSCOPE" inspect "$dir/visualize_data.bin"
+echo "== flat profile (kscope report $dir)"
+"$KSCOPE" report "$dir"
+echo
+echo "== call tree (kscope report --tree --min-pct 2)"
+"$KSCOPE" report "$dir" --tree --min-pct 2
+echo
+echo "== threads (kscope report --threads)"
+"$KSCOPE" report "$dir" --threads
 echo
 echo "demo: results are in $dir"
+echo "      profile.db (SQLite), trace.perfetto-trace (open it at ui.perfetto.dev),"
+echo "      flat.txt, tree.txt, threads.txt"

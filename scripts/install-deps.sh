@@ -19,8 +19,8 @@ MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
 TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
-# Benchmarks: perf (the baseline profiler), bc (ratios).
-BENCH_PKGS="linux-perf bc"
+# Benchmarks: perf (the baseline profiler), bc (ratios), time (/usr/bin/time).
+BENCH_PKGS="linux-perf bc time"
 
 PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $TEST_PKGS $BENCH_PKGS"
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -518,6 +519,7 @@ static int run_program(char **argv, char **envp, struct ks_err *err)
 {
 	struct sigaction sa, old_int, old_term;
 	struct timespec t0, t1;
+	struct rusage ru;
 	int pipefd[2], status = 0, child_errno = 0;
 	pid_t pid;
 	ssize_t n;
@@ -556,12 +558,14 @@ static int run_program(char **argv, char **envp, struct ks_err *err)
 	close(pipefd[1]);
 	n = read(pipefd[0], &child_errno, sizeof(child_errno));
 	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	child_pid = 0;
-	ks_debug("program ran for %.6f s",
-		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	ks_debug("program ran for %.6f s, cpu %.6f s",
+		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	if (n == (ssize_t)sizeof(child_errno))
