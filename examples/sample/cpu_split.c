@@ -53,8 +53,11 @@ int main(int argc, char **argv)
 	 * kernel's CPU-time timers fire late when threads compete for CPUs,
 	 * which would distort what a profiler sees of this program. */
 	while (cpu_seconds() - start < seconds) {
-		heavy(2000000);
-		light(2000000);
+		/* Each call lasts longer than a kernel tick (4 ms at 250 Hz):
+		 * the CPU-time sampler fires on ticks, and phases shorter
+		 * than a tick can alias with them when the CPU is busy. */
+		heavy(8000000);
+		light(8000000);
 	}
 	printf("cpu_split: heavy:light = 3:1\n");
 	return 0;
