@@ -83,18 +83,30 @@ struct ks_rt_buf *ks_rt_queue_take(void)
 	return rev;
 }
 
-/* async-signal-safe; t->busy held */
-void ks_rt_buf_send(struct ks_rt_thread *t)
+/* Fills the chunk header of t's current buffer and gives it the thread's
+ * next sequence number; false if the buffer holds no record (nothing to
+ * write).  async-signal-safe; t->busy held */
+bool ks_rt_buf_seal(struct ks_rt_thread *t)
 {
 	struct ks_rt_buf *b = t->cur;
 
 	if (!b || b->used <= sizeof(struct ks_raw_chunk))
-		return;
+		return false;
 	b->chunk.h.type = KS_RAW_CHUNK;
 	b->chunk.h.flags = 0;
 	b->chunk.h.size = b->used;
 	b->chunk.tid = t->tid;
 	b->chunk.seq = t->seq++;
+	return true;
+}
+
+/* async-signal-safe; t->busy held */
+void ks_rt_buf_send(struct ks_rt_thread *t)
+{
+	struct ks_rt_buf *b = t->cur;
+
+	if (!ks_rt_buf_seal(t))
+		return;
 	b->owner = t;
 	t->cur = NULL;
 	ks_rt_queue_push(b);

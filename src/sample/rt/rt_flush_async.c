@@ -195,13 +195,8 @@ static void write_cur(struct ks_rt_thread *t)
 {
 	struct ks_rt_buf *b = t->cur;
 
-	if (!b || b->used <= sizeof(struct ks_raw_chunk))
+	if (!ks_rt_buf_seal(t))
 		return;
-	b->chunk.h.type = KS_RAW_CHUNK;
-	b->chunk.h.flags = 0;
-	b->chunk.h.size = b->used;
-	b->chunk.tid = t->tid;
-	b->chunk.seq = t->seq++;
 	ks_rt_write_buf(b);
 	b->used = sizeof(struct ks_raw_chunk);
 }

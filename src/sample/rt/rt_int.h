@@ -144,6 +144,7 @@ void *ks_rt_buf_reserve(struct ks_rt_thread *t, uint32_t size);
 void ks_rt_buf_commit(struct ks_rt_thread *t, uint32_t size);
 /* With t->busy held: queues t's current buffer for the writer if it holds
  * records (t->cur becomes NULL). */
+bool ks_rt_buf_seal(struct ks_rt_thread *t);
 void ks_rt_buf_send(struct ks_rt_thread *t);
 /* With t->busy held: hands t's current buffer to the writer if it holds
  * records, and takes the spare.  Returns true if t has a buffer after. */
