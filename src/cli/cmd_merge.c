@@ -506,41 +506,6 @@ out:
 /* Writing into DIR                                                    */
 /* ------------------------------------------------------------------ */
 
-/* ks_outfile_commit for a directory merge did not create: the final name
- * is taken only if it is free (RENAME_NOREPLACE; link() where the file
- * system lacks it), so nothing that appeared meanwhile is replaced. */
-static int commit_noreplace(struct ks_outfile *of, mode_t mode, struct ks_err *err)
-{
-	int rc = of->error;
-
-	if (!rc && fsync(of->fd) != 0 && errno != EINVAL)
-		rc = -errno;
-	if (!rc && fchmod(of->fd, mode) != 0)
-		rc = -errno;
-	if (close(of->fd) != 0 && !rc)
-		rc = -errno;
-	of->fd = -1;
-	if (!rc && renameat2(of->dirfd, of->tmpname, of->dirfd, of->name,
-			     RENAME_NOREPLACE) != 0) {
-		rc = -errno;
-		if (rc == -EINVAL || rc == -ENOSYS) {
-			rc = linkat(of->dirfd, of->tmpname, of->dirfd, of->name, 0)
-			     ? -errno : 0;
-			if (!rc)
-				unlinkat(of->dirfd, of->tmpname, 0);
-		}
-	}
-	if (!rc && fsync(of->dirfd) != 0 && errno != EINVAL)
-		rc = -errno;
-	if (rc) {
-		unlinkat(of->dirfd, of->tmpname, 0);
-		return ks_err_set(err, rc, "writing '%s' failed: %s", of->name,
-				  rc == -EEXIST ? "it appeared meanwhile, and merge "
-				  "replaces nothing" : strerror(-rc));
-	}
-	return 0;
-}
-
 static int write_trace(const char *dir, int dirfd, const struct ks_profile *p,
 		       struct ks_err *err)
 {
@@ -562,7 +527,10 @@ static int write_trace(const char *dir, int dirfd, const struct ks_profile *p,
 		ks_outfile_abort(&of);
 		goto out;
 	}
-	rc = commit_noreplace(&of, KS_DELIVERABLE_MODE, err);
+	rc = ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+	if (rc == -EEXIST)
+		ks_err_set(err, rc, "writing '%s' failed: it appeared meanwhile, and "
+			   "merge replaces nothing", TRACE_NAME);
 out:
 	free(rd.path);
 	return rc;

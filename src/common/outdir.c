@@ -279,6 +279,19 @@ int ks_outfile_printf(struct ks_outfile *of, const char *fmt, ...)
 	return rc;
 }
 
+int ks_rename_noreplace(int olddirfd, const char *old, int newdirfd,
+			const char *new_name)
+{
+	if (renameat2(olddirfd, old, newdirfd, new_name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (linkat(olddirfd, old, newdirfd, new_name, 0) != 0)
+		return -errno;
+	unlinkat(olddirfd, old, 0);
+	return 0;
+}
+
 int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err)
 {
 	int rc = of->error;
@@ -292,8 +305,8 @@ int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err)
 	if (close(of->fd) != 0 && !rc)
 		rc = -errno;
 	of->fd = -1;
-	if (!rc && renameat(of->dirfd, of->tmpname, of->dirfd, of->name) != 0)
-		rc = -errno;
+	if (!rc)
+		rc = ks_rename_noreplace(of->dirfd, of->tmpname, of->dirfd, of->name);
 	/* The new name itself must reach the disk too. */
 	if (!rc && fsync(of->dirfd) != 0 && errno != EINVAL)
 		rc = -errno;

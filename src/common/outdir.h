@@ -64,11 +64,18 @@ int ks_outfile_write(struct ks_outfile *of, const void *buf, size_t len);
 int ks_outfile_printf(struct ks_outfile *of, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Flushes to disk, sets mode (KS_DELIVERABLE_MODE or KS_FILE_MODE) and
- * gives the file its final name.  On any error, now or earlier, removes
- * the temporary file and reports which file failed and why. */
+ * gives the file its final name, which must be free: an existing file of
+ * that name is never replaced (-EEXIST).  On any error, now or earlier,
+ * removes the temporary file and reports which file failed and why. */
 int ks_outfile_commit(struct ks_outfile *of, mode_t mode, struct ks_err *err);
 /* Abandons the file: closes and removes it. */
 void ks_outfile_abort(struct ks_outfile *of);
+
+/* Renames old to new unless new exists (-EEXIST then).  renameat2 with
+ * RENAME_NOREPLACE is atomic; where the file system lacks it, link() gives
+ * the same guarantee at the cost of a moment with two names. */
+int ks_rename_noreplace(int olddirfd, const char *old, int newdirfd,
+			const char *new_name);
 
 /* Writes a whole file in one go (open, write, commit). */
 int ks_outfile_put(struct ks_rundir *rd, const char *name, const void *buf,

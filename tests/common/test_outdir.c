@@ -129,6 +129,19 @@ static void test_outfile_commit(void **state)
 	assert_int_equal(ks_outfile_open(&rd, "../x", &of, &e), -EINVAL);
 	assert_int_equal(ks_outfile_open(&rd, ".hidden", &of, &e), -EINVAL);
 	assert_int_equal(ks_outfile_open(&rd, "", &of, &e), -EINVAL);
+	/* A commit never replaces a file that took the final name meanwhile. */
+	assert_int_equal(ks_outfile_open(&rd, "taken.txt", &of, &e), 0);
+	assert_int_equal(ks_outfile_write(&of, "new", 3), 0);
+	snprintf(p, sizeof(p), "%s/taken.txt", rd.path);
+	ks_test_write_file(p, "old", 0640);
+	assert_int_equal(ks_outfile_commit(&of, KS_DELIVERABLE_MODE, &e), -EEXIST);
+	data = (char *)ks_test_read_file(p, &n);
+	assert_int_equal(n, 3);
+	assert_memory_equal(data, "old", 3);
+	free(data);
+	snprintf(p, sizeof(p), "%s/.taken.txt.part", rd.path);
+	assert_int_equal(access(p, F_OK), -1);
+
 	/* An existing file is never overwritten. */
 	assert_int_equal(ks_outfile_open(&rd, "x", &of, &e), 0);
 	assert_int_equal(ks_outfile_open(&rd, "x", &of, &e), -EEXIST);

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "outdir.h"
 #include "store_int.h"
 
 #define SCHEMA_VERSION 1
@@ -615,21 +616,6 @@ static void sync_parent(const char *path)
 	}
 }
 
-/* Gives tmp the name path unless path exists.  renameat2 is atomic; where
- * the file system lacks RENAME_NOREPLACE, link() gives the same guarantee
- * (it fails with EEXIST) at the cost of a moment with two names. */
-static int rename_noreplace(const char *tmp, const char *path)
-{
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -errno;
-	if (link(tmp, path) != 0)
-		return -errno;
-	unlink(tmp);
-	return 0;
-}
-
 int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err)
 {
 	struct writer w = { .path = path, .err = err };
@@ -705,7 +691,7 @@ int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *
 				strerror(errno));
 		goto out;
 	}
-	rc = rename_noreplace(tmp, path);
+	rc = ks_rename_noreplace(AT_FDCWD, tmp, AT_FDCWD, path);
 	if (rc) {
 		rc = ks_err_set(err, rc, rc == -EEXIST ? "%s appeared while it was "
 				"written; the profile database is never overwritten"
