@@ -74,29 +74,34 @@ static void counters_sample(struct writer *w, uint64_t now)
 	w->last_cpu = cpu;
 }
 
-/* file lock held: every live thread's records so far reach the file. */
+/* Normal context: makes sure t has a spare buffer to swap in. */
+static void give_spare(struct ks_rt_thread *t)
+{
+	struct ks_rt_buf *none = NULL, *b;
+
+	if (atomic_load(&t->spare))
+		return;
+	b = ks_rt_pool_get();
+	if (b && !atomic_compare_exchange_strong(&t->spare, &none, b))
+		ks_rt_pool_put(b); /* the thread got one meanwhile */
+}
+
+/* file lock held: every live thread's records so far reach the file.  A
+ * thread's busy flag is held only to swap its buffer for its spare, never
+ * across I/O: a sample that arrives while the flag is held is dropped,
+ * and the writer may be preempted in the middle of a write.  The swapped
+ * out buffers go through the queue like full ones (the caller drains it). */
 static void flush_partial(void)
 {
 	for (struct ks_rt_thread *t = atomic_load(&ks_rt.threads); t; t = t->all_next) {
-		struct ks_rt_buf *b;
-
-		if (atomic_load(&t->state) != KS_RT_T_LIVE || !ks_rt_busy_try(t))
+		if (atomic_load(&t->state) != KS_RT_T_LIVE)
 			continue;
-		b = t->cur;
-		if (b && b->used > sizeof(struct ks_raw_chunk)) {
-			if (atomic_load(&t->spare)) {
-				ks_rt_buf_handoff(t);
-			} else {
-				/* No spare: write in place, keep the buffer. */
-				b->chunk.h.type = KS_RAW_CHUNK;
-				b->chunk.h.flags = 0;
-				b->chunk.h.size = b->used;
-				b->chunk.tid = t->tid;
-				b->chunk.seq = t->seq++;
-				ks_rt_write_buf(b);
-				b->used = sizeof(struct ks_raw_chunk);
-			}
-		}
+		give_spare(t);
+		if (!ks_rt_busy_try(t))
+			continue;
+		if (t->cur && t->cur->used > sizeof(struct ks_raw_chunk) &&
+		    atomic_load(&t->spare))
+			ks_rt_buf_handoff(t);
 		ks_rt_busy_release(t);
 	}
 }
