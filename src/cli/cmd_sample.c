@@ -338,25 +338,32 @@ static int mpi_rank(void)
 	return -1;
 }
 
-/* When the launcher (mpirun) started, from /proc: the same for every rank
- * it started, so all ranks agree on the run directory's name. */
+/* When the launcher (mpirun) started, from /proc: the boot time (btime in
+ * /proc/stat, fixed) plus the launcher's start in clock ticks since boot
+ * (field 22 of /proc/PID/stat).  Both are constants, so every rank gets
+ * the same second, whenever it asks; 0 if they cannot be read. */
 static time_t process_start(pid_t pid)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long ticks = 0;
-	double uptime = 0;
+	unsigned long long ticks, btime = 0;
 	FILE *f;
 	int field = 2;
 
+	f = fopen("/proc/stat", "r");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return 0;
-	}
+	p = fgets(buf, sizeof(buf), f);
 	fclose(f);
+	if (!p || !btime)
+		return 0;
 	p = strrchr(buf, ')'); /* the command may contain spaces */
 	if (!p)
 		return 0;
@@ -364,14 +371,7 @@ static time_t process_start(pid_t pid)
 		if (*p == ' ')
 			field++;
 	ticks = strtoull(p, NULL, 10);
-	f = fopen("/proc/uptime", "r");
-	if (!f || fscanf(f, "%lf", &uptime) != 1) {
-		if (f)
-			fclose(f);
-		return 0;
-	}
-	fclose(f);
-	return time(NULL) - (time_t)uptime + (time_t)(ticks / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return (time_t)(btime + ticks / (unsigned long long)sysconf(_SC_CLK_TCK));
 }
 
 static int make_rundir(const char *output, int rank, struct ks_rundir *rd,
