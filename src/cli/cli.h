@@ -29,7 +29,10 @@ struct ks_cmd {
 };
 
 extern const struct ks_cmd ks_cmd_avail;
+extern const struct ks_cmd ks_cmd_contention;
+extern const struct ks_cmd ks_cmd_falseshare;
 extern const struct ks_cmd ks_cmd_inspect;
+extern const struct ks_cmd ks_cmd_memcheck;
 extern const struct ks_cmd ks_cmd_merge;
 extern const struct ks_cmd ks_cmd_pack;
 extern const struct ks_cmd ks_cmd_report;

@@ -35,6 +35,7 @@
 #include "outdir.h"
 #include "post.h"
 #include "profile.h"
+#include "runprog.h"
 #include "store.h"
 #include "trace.h"
 
@@ -216,41 +217,6 @@ bad:
 	return rc;
 }
 
-/* Finds prog like execvp does; *path is malloc'd. */
-static int find_program(const char *prog, char **path, struct ks_err *err)
-{
-	char note[KS_NOTE_MAX];
-	const char *env = getenv("PATH");
-	char *dirs, *save = NULL, *d;
-	int rc;
-
-	if (strchr(prog, '/')) {
-		rc = ks_check_path(prog, strlen(prog), KS_PATH_FILE | KS_PATH_EXEC, path,
-				   note, sizeof(note), err);
-		if (rc)
-			return ks_err_set(err, rc, "program: %s; accepted: an executable "
-					  "file", err->msg);
-		return 0;
-	}
-	dirs = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
-	if (!dirs)
-		return ks_err_set(err, -ENOMEM, "out of memory");
-	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		char cand[PATH_MAX];
-		struct ks_err e;
-
-		snprintf(cand, sizeof(cand), "%s/%s", *d ? d : ".", prog);
-		if (ks_check_path(cand, strlen(cand), KS_PATH_FILE | KS_PATH_EXEC, path,
-				  note, sizeof(note), &e) == 0) {
-			free(dirs);
-			return 0;
-		}
-	}
-	free(dirs);
-	return ks_err_set(err, -ENOENT, "program: '%s' was not found in PATH; "
-			  "accepted: an executable file", prog);
-}
-
 /* A static ELF executable has no PT_INTERP: LD_PRELOAD cannot reach it. */
 static int check_dynamic(const char *path, struct ks_err *err)
 {
@@ -399,23 +365,6 @@ static int make_rundir(const char *output, int rank, struct ks_rundir *rd,
 /* Running the program                                                 */
 /* ------------------------------------------------------------------ */
 
-/* The child being profiled, for the signal handler (the only global: a
- * signal handler has no other way to find it). */
-static volatile pid_t child_pid;
-
-/* Forwards SIGINT/SIGTERM sent to kscope by another process; the
- * terminal's own Ctrl+C (SI_KERNEL) already reaches the whole foreground
- * process group, program included.  Async-signal-safe. */
-static void forward_signal(int sig, siginfo_t *si, void *uc)
-{
-	int saved = errno;
-
-	(void)uc;
-	if (child_pid > 0 && si->si_code != SI_KERNEL)
-		kill(child_pid, sig);
-	errno = saved;
-}
-
 /* The program's environment: kscope's own, plus the runtime's settings.
  * envp borrows the inherited strings and owns the ones kscope adds. */
 struct env {
@@ -512,66 +461,6 @@ static int build_env(const struct sample_opts *o, const char *rundir,
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-/* Runs the program; returns its wait status, or -errno (err set). */
-static int run_program(char **argv, char **envp, struct ks_err *err)
-{
-	struct sigaction sa, old_int, old_term;
-	struct timespec t0, t1;
-	struct rusage ru;
-	int pipefd[2], status = 0, child_errno = 0;
-	pid_t pid;
-	ssize_t n;
-
-	if (pipe2(pipefd, O_CLOEXEC) != 0)
-		return ks_err_set(err, -errno, "cannot start the program: %s", strerror(errno));
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
-	}
-	if (pid == 0) {
-		int e;
-
-		/* The program gets the dispositions kscope inherited. */
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		close(pipefd[0]);
-		execvpe(argv[0], argv, envp);
-		e = errno;
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	child_pid = pid;
-	close(pipefd[1]);
-	n = read(pipefd[0], &child_errno, sizeof(child_errno));
-	close(pipefd[0]);
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	child_pid = 0;
-	ks_debug("program ran for %.6f s, cpu %.6f s",
-		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
-		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-		 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (n == (ssize_t)sizeof(child_errno))
-		return ks_err_set(err, -child_errno, "cannot run '%s': %s", argv[0],
-				  strerror(child_errno));
-	return status;
 }
 
 /* ------------------------------------------------------------------ */
@@ -745,7 +634,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	/* Everything is checked before anything is created or launched. */
 	if ((o->tids && check_tids(o->tids, &err)) ||
 	    (o->periods && check_periods(o->periods, &err)) ||
-	    find_program(ps->program[0], &prog, &err) ||
+	    ks_find_program(ps->program[0], &prog, &err) ||
 	    check_dynamic(prog, &err)) {
 		ks_error("%s", err.msg);
 		free(prog);
@@ -769,7 +658,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	ks_info("profiling %s; results in %s", prog, rd.path);
 	argv = ps->program;
-	status = run_program(argv, env.envp, &err);
+	status = ks_run_program(argv, env.envp, NULL, &err);
 	free(prog);
 	env_free(&env);
 	if (status < 0) {

@@ -1,0 +1,135 @@
+/*
+ * Running the program under test, shared by the commands that launch one
+ * (sample, memcheck, contention, falseshare): finding it like execvp
+ * does, starting it with a given environment, forwarding SIGINT and
+ * SIGTERM sent to kscope alone, and waiting for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "argcheck.h"
+#include "log.h"
+#include "runprog.h"
+
+/* Finds prog like execvp does; *path is malloc'd. */
+int ks_find_program(const char *prog, char **path, struct ks_err *err)
+{
+	char note[KS_NOTE_MAX];
+	const char *env = getenv("PATH");
+	char *dirs, *save = NULL, *d;
+	int rc;
+
+	if (strchr(prog, '/')) {
+		rc = ks_check_path(prog, strlen(prog), KS_PATH_FILE | KS_PATH_EXEC, path,
+				   note, sizeof(note), err);
+		if (rc)
+			return ks_err_set(err, rc, "program: %s; accepted: an executable "
+					  "file", err->msg);
+		return 0;
+	}
+	dirs = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
+	if (!dirs)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char cand[PATH_MAX];
+		struct ks_err e;
+
+		snprintf(cand, sizeof(cand), "%s/%s", *d ? d : ".", prog);
+		if (ks_check_path(cand, strlen(cand), KS_PATH_FILE | KS_PATH_EXEC, path,
+				  note, sizeof(note), &e) == 0) {
+			free(dirs);
+			return 0;
+		}
+	}
+	free(dirs);
+	return ks_err_set(err, -ENOENT, "program: '%s' was not found in PATH; "
+			  "accepted: an executable file", prog);
+}
+
+/* The child being profiled, for the signal handler (the only global: a
+ * signal handler has no other way to find it). */
+static volatile pid_t child_pid;
+
+/* Forwards SIGINT/SIGTERM sent to kscope by another process; the
+ * terminal's own Ctrl+C (SI_KERNEL) already reaches the whole foreground
+ * process group, program included.  Async-signal-safe. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill(child_pid, sig);
+	errno = saved;
+}
+
+int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
+{
+	struct sigaction sa, old_int, old_term;
+	struct timespec t0, t1;
+	struct rusage ru;
+	int pipefd[2], status = 0, child_errno = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return ks_err_set(err, -errno, "cannot start the program: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
+	}
+	if (pid == 0) {
+		int e;
+
+		/* The program gets the dispositions kscope inherited. */
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		close(pipefd[0]);
+		execvpe(argv[0], argv, envp);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	child_pid = pid;
+	if (pid_out)
+		*pid_out = pid;
+	close(pipefd[1]);
+	n = read(pipefd[0], &child_errno, sizeof(child_errno));
+	close(pipefd[0]);
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	child_pid = 0;
+	ks_debug("program ran for %.6f s, cpu %.6f s",
+		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (n == (ssize_t)sizeof(child_errno))
+		return ks_err_set(err, -child_errno, "cannot run '%s': %s", argv[0],
+				  strerror(child_errno));
+	return status;
+}
+

@@ -1,0 +1,223 @@
+/*
+ * The freestanding analysis core of kscope's memory tools: shadow memory
+ * and the per-line and per-byte state machines behind `kscope contention`,
+ * `kscope falseshare` and `kscope memcheck`.
+ *
+ * It is plain C11 with no library calls at all (not even memset or
+ * memcpy: the Valgrind tool that hosts it cannot use libc), so the same
+ * code can sit behind any instrumentation front-end: kscope's Valgrind
+ * tool today, a compile-time instrumentation runtime later.  Memory comes
+ * from the front-end through struct ks_mt_alloc; the core never prints.
+ *
+ * Two shadows live here:
+ *  - the line shadow (struct ks_mt): one shadow memory unit (SMU) per cache
+ *    line, in a two-level table whose second-level chunks are allocated on
+ *    first touch.  An SMU that was never touched is the paper's
+ *    "initialization probe": its first access is a cold miss.  Each SMU
+ *    holds the thread-ownership bitmap of the contention analysis and, for
+ *    false sharing, which words of the line each thread read and wrote.
+ *  - the heap shadow (struct ks_hs): one state byte per byte of client
+ *    heap (unaddressable, undefined, defined, freed) for memcheck.  Memory
+ *    the front-end never marked is "untracked" and behaves as defined and
+ *    addressable.
+ *
+ * Threads are small integers (the front-end's thread ids, 1-based in
+ * Valgrind); any id below ks_mt_config.max_threads works, so there is no
+ * 32- or 64-thread limit.
+ */
+#ifndef KS_MTCORE_H
+#define KS_MTCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Memory for shadow tables.  zalloc returns zero-filled memory or NULL;
+ * free gets back the same size it was allocated with. */
+struct ks_mt_alloc {
+	void *(*zalloc)(void *ctx, size_t size);
+	void (*free)(void *ctx, void *p, size_t size);
+	void *ctx;
+};
+
+/* ------------------------------------------------------------------ */
+/* Line shadow: contention and false sharing                           */
+/* ------------------------------------------------------------------ */
+
+#define KS_MT_MAX_THREADS 4096 /* largest accepted max_threads */
+
+struct ks_mt_site;
+
+struct ks_mt_config {
+	unsigned line_size;    /* bytes per line: a power of two, 16..4096 */
+	unsigned max_threads;  /* thread ids are 0..max_threads-1; <= KS_MT_MAX_THREADS */
+	bool falseshare;       /* keep per-word read/write state and per-site entries */
+	/* The paper's three optimizations, switchable for the ablation
+	 * benchmark (all true in normal use). */
+	bool min_write;        /* test a shadow word before writing it */
+	bool pad_smu;          /* round each SMU up to a multiple of 64 bytes */
+	bool thread_isolation; /* per-thread counter blocks, each on its own
+				  cache lines; false: counters of all threads
+				  interleaved field by field */
+	/* Called (from inside ks_mt_access) when the first access by a thread
+	 * at a site to a line shared by two or more threads is seen, so the
+	 * front-end can capture the access context (a call stack).  May be
+	 * NULL; the returned pointer is stored in the entry as `context`. */
+	void *(*context)(void *ctx, unsigned tid, struct ks_mt_site *site);
+	void *context_ctx;
+};
+
+/* Event counts.  `accesses` counts accesses (an access spanning two lines
+ * counts once); misses and invalidations are per line touched. */
+struct ks_mt_counts {
+	uint64_t accesses, reads, writes;
+	uint64_t cold_misses;   /* first access to a line by any thread */
+	uint64_t misses;        /* a thread without a copy reads or writes a line (not cold) */
+	uint64_t invalidations; /* a write to a line other threads hold a copy of */
+};
+
+/* One memory-access instruction of the program.  The front-end allocates
+ * it (zeroed) when it instruments the instruction and passes it to every
+ * ks_mt_access from that instruction; the core adds into `c`. */
+struct ks_mt_site {
+	struct ks_mt_counts c;  /* all threads together */
+	void *user;             /* front-end data: address, location */
+	uint32_t id;            /* front-end numbering, not used by the core */
+};
+
+/* Events of one access, or'ed over the lines it touched. */
+#define KS_MT_EV_COLD  1u
+#define KS_MT_EV_MISS  2u
+#define KS_MT_EV_INVAL 4u
+
+struct ks_mt;
+
+/* 0, or -22 (EINVAL) for a bad configuration, -12 (ENOMEM). */
+int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
+	       const struct ks_mt_alloc *alloc);
+void ks_mt_fini(struct ks_mt *m);
+
+/* The paper's bitmap method for one access of `size` bytes (>= 1; an
+ * access crossing lines touches each line).  tid < max_threads.  site may
+ * be NULL.  Returns the KS_MT_EV_* that happened.
+ *  read:  the thread has no copy -> miss (cold if no thread ever touched
+ *         the line); then it gets a copy (bitmap |= 1 << tid).
+ *  write: no copy -> miss as above; other threads hold copies ->
+ *         invalidation; afterwards only the writer holds it (bitmap =
+ *         1 << tid).
+ * With falseshare, also records the words touched per thread, read and
+ * write counts per thread and, once the line is shared, per (thread,
+ * site) entries. */
+unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
+		      unsigned size, bool write, struct ks_mt_site *site);
+
+/* Counts of one thread (all zero for a thread never seen). */
+void ks_mt_thread_counts(const struct ks_mt *m, unsigned tid,
+			 struct ks_mt_counts *out);
+/* Sum over threads. */
+void ks_mt_total_counts(const struct ks_mt *m, struct ks_mt_counts *out);
+/* Highest thread id seen + 1 (0 if none). */
+unsigned ks_mt_threads_seen(const struct ks_mt *m);
+/* Bytes of shadow memory allocated (tables, SMUs, entries). */
+size_t ks_mt_shadow_bytes(const struct ks_mt *m);
+
+/* ---- false sharing: the verdict per line ---- */
+
+/* A line's verdict from which words each thread touched, which does not
+ * depend on how threads were interleaved:
+ *  PRIVATE   one thread touched it;
+ *  READ      several threads, nobody wrote;
+ *  FALSE     several threads, at least one writes, and every pair of
+ *            threads (one of them writing) touched disjoint words;
+ *  TRUE      every such pair shares a word one of them writes;
+ *  MIXED     both kinds of pairs. */
+enum ks_mt_verdict {
+	KS_MT_PRIVATE, KS_MT_READ, KS_MT_FALSE, KS_MT_TRUE, KS_MT_MIXED
+};
+
+/* What one thread did to a line (all of it, from the first access). */
+struct ks_mt_line_thread {
+	unsigned tid;
+	uint64_t rmask, wmask;  /* bit w: word w read / written */
+	uint64_t reads, writes;
+};
+
+/* Accesses by one thread from one site, counted once the line was shared
+ * (accesses from before are in an entry whose site is the thread's first
+ * site on the line).  site NULL collects what did not fit (more than
+ * KS_MT_MAX_LINE_SITES entries). */
+#define KS_MT_MAX_LINE_SITES 64
+struct ks_mt_line_site {
+	unsigned tid;
+	struct ks_mt_site *site;
+	void *context;          /* from ks_mt_config.context */
+	uint64_t reads, writes;
+};
+
+struct ks_mt_line_info {
+	uintptr_t line_addr;            /* first byte of the line */
+	unsigned word_size;             /* bytes per word (see ks_mt_word_size) */
+	enum ks_mt_verdict verdict;
+	unsigned nthreads;
+	const struct ks_mt_line_thread *threads; /* sorted by tid */
+	unsigned nsites;
+	const struct ks_mt_line_site *sites;     /* sorted by tid, then first seen */
+	uint64_t misses, invalidations; /* bitmap-method counts on this line */
+	/* Writes by all threads to the line while two or more threads use it:
+	 * each is a potential invalidation of another thread's copy. */
+	uint64_t potential_invalidations;
+};
+
+/* Word size of a line for the word masks: 4 bytes, or line_size / 64 when
+ * that is larger (at most 64 words per line). */
+unsigned ks_mt_word_size(const struct ks_mt *m);
+
+/* Calls fn for every line touched by two or more threads, in address
+ * order.  Only meaningful with cfg.falseshare.  The info and its arrays
+ * are valid during the call only. */
+typedef void (*ks_mt_line_fn)(void *arg, const struct ks_mt_line_info *li);
+void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg);
+
+const char *ks_mt_verdict_name(enum ks_mt_verdict v); /* "private", "read", "false", "true", "mixed" */
+
+/* ------------------------------------------------------------------ */
+/* Heap shadow: memcheck's byte states                                 */
+/* ------------------------------------------------------------------ */
+
+enum ks_hs_state {
+	KS_HS_UNTRACKED = 0, /* not heap: addressable and defined */
+	KS_HS_DEFINED,       /* heap, written */
+	KS_HS_UNDEF,         /* heap, allocated, never written */
+	KS_HS_NOACCESS,      /* redzone or other unaddressable heap */
+	KS_HS_FREED          /* a freed block (in quarantine) */
+};
+
+struct ks_hs;
+
+int ks_hs_init(struct ks_hs **out, const struct ks_mt_alloc *alloc);
+void ks_hs_fini(struct ks_hs *h);
+
+/* Marks [addr, addr+len) with st (KS_HS_UNTRACKED releases nothing but
+ * makes the bytes plain again). */
+void ks_hs_set(struct ks_hs *h, uintptr_t addr, size_t len, enum ks_hs_state st);
+enum ks_hs_state ks_hs_get(const struct ks_hs *h, uintptr_t addr);
+
+/* An access of size bytes (1..64) at addr.  Returns KS_HS_UNTRACKED or
+ * KS_HS_DEFINED (0 or 1) when every byte is addressable, with *undef set
+ * to a mask whose bit i is 1 when byte i is KS_HS_UNDEF; otherwise
+ * returns KS_HS_NOACCESS or KS_HS_FREED, the state of the first bad byte,
+ * with *bad_off its offset (and *undef as far as known).  Untracked
+ * memory costs one table lookup per 64 KiB touched. */
+enum ks_hs_state ks_hs_load(const struct ks_hs *h, uintptr_t addr,
+			    unsigned size, uint64_t *undef, unsigned *bad_off);
+/* A store: bytes that are DEFINED or UNDEF become UNDEF where bit i of
+ * undef is set and DEFINED otherwise; NOACCESS, FREED and untracked bytes
+ * do not change.  Returns as ks_hs_load does (for the bytes before the
+ * store). */
+enum ks_hs_state ks_hs_store(struct ks_hs *h, uintptr_t addr, unsigned size,
+			     uint64_t undef, unsigned *bad_off);
+/* Copies the states of len bytes from src to dst (realloc). */
+void ks_hs_copy(struct ks_hs *h, uintptr_t dst, uintptr_t src, size_t len);
+size_t ks_hs_shadow_bytes(const struct ks_hs *h);
+
+#endif

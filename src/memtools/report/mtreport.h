@@ -1,0 +1,44 @@
+/*
+ * Reports of kscope's memory tools: reads findings.jsonl (the raw record
+ * stream the Valgrind tool writes, docs/formats.md) and writes what users
+ * and other tools read: report.txt (also printed), report.json,
+ * findings.sarif (SARIF 2.1.0) and, for memcheck, memcheck.xml in
+ * Valgrind's XML output protocol 4.
+ *
+ * It runs in the kscope process after the program ended, with libc and
+ * jansson; the Valgrind tool itself stays small.
+ */
+#ifndef KS_MTREPORT_H
+#define KS_MTREPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "outdir.h"
+
+struct ks_mtr_opts {
+	bool filter;         /* drop memcheck reports whose top three frames all lack a line */
+	bool xml;            /* memcheck: also write memcheck.xml */
+	unsigned max_stack;  /* frames printed per stack in report.txt (>= 1) */
+	const char *command; /* the kscope command line, for the reports' headers */
+};
+
+struct ks_mtr_summary {
+	char analysis[16];          /* "memcheck", "contention", "falseshare" */
+	unsigned long errors;       /* memcheck: error contexts reported (after the filter), leaks included */
+	unsigned long filtered;     /* memcheck: contexts dropped by the filter */
+	unsigned long false_lines;  /* falseshare: lines with verdict false or mixed */
+	bool truncated;             /* findings.jsonl had no end record */
+};
+
+/* Reads findings_path, writes the reports into rd (through ks_outfile_*,
+ * so nothing half-written gets a final name) and the text report to
+ * text (may be NULL).  Returns 0 or a negative errno with err set; a
+ * damaged findings file is -EBADMSG with the line number in the
+ * message. */
+int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
+		 const struct ks_mtr_opts *o, FILE *text,
+		 struct ks_mtr_summary *sum, struct ks_err *err);
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * contention and falseshare: the Valgrind front-end of the core's
+ * line shadow (src/memtools/core).  Every load and store of the program
+ * calls ks_mt_access with the running thread and a site -- one per
+ * memory-access instruction, made when the instruction is first
+ * translated -- and the events it returns (misses, invalidations) are
+ * charged to the data object the address belongs to: a heap block (named
+ * by its allocation stack) or a global (named by its symbol).
+ *
+ * Accesses addressed relative to the stack pointer are thread-private
+ * stack traffic; they are counted (so the figure "contention accesses /
+ * all memory accesses" has the right denominator) but not simulated.
+ */
+#include "pub_tool_basics.h"
+#include "pub_tool_debuginfo.h"
+#include "pub_tool_hashtable.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_stacktrace.h"
+#include "pub_tool_threadstate.h"
+#include "pub_tool_tooliface.h"
+
+#include "kst_int.h"
+
+static struct ks_mt *mt;
+static VgHashTable *sites;   /* guest address * 4 + index -> struct site */
+static VgHashTable *objects; /* object key -> struct object */
+static UInt next_site_id = 1, next_var_id = 1;
+static ULong stack_accesses; /* stack-pointer-relative accesses, not simulated */
+
+struct site {
+	struct site *next;
+	UWord key;
+	Addr ip;
+	struct ks_mt_site s;
+};
+
+/* A data object: a heap allocation stack or a global symbol. */
+struct object {
+	struct object *next;
+	UWord key;              /* allocation ExeContext, or symbol start | 1 */
+	UInt id;
+	Bool heap;
+	Addr addr;              /* first block seen / symbol start */
+	SizeT size;
+	ExeContext *alloc_ec;
+	HChar *name, *objname;  /* globals */
+	ULong cold, misses, invals;
+	Bool written;           /* var record already in the file */
+};
+
+/* ------------------------------------------------------------------ */
+/* Data objects                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The extent of the global symbol holding a, found by asking for the
+ * symbol at growing offsets (the tool interface gives names, not
+ * sizes). */
+static SizeT global_size(DiEpoch ep, Addr start, const HChar *name)
+{
+	SizeT lo = 1, hi;
+	const HChar *n2;
+	PtrdiffT off;
+	/* Exponential search for an offset outside the symbol, then bisect. */
+	hi = 1;
+	while (hi < (1u << 24)) {
+		if (!VG_(get_datasym_and_offset)(ep, start + hi, &n2, &off) ||
+		    VG_(strcmp)(n2, name) != 0 || (Addr)(start + hi - off) != start)
+			break;
+		lo = hi + 1;
+		hi *= 2;
+	}
+	while (lo < hi) {
+		SizeT mid = lo + (hi - lo) / 2;
+		if (VG_(get_datasym_and_offset)(ep, start + mid, &n2, &off) &&
+		    VG_(strcmp)(n2, name) == 0 && (Addr)(start + mid - off) == start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct object *object_of(Addr a)
+{
+	struct kst_block *b = kst_heap_find_live(a);
+	struct object *o;
+	UWord key;
+
+	if (b) {
+		key = (UWord)b->alloc_ec;
+		o = VG_(HT_lookup)(objects, key);
+		if (o)
+			return o;
+		o = VG_(calloc)("kst.obj", 1, sizeof(*o));
+		o->key = key;
+		o->id = next_var_id++;
+		o->heap = True;
+		o->addr = b->start;
+		o->size = b->size;
+		o->alloc_ec = b->alloc_ec;
+		VG_(HT_add_node)(objects, o);
+		return o;
+	}
+	{
+		DiEpoch ep = VG_(current_DiEpoch)();
+		const HChar *name;
+		PtrdiffT off;
+		if (!VG_(get_datasym_and_offset)(ep, a, &name, &off))
+			return NULL;
+		key = (UWord)(a - off) | 1;
+		o = VG_(HT_lookup)(objects, key);
+		if (o)
+			return o;
+		o = VG_(calloc)("kst.obj", 1, sizeof(*o));
+		o->key = key;
+		o->id = next_var_id++;
+		o->addr = a - off;
+		o->name = VG_(strdup)("kst.obj", name);
+		{
+			const HChar *objname;
+			if (VG_(get_objname)(ep, a, &objname))
+				o->objname = VG_(strdup)("kst.obj", objname);
+		}
+		o->size = global_size(ep, o->addr, o->name);
+		VG_(HT_add_node)(objects, o);
+		return o;
+	}
+}
+
+static void write_var(struct object *o)
+{
+	if (o->written)
+		return;
+	o->written = True;
+	if (o->heap) {
+		UInt aid = kst_out_stack(o->alloc_ec);
+		kst_out_printf("{\"rec\":\"var\",\"id\":%u,\"kind\":\"heap\",\"addr\":\"%#lx\","
+			       "\"size\":%lu,\"alloc_stack\":%u}\n",
+			       o->id, o->addr, o->size, aid);
+	} else {
+		kst_out_printf("{\"rec\":\"var\",\"id\":%u,\"kind\":\"global\",\"addr\":\"%#lx\","
+			       "\"size\":%lu,\"name\":",
+			       o->id, o->addr, o->size);
+		kst_out_str(o->name);
+		if (o->objname) {
+			kst_out_printf(",\"obj\":");
+			kst_out_str(o->objname);
+		}
+		kst_out_printf("}\n");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Run-time helpers                                                    */
+/* ------------------------------------------------------------------ */
+
+/* info: access size in bits 0-15, 1 << 16 for a write. */
+static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
+{
+	ThreadId tid = VG_(get_running_tid)();
+	unsigned ev = ks_mt_access(mt, tid, a, info & 0xFFFF, (info >> 16) & 1, &s->s);
+	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL)) {
+		struct object *o = object_of(a);
+		if (o) {
+			if (ev & KS_MT_EV_MISS)
+				o->misses++;
+			if (ev & KS_MT_EV_INVAL)
+				o->invals++;
+		}
+	}
+}
+
+static VG_REGPARM(1) void count_stack(UWord n)
+{
+	stack_accesses += n;
+}
+
+/* The access context of a (thread, site) entry on a shared line. */
+static void *site_context(void *ctx, unsigned tid, struct ks_mt_site *ms)
+{
+	struct site *s = ms->user;
+	return kst_stack_here(tid, s ? s->ip : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Instrumentation                                                     */
+/* ------------------------------------------------------------------ */
+
+static struct site *site_for(Addr ip, UInt idx)
+{
+	UWord key = ip * 4 + (idx & 3);
+	struct site *s = VG_(HT_lookup)(sites, key);
+	if (s)
+		return s;
+	s = VG_(calloc)("kst.site", 1, sizeof(*s));
+	s->key = key;
+	s->ip = ip;
+	s->s.user = s;
+	s->s.id = next_site_id++;
+	VG_(HT_add_node)(sites, s);
+	return s;
+}
+
+static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
+		       UInt *idx, IRAtom *guard)
+{
+	struct site *s = site_for(ip, (*idx)++);
+	IRDirty *d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
+				       mkIRExprVec_3(addr,
+						     IRExpr_Const(IRConst_U64((UWord)size | ((UWord)write << 16))),
+						     IRExpr_Const(IRConst_U64((UWord)s))));
+	if (guard)
+		d->guard = guard;
+	addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
+IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
+			   IRType gWordTy, IRType hWordTy)
+{
+	IRSB *sb = deepCopyIRSBExceptStmts(in);
+	struct kst_sp sp;
+	Addr ip = 0;
+	UInt idx = 0, nstack = 0;
+	Int i;
+
+	kst_sp_begin(&sp, in, layout);
+	for (i = 0; i < in->stmts_used; i++) {
+		IRStmt *st = in->stmts[i];
+		switch (st->tag) {
+		case Ist_IMark:
+			ip = st->Ist.IMark.addr + st->Ist.IMark.delta;
+			idx = 0;
+			break;
+		case Ist_WrTmp: {
+			IRExpr *e = st->Ist.WrTmp.data;
+			kst_sp_note(&sp, st);
+			if (e->tag == Iex_Load) {
+				if (kst_sp_atom(&sp, e->Iex.Load.addr))
+					nstack++;
+				else
+					add_access(sb, e->Iex.Load.addr, sizeofIRType(e->Iex.Load.ty),
+						   False, ip, &idx, NULL);
+			}
+			break;
+		}
+		case Ist_Store: {
+			IRType ty = typeOfIRExpr(in->tyenv, st->Ist.Store.data);
+			if (kst_sp_atom(&sp, st->Ist.Store.addr))
+				nstack++;
+			else
+				add_access(sb, st->Ist.Store.addr, sizeofIRType(ty), True, ip,
+					   &idx, NULL);
+			break;
+		}
+		case Ist_StoreG: {
+			IRStoreG *g = st->Ist.StoreG.details;
+			add_access(sb, g->addr, sizeofIRType(typeOfIRExpr(in->tyenv, g->data)),
+				   True, ip, &idx, g->guard);
+			break;
+		}
+		case Ist_LoadG: {
+			IRLoadG *g = st->Ist.LoadG.details;
+			IRType rty, lty;
+			typeOfIRLoadGOp(g->cvt, &rty, &lty);
+			add_access(sb, g->addr, sizeofIRType(lty), False, ip, &idx, g->guard);
+			break;
+		}
+		case Ist_CAS: {
+			IRCAS *c = st->Ist.CAS.details;
+			Int sz = sizeofIRType(typeOfIRExpr(in->tyenv, c->dataLo));
+			if (c->dataHi)
+				sz *= 2;
+			/* A locked read-modify-write: one write (it needs the
+			 * line exclusively), whether or not it succeeds. */
+			add_access(sb, c->addr, sz, True, ip, &idx, NULL);
+			break;
+		}
+		case Ist_LLSC:
+			add_access(sb, st->Ist.LLSC.addr,
+				   sizeofIRType(st->Ist.LLSC.storedata
+							? typeOfIRExpr(in->tyenv, st->Ist.LLSC.storedata)
+							: typeOfIRTemp(in->tyenv, st->Ist.LLSC.result)),
+				   st->Ist.LLSC.storedata != NULL, ip, &idx, NULL);
+			break;
+		case Ist_Dirty: {
+			IRDirty *d = st->Ist.Dirty.details;
+			if (d->mFx != Ifx_None) {
+				Int sz = d->mSize;
+				while (sz > 0) {
+					Int n = sz > 64 ? 64 : sz;
+					add_access(sb, d->mAddr, n, d->mFx != Ifx_Read, ip, &idx, d->guard);
+					sz -= n;
+					break; /* the first 64 bytes stand for the block */
+				}
+			}
+			break;
+		}
+		case Ist_Exit:
+			if (nstack) {
+				/* Count the stack accesses made so far before
+				 * a possible side exit. */
+				IRDirty *d = unsafeIRDirty_0_N(1, "count_stack",
+							       VG_(fnptr_to_fnentry)(count_stack),
+							       mkIRExprVec_1(IRExpr_Const(IRConst_U64(nstack))));
+				addStmtToIRSB(sb, IRStmt_Dirty(d));
+				nstack = 0;
+			}
+			break;
+		default:
+			break;
+		}
+		addStmtToIRSB(sb, st);
+	}
+	if (nstack) {
+		IRDirty *d = unsafeIRDirty_0_N(1, "count_stack", VG_(fnptr_to_fnentry)(count_stack),
+					       mkIRExprVec_1(IRExpr_Const(IRConst_U64(nstack))));
+		addStmtToIRSB(sb, IRStmt_Dirty(d));
+	}
+	kst_sp_end(&sp);
+	return sb;
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up and results                                                  */
+/* ------------------------------------------------------------------ */
+
+void kst_cache_init(void)
+{
+	struct ks_mt_config cfg = {
+		.line_size = kst_clo.line_size,
+		.max_threads = VG_N_THREADS + 1,
+		.falseshare = kst_clo.analysis == KST_FALSESHARE,
+		.min_write = kst_clo.min_write,
+		.pad_smu = kst_clo.pad_smu,
+		.thread_isolation = kst_clo.thread_isolation,
+		.context = site_context,
+		.context_ctx = NULL,
+	};
+	if (cfg.max_threads > KS_MT_MAX_THREADS)
+		cfg.max_threads = KS_MT_MAX_THREADS;
+	if (ks_mt_init(&mt, &cfg, &kst_core_alloc) != 0)
+		VG_(tool_panic)("kscope: cannot set up the line shadow");
+	sites = VG_(HT_construct)("kst.sites");
+	objects = VG_(HT_construct)("kst.objects");
+}
+
+static void counts_out(const struct ks_mt_counts *c)
+{
+	kst_out_printf("\"accesses\":%llu,\"reads\":%llu,\"writes\":%llu,\"cold_misses\":%llu,"
+		       "\"misses\":%llu,\"invalidations\":%llu",
+		       (ULong)c->accesses, (ULong)c->reads, (ULong)c->writes,
+		       (ULong)c->cold_misses, (ULong)c->misses, (ULong)c->invalidations);
+}
+
+static void line_out(void *arg, const struct ks_mt_line_info *li)
+{
+	struct object *o;
+	unsigned i;
+	uint64_t lowest_word = 64;
+
+	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
+	    li->verdict != KS_MT_MIXED)
+		return;
+	/* The object: where the lowest touched word of the line is. */
+	for (i = 0; i < li->nthreads; i++) {
+		uint64_t m = li->threads[i].rmask | li->threads[i].wmask;
+		if (m && (uint64_t)__builtin_ctzll(m) < lowest_word)
+			lowest_word = __builtin_ctzll(m);
+	}
+	o = object_of(li->line_addr + (lowest_word < 64 ? lowest_word : 0) * li->word_size);
+	if (o)
+		write_var(o);
+	for (i = 0; i < li->nsites; i++)
+		if (li->sites[i].context)
+			(void)kst_out_stack(li->sites[i].context);
+	kst_out_printf("{\"rec\":\"line\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
+	if (o)
+		kst_out_printf("\"var\":%u,", o->id);
+	kst_out_printf("\"verdict\":\"%s\",\"word_size\":%u,\"threads\":[",
+		       ks_mt_verdict_name(li->verdict), li->word_size);
+	for (i = 0; i < li->nthreads; i++) {
+		const struct ks_mt_line_thread *t = &li->threads[i];
+		kst_out_printf("%s{\"tid\":%u,\"read\":\"%#llx\",\"write\":\"%#llx\","
+			       "\"reads\":%llu,\"writes\":%llu}",
+			       i ? "," : "", t->tid, (ULong)t->rmask, (ULong)t->wmask,
+			       (ULong)t->reads, (ULong)t->writes);
+	}
+	kst_out_printf("],\"misses\":%llu,\"invalidations\":%llu,\"potential_invalidations\":%llu}\n",
+		       (ULong)li->misses, (ULong)li->invalidations,
+		       (ULong)li->potential_invalidations);
+	for (i = 0; i < li->nsites; i++) {
+		const struct ks_mt_line_site *s = &li->sites[i];
+		UInt cid = s->context ? kst_out_stack(s->context) : 0;
+		kst_out_printf("{\"rec\":\"access\",\"line\":\"%#lx\",", (Addr)li->line_addr);
+		if (o)
+			kst_out_printf("\"var\":%u,", o->id);
+		kst_out_printf("\"tid\":%u,", s->tid);
+		if (cid)
+			kst_out_printf("\"context\":%u,", cid);
+		kst_out_printf("\"reads\":%llu,\"writes\":%llu}\n", (ULong)s->reads,
+			       (ULong)s->writes);
+	}
+}
+
+void kst_cache_fini(void)
+{
+	struct ks_mt_counts c, tot;
+	unsigned t, nt = ks_mt_threads_seen(mt);
+	struct site *s;
+	struct object *o;
+
+	for (t = 0; t < nt; t++) {
+		ks_mt_thread_counts(mt, t, &c);
+		if (!c.accesses)
+			continue;
+		kst_out_printf("{\"rec\":\"thread\",\"tid\":%u,", t);
+		counts_out(&c);
+		kst_out_printf("}\n");
+	}
+	VG_(HT_ResetIter)(sites);
+	while ((s = VG_(HT_Next)(sites))) {
+		UInt sid;
+		if (!s->s.c.misses && !s->s.c.invalidations)
+			continue;
+		sid = kst_out_stack_ip(s->ip);
+		kst_out_printf("{\"rec\":\"site\",\"stack\":%u,", sid);
+		counts_out(&s->s.c);
+		kst_out_printf("}\n");
+	}
+	VG_(HT_ResetIter)(objects);
+	while ((o = VG_(HT_Next)(objects))) {
+		if (!o->misses && !o->invals)
+			continue;
+		write_var(o);
+		kst_out_printf("{\"rec\":\"object\",\"var\":%u,\"cold_misses\":%llu,\"misses\":%llu,"
+			       "\"invalidations\":%llu}\n",
+			       o->id, o->cold, o->misses, o->invals);
+	}
+	if (kst_clo.analysis == KST_FALSESHARE)
+		ks_mt_for_each_shared_line(mt, line_out, NULL);
+	ks_mt_total_counts(mt, &tot);
+	tot.accesses += stack_accesses;
+	kst_out_printf("{\"rec\":\"total\",");
+	counts_out(&tot);
+	kst_out_printf(",\"stack_accesses\":%llu,\"contention_accesses\":%llu,\"shadow_bytes\":%lu}\n",
+		       stack_accesses, (ULong)(tot.misses + tot.invalidations),
+		       (unsigned long)ks_mt_shadow_bytes(mt));
+}

@@ -1,0 +1,99 @@
+/*
+ * Private interface between the files of kscope's Valgrind tool: its
+ * options, the heap block table, the findings writer and the three
+ * instrumenters.  Nothing outside src/memtools/vg includes this.
+ *
+ * The tool runs inside Valgrind, which runs one guest thread at a time,
+ * so the tool's state needs no locks.  It is global because Valgrind's
+ * tool interface is a set of callbacks with no context argument.
+ */
+#ifndef KST_INT_H
+#define KST_INT_H
+
+#include "pub_tool_basics.h"
+#include "pub_tool_execontext.h"
+#include "pub_tool_tooliface.h"
+
+#include "mtcore.h"
+
+/* An IR expression that is a temporary or a constant (flat IR). */
+typedef IRExpr IRAtom;
+
+enum kst_analysis { KST_MEMCHECK, KST_CONTENTION, KST_FALSESHARE };
+
+/* Tool options (see kst_main.c for their command-line names). */
+struct kst_opts {
+	enum kst_analysis analysis;
+	const HChar *out;         /* findings file; "%p" becomes the pid */
+	UInt line_size;           /* contention, falseshare */
+	Long freelist_vol;        /* memcheck quarantine, bytes */
+	Bool min_write, pad_smu, thread_isolation;
+	Bool leak_check;
+};
+extern struct kst_opts kst_clo;
+extern SizeT kst_redzone; /* effective client redzone, bytes */
+
+/* ---- the allocator behind the core's shadow tables (kst_main.c) ---- */
+extern const struct ks_mt_alloc kst_core_alloc;
+
+/* ---- heap blocks (kst_heap.c) ---- */
+struct kst_block {
+	Addr start;               /* payload */
+	SizeT size;
+	ExeContext *alloc_ec;
+	ExeContext *free_ec;      /* NULL while live */
+	struct kst_block *fq_next;/* quarantine FIFO */
+};
+void kst_heap_init(void);
+/* Live block containing a (payload only), or NULL. */
+struct kst_block *kst_heap_find_live(Addr a);
+/* For error descriptions: the live or quarantined block whose payload or
+ * redzones contain a (the nearest one), or NULL. */
+struct kst_block *kst_heap_describe(Addr a, Bool *freed);
+void kst_heap_leak_check(void);
+void kst_heap_write_summary(void); /* the "heap" member of the end record */
+extern ULong kst_heap_allocs, kst_heap_frees, kst_heap_bytes;
+
+/* ---- findings file (kst_out.c) ---- */
+Bool kst_out_open(void);
+void kst_out_close(void);
+void kst_out_printf(const HChar *fmt, ...) PRINTF_CHECK(1, 2);
+void kst_out_str(const HChar *s);          /* a JSON string, quoted and escaped */
+UInt kst_out_stack(ExeContext *ec);         /* writes the stack record once; its id */
+UInt kst_out_stack_ip(Addr ip);             /* a one-frame stack */
+/* A stack made of the current thread's stack with its innermost frame
+ * replaced by ip (the instruction being executed: the guest state's IP
+ * may lag behind inside a translation). */
+ExeContext *kst_stack_here(ThreadId tid, Addr ip);
+
+/* ---- memcheck (kst_mc.c) ---- */
+void kst_mc_init(void);
+IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
+			IRType gWordTy, IRType hWordTy);
+void kst_mc_error_free(ThreadId tid, Addr p, Bool double_free,
+		       struct kst_block *b);
+void kst_mc_fini(void);
+extern struct ks_hs *kst_hs;
+
+/* ---- contention and falseshare (kst_cache.c) ---- */
+void kst_cache_init(void);
+IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
+			   IRType gWordTy, IRType hWordTy);
+void kst_cache_fini(void);
+
+/* ---- IR helpers shared by both instrumenters (kst_main.c) ---- */
+/* Which temporaries of a (flat) input block hold the stack pointer plus
+ * a constant: accesses through them are thread-private stack traffic,
+ * never heap, and the instrumenters leave them alone.  Feed every
+ * statement to kst_sp_note in order. */
+struct kst_sp {
+	UChar *is_sp; /* per temporary */
+	Int n;
+	Int sp_off;   /* guest state offset of the stack pointer */
+};
+void kst_sp_begin(struct kst_sp *s, IRSB *in, const VexGuestLayout *layout);
+void kst_sp_note(struct kst_sp *s, IRStmt *st);
+Bool kst_sp_atom(const struct kst_sp *s, IRExpr *a);
+void kst_sp_end(struct kst_sp *s);
+
+#endif

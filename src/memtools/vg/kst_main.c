@@ -1,0 +1,258 @@
+/*
+ * kscope's Valgrind tool: the entry points Valgrind calls (initialization,
+ * options, instrumentation, exit) for the three analyses that share one
+ * pass over the instruction stream: memcheck (heap defects), contention
+ * (cache-line ownership) and falseshare (word-level sharing).  `kscope
+ * memcheck|contention|falseshare` starts it as `valgrind --tool=kscope
+ * --analysis=...` and reads back the findings file it writes.
+ *
+ * The analysis state machines themselves are freestanding C in
+ * src/memtools/core; this directory is the Valgrind front-end around
+ * them.
+ */
+#include "pub_tool_basics.h"
+#include "pub_tool_aspacemgr.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_threadstate.h"
+#include "pub_tool_xarray.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_replacemalloc.h"
+#include "pub_tool_tooliface.h"
+
+#include "kst_int.h"
+
+struct kst_opts kst_clo = {
+	.analysis = KST_MEMCHECK,
+	.out = "findings.%p.jsonl",
+	.line_size = 64,
+	.freelist_vol = 20000000,
+	.min_write = True,
+	.pad_smu = True,
+	.thread_isolation = True,
+	.leak_check = True,
+};
+SizeT kst_redzone = 16;
+/* Highest thread id the program used (Valgrind reuses the ids of threads
+ * that ended, so this is the most threads alive at once, roughly). */
+static UInt threads_seen = 1;
+
+static void kst_thread_create(ThreadId parent, ThreadId child)
+{
+	if (child > threads_seen)
+		threads_seen = child;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory for the core's shadow tables                                 */
+/* ------------------------------------------------------------------ */
+
+/* Large tables come straight from fresh anonymous mappings, so pages
+ * never touched cost nothing; small ones from Valgrind's own heap. */
+#define KST_BIG_ALLOC (64 * 1024)
+
+static void *core_zalloc(void *ctx, size_t size)
+{
+	if (size >= KST_BIG_ALLOC) {
+		SizeT len = VG_PGROUNDUP(size);
+		return VG_(am_shadow_alloc)(len);
+	}
+	return VG_(calloc)("kst.core", 1, size);
+}
+
+static void core_free(void *ctx, void *p, size_t size)
+{
+	if (!p)
+		return;
+	if (size >= KST_BIG_ALLOC) {
+		(void)VG_(am_munmap_valgrind)((Addr)p, VG_PGROUNDUP(size));
+		return;
+	}
+	VG_(free)(p);
+}
+
+const struct ks_mt_alloc kst_core_alloc = { core_zalloc, core_free, NULL };
+
+/* ------------------------------------------------------------------ */
+/* Stack-pointer-relative addresses                                    */
+/* ------------------------------------------------------------------ */
+
+void kst_sp_begin(struct kst_sp *s, IRSB *in, const VexGuestLayout *layout)
+{
+	s->n = in->tyenv->types_used;
+	s->is_sp = s->n ? VG_(calloc)("kst.sp", s->n, 1) : NULL;
+	s->sp_off = layout->offset_SP;
+}
+
+void kst_sp_note(struct kst_sp *s, IRStmt *st)
+{
+	IRExpr *e;
+	if (st->tag != Ist_WrTmp)
+		return;
+	e = st->Ist.WrTmp.data;
+	if (e->tag == Iex_Get && e->Iex.Get.offset == s->sp_off) {
+		s->is_sp[st->Ist.WrTmp.tmp] = 1;
+		return;
+	}
+	if (e->tag == Iex_Binop &&
+	    (e->Iex.Binop.op == Iop_Add64 || e->Iex.Binop.op == Iop_Sub64 ||
+	     e->Iex.Binop.op == Iop_Add32 || e->Iex.Binop.op == Iop_Sub32) &&
+	    e->Iex.Binop.arg1->tag == Iex_RdTmp &&
+	    s->is_sp[e->Iex.Binop.arg1->Iex.RdTmp.tmp] &&
+	    e->Iex.Binop.arg2->tag == Iex_Const)
+		s->is_sp[st->Ist.WrTmp.tmp] = 1;
+}
+
+Bool kst_sp_atom(const struct kst_sp *s, IRExpr *a)
+{
+	return a->tag == Iex_RdTmp && a->Iex.RdTmp.tmp < s->n &&
+	       s->is_sp[a->Iex.RdTmp.tmp];
+}
+
+void kst_sp_end(struct kst_sp *s)
+{
+	if (s->is_sp)
+		VG_(free)(s->is_sp);
+	s->is_sp = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+static Bool kst_process_cmd_line_option(const HChar *arg)
+{
+	const HChar *s;
+	Long n = 0;
+
+	if (VG_STR_CLO(arg, "--analysis", s)) {
+		if (VG_(strcmp)(s, "memcheck") == 0)
+			kst_clo.analysis = KST_MEMCHECK;
+		else if (VG_(strcmp)(s, "contention") == 0)
+			kst_clo.analysis = KST_CONTENTION;
+		else if (VG_(strcmp)(s, "falseshare") == 0)
+			kst_clo.analysis = KST_FALSESHARE;
+		else
+			VG_(fmsg_bad_option)(arg, "expected memcheck, contention or falseshare\n");
+	} else if (VG_STR_CLO(arg, "--out", kst_clo.out)) {
+	} else if (VG_BINT_CLO(arg, "--line-size", n, 16, 4096)) {
+		if (n & (n - 1))
+			VG_(fmsg_bad_option)(arg, "the line size must be a power of two\n");
+		kst_clo.line_size = (UInt)n;
+	} else if (VG_BINT_CLO(arg, "--freelist-vol", kst_clo.freelist_vol, 0,
+			       (Long)1 << 40)) {
+	} else if (VG_BOOL_CLO(arg, "--min-write", kst_clo.min_write)) {
+	} else if (VG_BOOL_CLO(arg, "--pad-smu", kst_clo.pad_smu)) {
+	} else if (VG_BOOL_CLO(arg, "--thread-isolation", kst_clo.thread_isolation)) {
+	} else if (VG_BOOL_CLO(arg, "--leak-check", kst_clo.leak_check)) {
+	} else {
+		return VG_(replacement_malloc_process_cmd_line_option)(arg);
+	}
+	return True;
+}
+
+static void kst_print_usage(void)
+{
+	VG_(printf)(
+"    --analysis=memcheck|contention|falseshare  what to look for [memcheck]\n"
+"    --out=FILE                findings file, %%p is the pid [findings.%%p.jsonl]\n"
+"    --line-size=N             cache line size, bytes [64]\n"
+"    --freelist-vol=N          bytes of freed blocks kept unusable [20000000]\n"
+"    --leak-check=yes|no       look for leaks at exit [yes]\n"
+"    --min-write=yes|no        test shadow words before writing them [yes]\n"
+"    --pad-smu=yes|no          pad shadow units to a cache line [yes]\n"
+"    --thread-isolation=yes|no per-thread counters merged at exit [yes]\n");
+}
+
+static void kst_print_debug_usage(void)
+{
+	VG_(printf)("    (none)\n");
+}
+
+/* ------------------------------------------------------------------ */
+/* Tool life cycle                                                     */
+/* ------------------------------------------------------------------ */
+
+static void kst_post_clo_init(void)
+{
+	kst_redzone = VG_(malloc_effective_client_redzone_size)();
+	if (!kst_out_open())
+		VG_(exit)(1);
+	kst_out_printf("{\"rec\":\"start\",\"analysis\":\"%s\",\"format\":1,\"pid\":%d,"
+		       "\"exe\":",
+		       kst_clo.analysis == KST_MEMCHECK     ? "memcheck"
+		       : kst_clo.analysis == KST_CONTENTION ? "contention"
+							    : "falseshare",
+		       VG_(getpid)());
+	kst_out_str(VG_(args_the_exename));
+	kst_out_printf(",\"argv\":[");
+	kst_out_str(VG_(args_the_exename));
+	{
+		Word i;
+		for (i = 0; i < VG_(sizeXA)(VG_(args_for_client)); i++) {
+			kst_out_printf(",");
+			kst_out_str(*(HChar **)VG_(indexXA)(VG_(args_for_client), i));
+		}
+	}
+	kst_out_printf("],\"line_size\":%u,\"word_size\":%u,\"redzone\":%lu,"
+		       "\"freelist_vol\":%lld,\"options\":{\"min_write\":%s,"
+		       "\"pad_smu\":%s,\"thread_isolation\":%s}}\n",
+		       kst_clo.line_size,
+		       kst_clo.line_size / 64 > 4 ? kst_clo.line_size / 64 : 4,
+		       kst_redzone, kst_clo.freelist_vol,
+		       kst_clo.min_write ? "true" : "false",
+		       kst_clo.pad_smu ? "true" : "false",
+		       kst_clo.thread_isolation ? "true" : "false");
+	if (kst_clo.analysis == KST_MEMCHECK)
+		kst_mc_init();
+	else
+		kst_cache_init();
+}
+
+static IRSB *kst_instrument(VgCallbackClosure *closure, IRSB *in,
+			    const VexGuestLayout *layout,
+			    const VexGuestExtents *vge,
+			    const VexArchInfo *archinfo_host, IRType gWordTy,
+			    IRType hWordTy)
+{
+	if (kst_clo.analysis == KST_MEMCHECK)
+		return kst_mc_instrument(in, layout, gWordTy, hWordTy);
+	return kst_cache_instrument(in, layout, gWordTy, hWordTy);
+}
+
+static void kst_fini(Int exitcode)
+{
+	if (kst_clo.analysis == KST_MEMCHECK)
+		kst_mc_fini();
+	else
+		kst_cache_fini();
+	kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":%d},", exitcode);
+	kst_heap_write_summary();
+	kst_out_printf(",\"shadow_bytes\":%lu,\"threads\":%u}\n",
+		       (unsigned long)(kst_hs ? ks_hs_shadow_bytes(kst_hs) : 0),
+		       threads_seen);
+	kst_out_close();
+}
+
+static void kst_pre_clo_init(void)
+{
+	VG_(details_name)("kscope");
+	VG_(details_version)(NULL);
+	VG_(details_description)("kscope's memory-access analyses");
+	VG_(details_copyright_author)("kscope's authors");
+	VG_(details_bug_reports_to)("the kscope issue tracker");
+	VG_(details_avg_translation_sizeB)(640);
+	VG_(basic_tool_funcs)(kst_post_clo_init, kst_instrument, kst_fini);
+	VG_(needs_command_line_options)(kst_process_cmd_line_option,
+					kst_print_usage, kst_print_debug_usage);
+	VG_(track_pre_thread_ll_create)(kst_thread_create);
+	VG_(needs_libc_freeres)();
+	VG_(needs_cxx_freeres)();
+	kst_heap_init();
+}
+
+VG_DETERMINE_INTERFACE_VERSION(kst_pre_clo_init)
