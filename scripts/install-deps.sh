@@ -16,13 +16,16 @@ BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
 LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev"
 # MPI: Open MPI, for profiling MPI programs and for its tests.
 MPI_PKGS="openmpi-bin libopenmpi-dev"
+# Valgrind: its tool API (headers, core archives, pkg-config file) builds
+# kscope's memcheck/contention/falseshare tool, and it runs that tool.
+VG_PKGS="valgrind"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
 TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
 # Benchmarks: perf (the baseline profiler), bc (ratios), time (/usr/bin/time).
 BENCH_PKGS="linux-perf bc time"
 
-PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $TEST_PKGS $BENCH_PKGS"
+PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $TEST_PKGS $BENCH_PKGS"
 
 missing=()
 for p in $PKGS; do

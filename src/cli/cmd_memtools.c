@@ -472,6 +472,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_error("%s", err.msg);
 		goto out;
 	}
+	fchmodat(rd.dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
 	memset(&ro, 0, sizeof(ro));
 	ro.filter = !o->no_filter;
 	ro.xml = o->xml;
@@ -484,7 +485,8 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (sum.truncated)
 		ks_warn("the findings file has no end record: the analysis was cut "
 			"short, and what it found so far is reported");
-	printf("results: %s\n", rd.path);
+	/* On stderr: the program's standard output stays its own. */
+	fprintf(stderr, "results: %s\n", rd.path);
 	code = exit_code;
 	if (o->error_exitcode &&
 	    ((!strcmp(cmd->name, "memcheck") && sum.errors > 0) ||

@@ -96,11 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	switch (data[0] % 5) {
+	switch (data[0] % 7) {
 	case 0: args = &all_args; break;
 	case 1: args = &ks_cmd_inspect.args; break;
 	case 2: args = &ks_cmd_pack.args; break;
 	case 3: args = &ks_cmd_sample.args; break;
+	case 4: args = &ks_cmd_memcheck.args; break;
+	case 5: args = &ks_cmd_falseshare.args; break;
 	default: args = &ks_cmd_report.args; break;
 	}
 	copy = malloc(size);

@@ -127,10 +127,14 @@ size_t ks_mt_shadow_bytes(const struct ks_mt *m);
  * depend on how threads were interleaved:
  *  PRIVATE   one thread touched it;
  *  READ      several threads, nobody wrote;
- *  FALSE     several threads, at least one writes, and every pair of
+ *  FALSE     several threads, at least one writes, and the pairs of
  *            threads (one of them writing) touched disjoint words;
- *  TRUE      every such pair shares a word one of them writes;
- *  MIXED     both kinds of pairs. */
+ *  TRUE      such pairs share a word one of them writes;
+ *  MIXED     both kinds of pairs, neither dominating.
+ * A pair weighs the accesses of its less active thread; a kind of pair
+ * decides the line when it weighs 8 times the other kind (so one thread
+ * reading all results once after the workers finish does not make a
+ * falsely shared line "mixed"). */
 enum ks_mt_verdict {
 	KS_MT_PRIVATE, KS_MT_READ, KS_MT_FALSE, KS_MT_TRUE, KS_MT_MIXED
 };

@@ -226,16 +226,30 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 	struct kst_sp sp;
 	Addr ip = 0;
 	UInt idx = 0, nstack = 0;
+	Bool skip = False;
 	Int i;
 
 	kst_sp_begin(&sp, in, layout);
 	for (i = 0; i < in->stmts_used; i++) {
 		IRStmt *st = in->stmts[i];
+		if (skip && st->tag != Ist_IMark) {
+			if (st->tag == Ist_WrTmp)
+				kst_sp_note(&sp, st);
+			addStmtToIRSB(sb, st);
+			continue;
+		}
 		switch (st->tag) {
-		case Ist_IMark:
+		case Ist_IMark: {
+			const HChar *obj;
 			ip = st->Ist.IMark.addr + st->Ist.IMark.delta;
 			idx = 0;
+			/* Valgrind's and kscope's preloaded code (malloc
+			 * replacement, string functions) is the tool's, not the
+			 * program's: its bookkeeping is not program sharing. */
+			skip = VG_(get_objname)(VG_(current_DiEpoch)(), ip, &obj) &&
+			       VG_(strstr)(obj, "/vgpreload_") != NULL;
 			break;
+		}
 		case Ist_WrTmp: {
 			IRExpr *e = st->Ist.WrTmp.data;
 			kst_sp_note(&sp, st);
@@ -343,8 +357,13 @@ void kst_cache_init(void)
 	};
 	if (cfg.max_threads > KS_MT_MAX_THREADS)
 		cfg.max_threads = KS_MT_MAX_THREADS;
-	if (ks_mt_init(&mt, &cfg, &kst_core_alloc) != 0)
-		VG_(tool_panic)("kscope: cannot set up the line shadow");
+	{
+		int rc = ks_mt_init(&mt, &cfg, &kst_core_alloc);
+		if (rc != 0) {
+			VG_(umsg)("kscope: cannot set up the line shadow (error %d)\n", rc);
+			VG_(exit)(1);
+		}
+	}
 	sites = VG_(HT_construct)("kst.sites");
 	objects = VG_(HT_construct)("kst.objects");
 }

@@ -459,3 +459,80 @@ KS_WCSCMP(10300, LIBC, wcscmp)
 		}                                                              \
 	}
 KS_WCSCHR(10310, LIBC, wcschr)
+
+#define KS_WCSCPY(tag, so, fn)                                                 \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(int *dst, const int *src);  \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(int *dst, const int *src)   \
+	{                                                                      \
+		int *d = dst;                                                  \
+		while ((*d = *src)) {                                          \
+			d++;                                                   \
+			src++;                                                 \
+		}                                                              \
+		return dst;                                                    \
+	}
+KS_WCSCPY(10320, LIBC, wcscpy)
+
+#define KS_WCSNLEN(tag, so, fn)                                                \
+	ks_size VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, ks_size max); \
+	ks_size VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, ks_size max)  \
+	{                                                                      \
+		ks_size n = 0;                                                 \
+		while (n < max && s[n])                                        \
+			n++;                                                   \
+		return n;                                                      \
+	}
+KS_WCSNLEN(10330, LIBC, wcsnlen)
+
+#define KS_WCSNCMP(tag, so, fn)                                                \
+	int VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *a, const int *b, ks_size n); \
+	int VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *a, const int *b, ks_size n)  \
+	{                                                                      \
+		ks_size i;                                                     \
+		for (i = 0; i < n; i++) {                                      \
+			if (a[i] != b[i])                                      \
+				return a[i] < b[i] ? -1 : 1;                   \
+			if (!a[i])                                             \
+				return 0;                                      \
+		}                                                              \
+		return 0;                                                      \
+	}
+KS_WCSNCMP(10340, LIBC, wcsncmp)
+
+#define KS_WCSRCHR(tag, so, fn)                                                \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, int c);       \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, int c)        \
+	{                                                                      \
+		const int *last = 0;                                           \
+		for (;; s++) {                                                 \
+			if (*s == c)                                           \
+				last = s;                                      \
+			if (!*s)                                               \
+				return (int *)last;                            \
+		}                                                              \
+	}
+KS_WCSRCHR(10350, LIBC, wcsrchr)
+
+#define KS_WMEMCHR(tag, so, fn)                                                \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, int c, ks_size n); \
+	int *VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *s, int c, ks_size n)  \
+	{                                                                      \
+		ks_size i;                                                     \
+		for (i = 0; i < n; i++)                                        \
+			if (s[i] == c)                                         \
+				return (int *)(s + i);                         \
+		return 0;                                                      \
+	}
+KS_WMEMCHR(10360, LIBC, wmemchr)
+
+#define KS_WMEMCMP(tag, so, fn)                                                \
+	int VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *a, const int *b, ks_size n); \
+	int VG_REPLACE_FUNCTION_EZU(tag, so, fn)(const int *a, const int *b, ks_size n)  \
+	{                                                                      \
+		ks_size i;                                                     \
+		for (i = 0; i < n; i++)                                        \
+			if (a[i] != b[i])                                      \
+				return a[i] < b[i] ? -1 : 1;                   \
+		return 0;                                                      \
+	}
+KS_WMEMCMP(10370, LIBC, wmemcmp)

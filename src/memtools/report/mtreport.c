@@ -1,0 +1,53 @@
+/*
+ * ks_mtr_write (mtreport.h): reads findings.jsonl, derives the views and
+ * writes report.txt, report.json, findings.sarif and, for memcheck with
+ * o->xml, memcheck.xml into the run directory.  Each file is written
+ * under a temporary name and committed only when complete; if one fails,
+ * the ones after it are not attempted and the error names the file.
+ */
+#include "mtreport.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtreport_int.h"
+
+int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
+		 const struct ks_mtr_opts *o, FILE *text,
+		 struct ks_mtr_summary *sum, struct ks_err *err)
+{
+	struct mtr_run *r = calloc(1, sizeof(*r));
+	unsigned long filtered = 0;
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!r)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	rc = mtr_read(r, findings_path, err);
+	if (!rc)
+		rc = mtr_views(r, o, err);
+	if (rc)
+		goto out;
+
+	snprintf(sum->analysis, sizeof(sum->analysis), "%s",
+		 mtr_analysis_names[r->start.analysis]);
+	for (size_t i = 0; i < r->nerrors; i++)
+		filtered += r->errors[i].filtered;
+	sum->errors = r->nreported;
+	sum->filtered = filtered;
+	sum->false_lines = r->false_lines;
+	sum->truncated = r->truncated;
+
+	rc = mtr_write_text(r, o, rd, text, err);
+	if (!rc)
+		rc = mtr_write_json(r, o, rd, err);
+	if (!rc)
+		rc = mtr_write_sarif(r, o, rd, err);
+	if (!rc && o->xml && r->start.analysis == MTR_MEMCHECK)
+		rc = mtr_write_xml(r, o, rd, err);
+out:
+	mtr_run_free(r);
+	free(r);
+	return rc;
+}

@@ -1,0 +1,752 @@
+/*
+ * The small machinery under the memory-tool reports (mtreport_int.h): an
+ * arena for strings and frames, a 64-bit-key hash map and growing arrays
+ * (so 100k records are read in linear time), the buffered output every
+ * writer goes through, a streaming JSON writer on top of jansson, and the
+ * wording more than one report shares (Valgrind's error descriptions,
+ * object names, frame locations).
+ */
+#include "mtreport_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Arena                                                               */
+/* ------------------------------------------------------------------ */
+
+struct mtr_arena_chunk {
+	struct mtr_arena_chunk *next;
+	alignas(max_align_t) unsigned char data[];
+};
+
+#define ARENA_CHUNK (256 * 1024)
+
+void *mtr_arena_alloc(struct mtr_arena *a, size_t size)
+{
+	const size_t align = alignof(max_align_t);
+	size_t need = (size + align - 1) & ~(align - 1);
+	struct mtr_arena_chunk *c;
+
+	if (need < size)
+		return NULL;
+	if (!a->head || a->size - a->used < need) {
+		size_t cap = need > ARENA_CHUNK ? need : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->next = a->head;
+		a->head = c;
+		a->used = 0;
+		a->size = cap;
+	}
+	c = a->head;
+	a->used += need;
+	return c->data + a->used - need;
+}
+
+char *mtr_arena_strdup(struct mtr_arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = mtr_arena_alloc(a, n);
+
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+void mtr_arena_free(struct mtr_arena *a)
+{
+	while (a->head) {
+		struct mtr_arena_chunk *next = a->head->next;
+
+		free(a->head);
+		a->head = next;
+	}
+	a->used = a->size = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Hash map and arrays                                                 */
+/* ------------------------------------------------------------------ */
+
+static size_t map_slot(uint64_t key, size_t cap)
+{
+	/* A 64-bit mix (splitmix64's finalizer): ids and addresses are far
+	 * from random and must not cluster. */
+	key ^= key >> 30;
+	key *= 0xbf58476d1ce4e5b9ULL;
+	key ^= key >> 27;
+	key *= 0x94d049bb133111ebULL;
+	key ^= key >> 31;
+	return (size_t)key & (cap - 1);
+}
+
+uint32_t mtr_map_get(const struct mtr_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return MTR_NONE;
+	for (size_t i = map_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (m->vals[i] == MTR_NONE)
+			return MTR_NONE;
+		if (m->keys[i] == key)
+			return m->vals[i];
+	}
+}
+
+static int map_grow(struct mtr_map *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 64;
+	uint64_t *keys = malloc(cap * sizeof(*keys));
+	uint32_t *vals = malloc(cap * sizeof(*vals));
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	memset(vals, 0xff, cap * sizeof(*vals)); /* MTR_NONE everywhere */
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->vals[i] == MTR_NONE)
+			continue;
+		size_t j = map_slot(m->keys[i], cap);
+
+		while (vals[j] != MTR_NONE)
+			j = (j + 1) & (cap - 1);
+		keys[j] = m->keys[i];
+		vals[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = keys;
+	m->vals = vals;
+	m->cap = cap;
+	return 0;
+}
+
+int mtr_map_put(struct mtr_map *m, uint64_t key, uint32_t val)
+{
+	size_t i;
+
+	/* Load factor at most 1/2 keeps probes short. */
+	if ((m->count + 1) * 2 > m->cap && map_grow(m) != 0)
+		return -ENOMEM;
+	for (i = map_slot(key, m->cap); m->vals[i] != MTR_NONE; i = (i + 1) & (m->cap - 1))
+		if (m->keys[i] == key) {
+			m->vals[i] = val;
+			return 0;
+		}
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->count++;
+	return 0;
+}
+
+void mtr_map_free(struct mtr_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+void *mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem)
+{
+	void **pp = p;
+	unsigned char *base = *pp;
+
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+
+		if (ncap > SIZE_MAX / elem)
+			return NULL;
+		base = realloc(base, ncap * elem);
+		if (!base)
+			return NULL;
+		*pp = base;
+		*cap = ncap;
+	}
+	memset(base + *n * elem, 0, elem);
+	return base + (*n)++ * elem;
+}
+
+/* ------------------------------------------------------------------ */
+/* Buffered output                                                     */
+/* ------------------------------------------------------------------ */
+
+void mtr_flush(struct mtr_out *o)
+{
+	if (!o->len)
+		return;
+	ks_outfile_write(o->of, o->buf, o->len);
+	if (o->tee && !o->error && fwrite(o->buf, 1, o->len, o->tee) != o->len)
+		o->error = -EIO;
+	o->len = 0;
+}
+
+void mtr_put_slow(struct mtr_out *o, const char *s, size_t len)
+{
+	mtr_flush(o);
+	if (len > sizeof(o->buf)) {
+		ks_outfile_write(o->of, s, len);
+		if (o->tee && !o->error && fwrite(s, 1, len, o->tee) != len)
+			o->error = -EIO;
+		return;
+	}
+	memcpy(o->buf, s, len);
+	o->len = len;
+}
+
+void mtr_printf(struct mtr_out *o, const char *fmt, ...)
+{
+	char small[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof(small)) {
+		mtr_put(o, small, (size_t)n);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+
+	if (!big) {
+		o->of->error = o->of->error ? o->of->error : -ENOMEM;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	mtr_put(o, big, (size_t)n);
+	free(big);
+}
+
+void mtr_put_text(struct mtr_out *o, const char *s)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c != 0x7f)
+			continue;
+		mtr_put(o, run, (size_t)(s - run));
+		mtr_printf(o, "\\x%02x", c);
+		run = s + 1;
+	}
+	mtr_put(o, run, (size_t)(s - run));
+}
+
+int mtr_out_open(struct mtr_out *o, struct ks_outfile *of, FILE *tee,
+		 struct ks_rundir *rd, const char *name, struct ks_err *err)
+{
+	o->of = of;
+	o->tee = tee;
+	o->len = 0;
+	o->error = 0;
+	return ks_outfile_open(rd, name, of, err);
+}
+
+int mtr_out_commit(struct mtr_out *o, struct ks_err *err)
+{
+	mtr_flush(o);
+	if (o->tee && !o->error && fflush(o->tee) != 0)
+		o->error = -EIO;
+	return ks_outfile_commit(o->of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Streaming JSON                                                      */
+/* ------------------------------------------------------------------ */
+
+/* json_dump_callback's sink: copies a dumped value, indenting every line
+ * after the first by the writer's depth.  A newline never occurs inside
+ * a dumped string (jansson escapes it), so each one starts a line. */
+struct jw_dump {
+	struct mtr_out *o;
+	int depth;
+};
+
+static void jw_indent(struct mtr_out *o, int depth)
+{
+	static const char spaces[] = "                                ";
+
+	for (int n = depth * 2; n > 0; n -= (int)sizeof(spaces) - 1)
+		mtr_put(o, spaces, n < (int)sizeof(spaces) - 1 ? (size_t)n
+							     : sizeof(spaces) - 1);
+}
+
+static int jw_dump_cb(const char *buf, size_t size, void *data)
+{
+	struct jw_dump *d = data;
+	const char *nl;
+
+	while (size && (nl = memchr(buf, '\n', size))) {
+		size_t n = (size_t)(nl - buf) + 1;
+
+		mtr_put(d->o, buf, n);
+		jw_indent(d->o, d->depth);
+		buf += n;
+		size -= n;
+	}
+	mtr_put(d->o, buf, size);
+	return 0;
+}
+
+/* Separator and key before a member or element at the current level. */
+static void jw_lead(struct mtr_jw *w, const char *key)
+{
+	int d = w->depth;
+
+	if (w->flat[d]) {
+		if (!w->first[d])
+			mtr_put(w->o, ",", 1);
+	} else {
+		mtr_puts(w->o, w->first[d] ? "\n" : ",\n");
+		jw_indent(w->o, d);
+	}
+	w->first[d] = false;
+	if (key && !w->array[d]) {
+		mtr_put(w->o, "\"", 1);
+		mtr_puts(w->o, key);
+		if (w->flat[d])
+			mtr_put(w->o, "\":", 2);
+		else
+			mtr_put(w->o, "\": ", 3);
+	}
+}
+
+static void jw_open(struct mtr_jw *w, const char *key, bool array, bool flat)
+{
+	bool parent_flat = w->flat[w->depth];
+
+	jw_lead(w, key);
+	mtr_put(w->o, array ? "[" : "{", 1);
+	/* Deeper than any report goes; stay in bounds regardless. */
+	if (w->depth + 1 < MTR_JW_DEPTH)
+		w->depth++;
+	w->first[w->depth] = true;
+	w->array[w->depth] = array;
+	w->flat[w->depth] = flat || parent_flat;
+}
+
+void mtr_jw_init(struct mtr_jw *w, struct mtr_out *o)
+{
+	memset(w, 0, sizeof(*w));
+	w->o = o;
+	mtr_put(o, "{", 1);
+	w->depth = 1;
+	w->first[1] = true;
+}
+
+void mtr_jw_object(struct mtr_jw *w, const char *key)
+{
+	jw_open(w, key, false, false);
+}
+
+void mtr_jw_array(struct mtr_jw *w, const char *key)
+{
+	jw_open(w, key, true, false);
+}
+
+void mtr_jw_object_flat(struct mtr_jw *w, const char *key)
+{
+	jw_open(w, key, false, true);
+}
+
+void mtr_jw_end(struct mtr_jw *w)
+{
+	int d = w->depth;
+	bool array = w->array[d], empty = w->first[d], flat = w->flat[d];
+
+	if (w->depth > 0)
+		w->depth--;
+	if (!empty && !flat) {
+		mtr_put(w->o, "\n", 1);
+		jw_indent(w->o, w->depth);
+	}
+	mtr_put(w->o, array ? "]" : "}", 1);
+}
+
+void mtr_jw_finish(struct mtr_jw *w)
+{
+	while (w->depth > 0)
+		mtr_jw_end(w);
+	mtr_put(w->o, "\n", 1);
+}
+
+void mtr_jw_put(struct mtr_jw *w, const char *key, json_t *v)
+{
+	struct jw_dump d = { w->o, w->flat[w->depth] ? 0 : w->depth };
+	size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6);
+
+	jw_lead(w, key);
+	if (!v) {
+		mtr_puts(w->o, "null");
+		return;
+	}
+	flags |= w->flat[w->depth] ? JSON_COMPACT : JSON_INDENT(2);
+	json_dump_callback(v, jw_dump_cb, &d, flags);
+	json_decref(v);
+}
+
+/* A JSON string the way jansson dumps one (quote, backslash and control
+ * characters escaped, UTF-8 as is), written directly: jansson escapes
+ * only values it owns, and a json_t per string would be an allocation
+ * for each of the millions of names in a large report.  The input came
+ * through jansson's parser, so it is valid UTF-8 without NUL. */
+static void jw_string(struct mtr_out *o, const char *s)
+{
+	const char *run = s;
+
+	mtr_put(o, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[8];
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		mtr_put(o, run, (size_t)(s - run));
+		switch (c) {
+		case '"': mtr_put(o, "\\\"", 2); break;
+		case '\\': mtr_put(o, "\\\\", 2); break;
+		case '\b': mtr_put(o, "\\b", 2); break;
+		case '\f': mtr_put(o, "\\f", 2); break;
+		case '\n': mtr_put(o, "\\n", 2); break;
+		case '\r': mtr_put(o, "\\r", 2); break;
+		case '\t': mtr_put(o, "\\t", 2); break;
+		default:
+			snprintf(esc, sizeof(esc), "\\u%04X", c);
+			mtr_put(o, esc, 6);
+			break;
+		}
+		run = s + 1;
+	}
+	mtr_put(o, run, (size_t)(s - run));
+	mtr_put(o, "\"", 1);
+}
+
+void mtr_jw_str(struct mtr_jw *w, const char *key, const char *s)
+{
+	jw_lead(w, key);
+	if (s)
+		jw_string(w->o, s);
+	else
+		mtr_puts(w->o, "null");
+}
+
+/* Decimal digits of v, without printf (the hot path of large reports). */
+static void jw_digits(struct mtr_out *o, uint64_t v, bool negative)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (negative)
+		*--p = '-';
+	mtr_put(o, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+void mtr_jw_uint(struct mtr_jw *w, const char *key, uint64_t v)
+{
+	jw_lead(w, key);
+	/* Counts were read as json_int_t; sums are clamped to stay one. */
+	jw_digits(w->o, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v, false);
+}
+
+void mtr_jw_int(struct mtr_jw *w, const char *key, long long v)
+{
+	jw_lead(w, key);
+	jw_digits(w->o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+void mtr_jw_bool(struct mtr_jw *w, const char *key, bool v)
+{
+	jw_lead(w, key);
+	mtr_puts(w->o, v ? "true" : "false");
+}
+
+void mtr_jw_addr(struct mtr_jw *w, const char *key, uint64_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char buf[24], *p = buf + sizeof(buf);
+
+	jw_lead(w, key);
+	*--p = '"';
+	do {
+		*--p = hex[v & 15];
+		v >>= 4;
+	} while (v);
+	*--p = 'x';
+	*--p = '0';
+	*--p = '"';
+	mtr_put(w->o, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+json_t *mtr_json_u64(uint64_t v)
+{
+	/* Counts were read as json_int_t, so they fit; sums are clamped. */
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Wording                                                             */
+/* ------------------------------------------------------------------ */
+
+const char *const mtr_analysis_names[3] = { "memcheck", "contention", "falseshare" };
+const char *const mtr_ekind_names[MTR_E_COUNT] = {
+	"invalid-read", "invalid-write", "use-after-free", "uninit-cond",
+	"uninit-addr", "uninit-syscall", "double-free", "invalid-free",
+	"leak-definite", "leak-possible",
+};
+const char *const mtr_verdict_names[3] = { "false", "true", "mixed" };
+const char *const mtr_vkind_names[4] = { "heap", "global", "stack", "unknown" };
+
+void mtr_hex(char buf[19], uint64_t v)
+{
+	snprintf(buf, 19, "0x%" PRIx64, v);
+}
+
+void mtr_error_what(const struct mtr_error *e, char *buf, size_t size)
+{
+	switch (e->kind) {
+	case MTR_E_INVALID_READ:
+	case MTR_E_INVALID_WRITE:
+	case MTR_E_USE_AFTER_FREE: {
+		bool write = e->kind == MTR_E_INVALID_WRITE ||
+			     (e->kind == MTR_E_USE_AFTER_FREE && e->write);
+
+		snprintf(buf, size, "Invalid %s of size %" PRIu64, write ? "write" : "read",
+			 e->size);
+		break;
+	}
+	case MTR_E_UNINIT_COND:
+		snprintf(buf, size, "Conditional jump or move depends on uninitialised value(s)");
+		break;
+	case MTR_E_UNINIT_ADDR:
+		if (e->has_size)
+			snprintf(buf, size, "Use of uninitialised value of size %" PRIu64
+				 " as a memory address", e->size);
+		else
+			snprintf(buf, size, "Use of uninitialised value as a memory address");
+		break;
+	case MTR_E_UNINIT_SYSCALL:
+		/* Valgrind says "points to" for a buffer the call reads and
+		 * "contains" for an argument itself. */
+		snprintf(buf, size, "Syscall param %s(%s) %s uninitialised byte(s)", e->syscall,
+			 e->param, e->has_addr ? "points to" : "contains");
+		break;
+	case MTR_E_DOUBLE_FREE:
+		snprintf(buf, size, "Invalid free() / delete / delete[] / realloc() (double free)");
+		break;
+	case MTR_E_INVALID_FREE:
+	default:
+		snprintf(buf, size, "Invalid free() / delete / delete[] / realloc()");
+		break;
+	}
+}
+
+void mtr_error_where(const struct mtr_error *e, char *buf, size_t size)
+{
+	char a[19];
+	const struct mtr_block *b = &e->block;
+
+	buf[0] = '\0';
+	if (!e->has_addr)
+		return;
+	mtr_hex(a, e->addr);
+	if (!e->has_block) {
+		snprintf(buf, size, "Address %s is not inside a known heap block", a);
+		return;
+	}
+	const char *state = b->freed ? "free'd" : "alloc'd";
+
+	if (b->offset < 0)
+		snprintf(buf, size, "Address %s is %llu bytes before a block of size %" PRIu64
+			 " %s", a, -(unsigned long long)b->offset, b->size, state);
+	else if ((uint64_t)b->offset < b->size)
+		snprintf(buf, size, "Address %s is %lld bytes inside a block of size %" PRIu64
+			 " %s", a, b->offset, b->size, state);
+	else
+		snprintf(buf, size, "Address %s is %" PRIu64 " bytes after a block of size %"
+			 PRIu64 " %s", a, (uint64_t)b->offset - b->size, b->size, state);
+}
+
+const char *mtr_xml_kind(enum mtr_ekind k, bool write)
+{
+	switch (k) {
+	case MTR_E_INVALID_READ: return "InvalidRead";
+	case MTR_E_INVALID_WRITE: return "InvalidWrite";
+	case MTR_E_USE_AFTER_FREE: return write ? "InvalidWrite" : "InvalidRead";
+	case MTR_E_UNINIT_COND: return "UninitCondition";
+	case MTR_E_UNINIT_ADDR: return "UninitValue";
+	case MTR_E_UNINIT_SYSCALL: return "SyscallParam";
+	case MTR_E_DOUBLE_FREE:
+	case MTR_E_INVALID_FREE: return "InvalidFree";
+	case MTR_E_LEAK_DEFINITE: return "Leak_DefinitelyLost";
+	case MTR_E_LEAK_POSSIBLE: return "Leak_PossiblyLost";
+	default: return "Unknown";
+	}
+}
+
+void mtr_leak_what(const struct mtr_leak *l, char *buf, size_t size)
+{
+	snprintf(buf, size, "%" PRIu64 " bytes in %" PRIu64 " blocks are %s lost", l->bytes,
+		 l->blocks, l->kind == MTR_E_LEAK_POSSIBLE ? "possibly" : "definitely");
+}
+
+const struct mtr_frame *mtr_stack_line_frame(const struct mtr_stack *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++)
+		if (s->frames[i].line && s->frames[i].file)
+			return &s->frames[i];
+	return NULL;
+}
+
+void mtr_frame_where(const struct mtr_frame *f, char *buf, size_t size)
+{
+	const char *fn = f->fn ? f->fn : "???";
+
+	if (f->file && f->line)
+		snprintf(buf, size, "%s (%s:%lu)", fn, f->file, f->line);
+	else if (f->obj)
+		snprintf(buf, size, "%s (in %s)", fn, f->obj);
+	else if (f->file)
+		snprintf(buf, size, "%s (%s)", fn, f->file);
+	else
+		snprintf(buf, size, "%s", fn);
+}
+
+void mtr_context_where(const struct mtr_run *r, uint32_t stack, char *buf,
+		       size_t size)
+{
+	const struct mtr_stack *s = &r->stacks[stack];
+	const struct mtr_frame *f = mtr_stack_line_frame(s);
+
+	mtr_frame_where(f ? f : &s->frames[0], buf, size);
+}
+
+void mtr_exit_text(const struct mtr_run *r, char *buf, size_t size)
+{
+	const struct mtr_end *e = &r->end;
+
+	if (!e->present) {
+		snprintf(buf, size, "Process %lld did not finish normally: findings.jsonl "
+			 "has no end record, so these results are incomplete", r->start.pid);
+	} else if (e->signaled) {
+		const char *abbrev = e->code > 0 && e->code < 128 ? sigabbrev_np((int)e->code)
+								  : NULL;
+
+		if (abbrev)
+			snprintf(buf, size, "Process %lld was killed by signal %lld (SIG%s)",
+				 r->start.pid, e->code, abbrev);
+		else
+			snprintf(buf, size, "Process %lld was killed by signal %lld",
+				 r->start.pid, e->code);
+	} else {
+		snprintf(buf, size, "Process %lld exited with code %lld", r->start.pid,
+			 e->code);
+	}
+}
+
+char *mtr_frame_path(const struct mtr_frame *f, char *buf, size_t size)
+{
+	if (!f->file)
+		return NULL;
+	if (f->dir && f->dir[0] && f->file[0] != '/')
+		snprintf(buf, size, "%s%s%s", f->dir,
+			 f->dir[strlen(f->dir) - 1] == '/' ? "" : "/", f->file);
+	else
+		snprintf(buf, size, "%s", f->file);
+	return buf;
+}
+
+void mtr_var_name(const struct mtr_run *r, const struct mtr_var *v, char *buf,
+		  size_t size)
+{
+	char a[19], where[512];
+
+	mtr_hex(a, v->addr);
+	switch (v->kind) {
+	case MTR_V_HEAP: {
+		const struct mtr_frame *f = NULL;
+
+		if (v->alloc_stack != MTR_NONE) {
+			const struct mtr_stack *s = &r->stacks[v->alloc_stack];
+
+			/* Skip malloc itself: the first frame with a line is
+			 * the program's allocation site. */
+			f = mtr_stack_line_frame(s);
+			if (!f)
+				f = &s->frames[s->nframes > 1 ? 1 : 0];
+		}
+		if (f) {
+			mtr_frame_where(f, where, sizeof(where));
+			snprintf(buf, size, "heap block of %" PRIu64 " bytes allocated at %s",
+				 v->size, where);
+		} else {
+			snprintf(buf, size, "heap block of %" PRIu64 " bytes at %s", v->size, a);
+		}
+		break;
+	}
+	case MTR_V_GLOBAL:
+		if (v->name)
+			snprintf(buf, size, "%s (global, %" PRIu64 " bytes)", v->name, v->size);
+		else
+			snprintf(buf, size, "global at %s (%" PRIu64 " bytes)", a, v->size);
+		break;
+	case MTR_V_STACK:
+		if (v->name)
+			snprintf(buf, size, "%s (stack, %" PRIu64 " bytes)", v->name, v->size);
+		else
+			snprintf(buf, size, "stack object at %s (%" PRIu64 " bytes)", a, v->size);
+		break;
+	case MTR_V_UNKNOWN:
+	default:
+		if (v->name)
+			snprintf(buf, size, "%s (%" PRIu64 " bytes)", v->name, v->size);
+		else
+			snprintf(buf, size, "object at %s (%" PRIu64 " bytes)", a, v->size);
+		break;
+	}
+}
+
+void mtr_fobj_name(const struct mtr_run *r, const struct mtr_fobj *f, char *buf,
+		   size_t size)
+{
+	char a[19];
+
+	if (f->var != MTR_NONE) {
+		mtr_var_name(r, &r->vars[f->var], buf, size);
+		return;
+	}
+	mtr_hex(a, r->lines[f->line].addr);
+	snprintf(buf, size, "unknown object on line %s", a);
+}
+
+void mtr_fobj_range(const struct mtr_run *r, const struct mtr_fobj *f, uint64_t *addr,
+		    uint64_t *size)
+{
+	if (f->var != MTR_NONE) {
+		*addr = r->vars[f->var].addr;
+		*size = r->vars[f->var].size;
+	} else {
+		*addr = r->lines[f->line].addr;
+		*size = r->start.line_size;
+	}
+}
+
+uint64_t mtr_score(const struct mtr_counts *c)
+{
+	return c->misses + c->invalidations;
+}

@@ -1,0 +1,504 @@
+/*
+ * What the memory-tool reports derive from the records before writing:
+ * the filter and error totals of memcheck, the sorted site and object
+ * tables of contention, and for falseshare the falsely shared objects and
+ * the paper's three views (per thread, global-all-threads-info keyed by
+ * (variable, context), global-all-threads-compact-info merged per
+ * variable).  Computed once here so the text, JSON and SARIF reports
+ * cannot disagree; everything is sorting and merging, O(n log n).
+ *
+ * A false-sharing "object" is the variable an access record names (else
+ * its line's variable); a line with no variable at all stands for itself.
+ * A line holding two variables therefore belongs to both objects, and its
+ * per-line counts (misses, invalidations, potential invalidations) show
+ * under each: they are properties of the line.  Only lines whose verdict
+ * is false or mixed make objects; true sharing is listed on its own.
+ */
+#include "mtreport_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* memcheck and contention                                             */
+/* ------------------------------------------------------------------ */
+
+static int cmp_leak(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	const struct mtr_leak *x = &r->leaks[*(const uint32_t *)a];
+	const struct mtr_leak *y = &r->leaks[*(const uint32_t *)b];
+
+	/* Valgrind's order: smallest first, so the largest ends up next to
+	 * the summary.  Ties keep the file's order. */
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	if (x->blocks != y->blocks)
+		return x->blocks < y->blocks ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int cmp_site(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	uint64_t x = mtr_score(&r->sites[*(const uint32_t *)a].c);
+	uint64_t y = mtr_score(&r->sites[*(const uint32_t *)b].c);
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static uint64_t object_score(const struct mtr_object *o)
+{
+	return o->misses + o->invalidations;
+}
+
+static int cmp_object(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	uint64_t x = object_score(&r->objects[*(const uint32_t *)a]);
+	uint64_t y = object_score(&r->objects[*(const uint32_t *)b]);
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static uint32_t *iota(size_t n)
+{
+	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
+
+	if (v)
+		for (size_t i = 0; i < n; i++)
+			v[i] = (uint32_t)i;
+	return v;
+}
+
+/* True if one of the top three frames has a line number: what the filter
+ * keeps (an error deep in a library without debug information is rarely
+ * the program's). */
+static bool has_line_on_top(const struct mtr_stack *s)
+{
+	for (uint32_t i = 0; i < s->nframes && i < 3; i++)
+		if (s->frames[i].line)
+			return true;
+	return false;
+}
+
+static void views_memcheck(struct mtr_run *r, const struct ks_mtr_opts *o)
+{
+	for (size_t i = 0; i < r->nerrors; i++) {
+		struct mtr_error *e = &r->errors[i];
+
+		e->filtered = o->filter && !has_line_on_top(&r->stacks[e->stack]);
+		if (e->filtered)
+			continue;
+		r->nreported++;
+		r->occurrences += e->count;
+	}
+	/* Valgrind counts each loss record as one error in one context. */
+	r->nreported += r->nleaks;
+	r->occurrences += r->nleaks;
+	qsort_r(r->leak_order, r->nleaks, sizeof(uint32_t), cmp_leak, r);
+}
+
+static void views_contention(struct mtr_run *r)
+{
+	if (r->total.present) {
+		r->sum = r->total.c;
+		r->has_contention = true;
+		r->contention_accesses = r->total.contention_accesses;
+	} else {
+		/* A truncated run: the threads' own counts are all there is. */
+		for (size_t i = 0; i < r->nthreads; i++) {
+			const struct mtr_counts *c = &r->threads[i].c;
+
+			r->sum.accesses += c->accesses;
+			r->sum.reads += c->reads;
+			r->sum.writes += c->writes;
+			r->sum.cold_misses += c->cold_misses;
+			r->sum.misses += c->misses;
+			r->sum.invalidations += c->invalidations;
+		}
+	}
+	qsort_r(r->site_order, r->nsites, sizeof(uint32_t), cmp_site, r);
+	qsort_r(r->object_order, r->nobjects, sizeof(uint32_t), cmp_object, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* falseshare                                                          */
+/* ------------------------------------------------------------------ */
+
+struct fs_build {
+	struct mtr_run *r;
+	uint32_t *by_var;        /* var index -> fobj, or MTR_NONE */
+	uint32_t *by_line;       /* line index -> fobj for variable-less lines */
+	struct mtr_map has_line; /* (fobj << 32 | line) already in fobj->lines */
+	size_t cap_fobjs;
+	struct mtr_fentry *raw;  /* one per access record on a false/mixed line */
+	size_t nraw, cap_raw;
+};
+
+static uint32_t fobj_for(struct fs_build *b, uint32_t var, uint32_t line)
+{
+	struct mtr_run *r = b->r;
+	uint32_t *slot = var != MTR_NONE ? &b->by_var[var] : &b->by_line[line];
+	struct mtr_fobj *f;
+
+	if (*slot != MTR_NONE)
+		return *slot;
+	f = mtr_vec_push(&r->fobjs, &r->nfobjs, &b->cap_fobjs, sizeof(*f));
+	if (!f)
+		return MTR_NONE;
+	f->var = var;
+	f->line = var != MTR_NONE ? MTR_NONE : line;
+	f->verdict = MTR_FALSE;
+	*slot = (uint32_t)(r->nfobjs - 1);
+	return *slot;
+}
+
+static int fobj_add_line(struct fs_build *b, uint32_t fi, uint32_t line)
+{
+	struct mtr_fobj *f = &b->r->fobjs[fi];
+	uint64_t key = (uint64_t)fi << 32 | line;
+	uint32_t *p;
+
+	if (mtr_map_get(&b->has_line, key) != MTR_NONE)
+		return 0;
+	if (mtr_map_put(&b->has_line, key, 1))
+		return -ENOMEM;
+	p = mtr_vec_push(&f->lines, &f->nlines, &f->cap_lines, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*p = line;
+	return 0;
+}
+
+static bool line_is_false(const struct mtr_line *l)
+{
+	return l->verdict != MTR_TRUE;
+}
+
+static uint64_t entry_count(const struct mtr_fentry *e)
+{
+	return e->reads + e->writes;
+}
+
+static int cmp_u32_addr(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	uint64_t x = r->lines[*(const uint32_t *)a].addr, y = r->lines[*(const uint32_t *)b].addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_fobj(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	const struct mtr_fobj *x = &r->fobjs[*(const uint32_t *)a];
+	const struct mtr_fobj *y = &r->fobjs[*(const uint32_t *)b];
+	uint64_t xa, ya, xs, ys;
+
+	/* The costliest first: potential invalidations are what padding
+	 * would save. */
+	if (x->potential != y->potential)
+		return x->potential > y->potential ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	mtr_fobj_range(r, x, &xa, &xs);
+	mtr_fobj_range(r, y, &ya, &ys);
+	if (xa != ya)
+		return xa < ya ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* Grouping order: (fobj, context, tid). */
+static int cmp_key_global(const void *a, const void *b)
+{
+	const struct mtr_fentry *x = a, *y = b;
+
+	if (x->fobj != y->fobj)
+		return x->fobj < y->fobj ? -1 : 1;
+	if (x->context != y->context)
+		return x->context < y->context ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Grouping order: (tid, fobj, context). */
+static int cmp_key_thread(const void *a, const void *b)
+{
+	const struct mtr_fentry *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return cmp_key_global(a, b);
+}
+
+/* Display order: count descending, then the grouping order. */
+static int cmp_count_global(const void *a, const void *b)
+{
+	uint64_t x = entry_count(a), y = entry_count(b);
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return cmp_key_global(a, b);
+}
+
+static int cmp_count_thread(const void *a, const void *b)
+{
+	const struct mtr_fentry *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return cmp_count_global(a, b);
+}
+
+static int cmp_compact(const void *a, const void *b, void *ctx)
+{
+	const struct mtr_run *r = ctx;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (r->fobjs[i].count != r->fobjs[j].count)
+		return r->fobjs[i].count > r->fobjs[j].count ? -1 : 1;
+	return i < j ? -1 : 1;
+}
+
+/* Sorts src (n entries) with keycmp, merges runs equal under same and
+ * returns them sorted with showcmp in *out. */
+static int merge_entries(const struct mtr_fentry *src, size_t n,
+			 int (*keycmp)(const void *, const void *), bool keep_tid,
+			 int (*showcmp)(const void *, const void *),
+			 struct mtr_fentry **out, size_t *nout)
+{
+	struct mtr_fentry *v = malloc((n ? n : 1) * sizeof(*v));
+	size_t m = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (n)
+		memcpy(v, src, n * sizeof(*v));
+	if (!keep_tid)
+		for (size_t i = 0; i < n; i++)
+			v[i].tid = 0;
+	qsort(v, n, sizeof(*v), keycmp);
+	for (size_t i = 0; i < n; i++) {
+		if (m && v[m - 1].tid == v[i].tid && v[m - 1].fobj == v[i].fobj &&
+		    v[m - 1].context == v[i].context) {
+			v[m - 1].reads += v[i].reads;
+			v[m - 1].writes += v[i].writes;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	qsort(v, m, sizeof(*v), showcmp);
+	*out = v;
+	*nout = m;
+	return 0;
+}
+
+struct srcline {
+	const struct mtr_frame *f;
+	size_t order;            /* the first context it came from */
+};
+
+static int cmp_srcline_where(const void *a, const void *b)
+{
+	const struct srcline *x = a, *y = b;
+	int c = strcmp(x->f->file, y->f->file);
+
+	if (c)
+		return c;
+	if (x->f->line != y->f->line)
+		return x->f->line < y->f->line ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_srcline_order(const void *a, const void *b)
+{
+	const struct srcline *x = a, *y = b;
+
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The distinct file:line of an object's contexts, in context order. */
+static int source_lines(struct mtr_run *r, struct mtr_fobj *f)
+{
+	struct srcline *v = malloc((f->ncontexts ? f->ncontexts : 1) * sizeof(*v));
+	size_t n = 0, m = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->ncontexts; i++) {
+		const struct mtr_frame *fr = mtr_stack_line_frame(&r->stacks[f->contexts[i].stack]);
+
+		if (fr)
+			v[n++] = (struct srcline){ fr, i };
+	}
+	qsort(v, n, sizeof(*v), cmp_srcline_where);
+	for (size_t i = 0; i < n; i++)
+		if (!m || v[m - 1].f->line != v[i].f->line ||
+		    strcmp(v[m - 1].f->file, v[i].f->file) != 0)
+			v[m++] = v[i];
+	qsort(v, m, sizeof(*v), cmp_srcline_order);
+	f->srclines = malloc((m ? m : 1) * sizeof(*f->srclines));
+	if (!f->srclines) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++)
+		f->srclines[i] = v[i].f;
+	f->nsrclines = m;
+	free(v);
+	return 0;
+}
+
+static int views_falseshare(struct mtr_run *r)
+{
+	struct fs_build b = { .r = r };
+	uint32_t *order = NULL, *rank = NULL;
+	int rc = -ENOMEM;
+
+	b.by_var = malloc((r->nvars ? r->nvars : 1) * sizeof(uint32_t));
+	b.by_line = malloc((r->nlines ? r->nlines : 1) * sizeof(uint32_t));
+	r->true_lines = malloc((r->nlines ? r->nlines : 1) * sizeof(uint32_t));
+	if (!b.by_var || !b.by_line || !r->true_lines)
+		goto out;
+	memset(b.by_var, 0xff, (r->nvars ? r->nvars : 1) * sizeof(uint32_t));
+	memset(b.by_line, 0xff, (r->nlines ? r->nlines : 1) * sizeof(uint32_t));
+
+	/* Lines: each false or mixed line belongs to its variable's object. */
+	for (size_t i = 0; i < r->nlines; i++) {
+		const struct mtr_line *l = &r->lines[i];
+		uint32_t fi;
+
+		if (!line_is_false(l)) {
+			r->true_lines[r->ntrue++] = (uint32_t)i;
+			continue;
+		}
+		r->false_lines++;
+		fi = fobj_for(&b, l->var, (uint32_t)i);
+		if (fi == MTR_NONE || fobj_add_line(&b, fi, (uint32_t)i))
+			goto out;
+	}
+	qsort_r(r->true_lines, r->ntrue, sizeof(uint32_t), cmp_u32_addr, r);
+
+	/* Accesses: the variable they name, else their line's. */
+	for (size_t i = 0; i < r->naccesses; i++) {
+		const struct mtr_access *a = &r->accesses[i];
+		const struct mtr_line *l = &r->lines[a->line];
+		struct mtr_fentry *e;
+		uint32_t fi;
+
+		if (!line_is_false(l))
+			continue;
+		fi = fobj_for(&b, a->var != MTR_NONE ? a->var : l->var, a->line);
+		if (fi == MTR_NONE || fobj_add_line(&b, fi, a->line))
+			goto out;
+		e = mtr_vec_push(&b.raw, &b.nraw, &b.cap_raw, sizeof(*e));
+		if (!e)
+			goto out;
+		e->tid = a->tid;
+		e->fobj = fi;
+		e->context = a->context;
+		e->reads = a->reads;
+		e->writes = a->writes;
+		r->fobjs[fi].count += a->reads + a->writes;
+	}
+
+	/* Per-object totals over its lines. */
+	for (size_t i = 0; i < r->nfobjs; i++) {
+		struct mtr_fobj *f = &r->fobjs[i];
+
+		qsort_r(f->lines, f->nlines, sizeof(uint32_t), cmp_u32_addr, r);
+		for (size_t j = 0; j < f->nlines; j++) {
+			const struct mtr_line *l = &r->lines[f->lines[j]];
+
+			if (l->verdict == MTR_MIXED)
+				f->verdict = MTR_MIXED;
+			f->potential += l->potential;
+			f->misses += l->misses;
+			f->invalidations += l->invalidations;
+		}
+	}
+
+	/* Final object order; entries follow their objects' new indexes. */
+	order = iota(r->nfobjs);
+	rank = malloc((r->nfobjs ? r->nfobjs : 1) * sizeof(*rank));
+	if (!order || !rank)
+		goto out;
+	qsort_r(order, r->nfobjs, sizeof(uint32_t), cmp_fobj, r);
+	{
+		struct mtr_fobj *sorted = malloc((r->nfobjs ? r->nfobjs : 1) * sizeof(*sorted));
+
+		if (!sorted)
+			goto out;
+		for (size_t i = 0; i < r->nfobjs; i++) {
+			sorted[i] = r->fobjs[order[i]];
+			rank[order[i]] = (uint32_t)i;
+		}
+		free(r->fobjs);
+		r->fobjs = sorted;
+	}
+	for (size_t i = 0; i < b.nraw; i++)
+		b.raw[i].fobj = rank[b.raw[i].fobj];
+
+	if (merge_entries(b.raw, b.nraw, cmp_key_global, false, cmp_count_global,
+			  &r->global, &r->nglobal) ||
+	    merge_entries(b.raw, b.nraw, cmp_key_thread, true, cmp_count_thread,
+			  &r->per_thread, &r->nper_thread))
+		goto out;
+
+	/* Each object's contexts, by count (the global view is so sorted). */
+	for (size_t i = 0; i < r->nglobal; i++) {
+		struct mtr_fobj *f = &r->fobjs[r->global[i].fobj];
+		struct mtr_fctx *p = mtr_vec_push(&f->contexts, &f->ncontexts,
+						  &f->cap_contexts, sizeof(*p));
+
+		if (!p)
+			goto out;
+		p->stack = r->global[i].context;
+		p->count = r->global[i].reads + r->global[i].writes;
+	}
+	for (size_t i = 0; i < r->nfobjs; i++)
+		if (source_lines(r, &r->fobjs[i]))
+			goto out;
+
+	r->compact = iota(r->nfobjs);
+	if (!r->compact)
+		goto out;
+	qsort_r(r->compact, r->nfobjs, sizeof(uint32_t), cmp_compact, r);
+	rc = 0;
+out:
+	free(order);
+	free(rank);
+	free(b.by_var);
+	free(b.by_line);
+	free(b.raw);
+	mtr_map_free(&b.has_line);
+	return rc;
+}
+
+int mtr_views(struct mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err)
+{
+	r->leak_order = iota(r->nleaks);
+	r->site_order = iota(r->nsites);
+	r->object_order = iota(r->nobjects);
+	if (!r->leak_order || !r->site_order || !r->object_order)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	switch (r->start.analysis) {
+	case MTR_MEMCHECK:
+		views_memcheck(r, o);
+		break;
+	case MTR_CONTENTION:
+		views_contention(r);
+		break;
+	case MTR_FALSESHARE:
+		views_contention(r);
+		if (views_falseshare(r))
+			return ks_err_set(err, -ENOMEM, "out of memory");
+		break;
+	}
+	return 0;
+}
