@@ -66,6 +66,7 @@ struct mt_opts {
 	bool xml;
 	/* contention, falseshare */
 	int64_t line_size;
+	int64_t min_accesses;
 	bool no_min_write, no_pad_smu, no_thread_isolation;
 };
 
@@ -138,6 +139,10 @@ static const struct ks_opt contention_opts[] = {
 static const struct ks_opt falseshare_opts[] = {
 	MT_COMMON_OPTS("falseshare"),
 	MT_CACHE_OPTS,
+	{ .name = "min-accesses", .type = KS_OPT_INT, .metavar = "N", .def = "100",
+	  .env = "KSCOPE_MIN_ACCESSES",
+	  .help = "report a shared line only if two threads each accessed it N times",
+	  OPT(min_accesses), .min = 1, .max = 1000000000 },
 	KS_COMMON_OPTS(struct mt_opts),
 	KS_OPT_END
 };
@@ -351,6 +356,8 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 		rc |= argv_add(a, "--leak-check=%s", o->no_leak_check ? "no" : "yes");
 	} else {
 		rc |= argv_add(a, "--line-size=%" PRId64, o->line_size);
+		if (!strcmp(analysis, "falseshare"))
+			rc |= argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
 		rc |= argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
 		rc |= argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
 		rc |= argv_add(a, "--thread-isolation=%s",

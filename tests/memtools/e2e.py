@@ -167,6 +167,176 @@ def everyday():
     clean(["/usr/bin/python3", "-c", "pass"])
     shutil.rmtree(tmp)
 
+# ---------------------------------------------------------------------
+# falseshare and contention
+# ---------------------------------------------------------------------
+
+def thread_example(name):
+    return os.path.join(THR, name)
+
+
+def context_lines(entries, fname):
+    """file:line of the innermost frame of each context in fname."""
+    out = set()
+    for e in entries:
+        fr = frame_at(e.get("context"), fname)
+        if fr:
+            out.add(fr.get("line"))
+    return out
+
+
+def fs_objects(rep):
+    return rep["false_sharing"]["objects"]
+
+
+def fs_summary(rep):
+    """What must not depend on scheduling: per falsely shared object its
+    name, verdict, size, and per line the words each thread touched and
+    the source lines of the accesses."""
+    out = []
+    for o in fs_objects(rep):
+        var = o.get("variable") or {}
+        lines = []
+        for ln in o["lines"]:
+            words = sorted((tuple(t["read_words"]), tuple(t["write_words"]))
+                           for t in ln["threads"] if t["reads"] + t["writes"] >= 100)
+            lines.append((ln["verdict"], ln["offset_in_object"], tuple(words)))
+        out.append((var.get("name"), var.get("kind"), o["size"], o["verdict"],
+                    tuple(lines)))
+    return sorted(out, key=repr)
+
+
+def fs_false(extra=()):
+    src = os.path.join(SRC, "examples", "threads", "falseshare.c")
+    fname, line, _ = marker(src, "FALSE SHARING")
+    native = subprocess.run([thread_example("falseshare")], stdout=subprocess.PIPE)
+    code, stdout, rundir, err = run_tool("falseshare", [thread_example("falseshare")],
+                                         extra, expect_exit=1)
+    check(stdout == native.stdout.decode(), "falseshare: output changed under kscope")
+    rep = report(rundir)
+    objs = fs_objects(rep)
+    check(len(objs) == 1, f"falseshare: expected one falsely shared object, got "
+          f"{[o['name'] for o in objs]}")
+    o = objs[0]
+    check(o["variable"].get("name") == "counters" and o["variable"]["kind"] == "global",
+          f"falseshare: the object is {o['name']}, expected the global counters")
+    check(o["verdict"] == "false", f"falseshare: verdict {o['verdict']}")
+    check(o["size"] == 16, f"falseshare: counters is 16 bytes, report says {o['size']}")
+    # Four workers, each writing its own word of the one line.
+    ln = o["lines"][0]
+    writers = sorted(tuple(t["write_words"]) for t in ln["threads"] if t["writes"])
+    check(writers == [(0,), (1,), (2,), (3,)],
+          f"falseshare: expected each worker to write its own word, got {writers}")
+    gi = rep["false_sharing"]["global_all_threads_info"]
+    check(line in context_lines(gi, fname),
+          f"falseshare: {fname}:{line} not among the contexts "
+          f"{sorted(context_lines(gi, fname))}")
+    counts = [e["count"] for e in gi]
+    check(counts == sorted(counts, reverse=True), "global-all-threads-info not sorted")
+    compact = rep["false_sharing"]["global_all_threads_compact_info"]
+    check(len(compact) == 1 and compact[0]["count"] == sum(counts),
+          "global-all-threads-compact-info does not merge the contexts of counters")
+    check(len(rep["false_sharing"]["per_thread"]) >= 4, "per-thread view misses workers")
+    validate_sarif(rundir, ["--expect-results", "1"])
+    return rep
+
+
+def fs_padded():
+    code, stdout, rundir, err = run_tool("falseshare",
+                                         [thread_example("falseshare_padded")],
+                                         expect_exit=0)
+    rep = report(rundir)
+    check(rep["false_sharing"]["false_lines"] == 0 and not fs_objects(rep),
+          f"falseshare_padded: reported {[o['name'] for o in fs_objects(rep)]}")
+    validate_sarif(rundir, ["--expect-results", "0"])
+
+
+def fs_true():
+    code, stdout, rundir, err = run_tool("falseshare", [thread_example("truesharing")],
+                                         expect_exit=0)
+    rep = report(rundir)
+    check(not fs_objects(rep), f"truesharing: reported as false sharing: "
+          f"{[o['name'] for o in fs_objects(rep)]}")
+    names = [t.get("name", "") for t in rep["true_sharing"]]
+    check(any(n.startswith("total ") for n in names),
+          f"truesharing: the line of total is not classified true sharing: {names}")
+    tl = [t for t in rep["true_sharing"] if t.get("name", "").startswith("total ")][0]
+    check(tl["verdict"] == "true", f"truesharing: verdict {tl['verdict']}")
+
+
+def fs_heap():
+    src = os.path.join(SRC, "examples", "threads", "falseshare_heap.c")
+    fname, line, _ = marker(src, "FALSE SHARING")
+    code, stdout, rundir, err = run_tool("falseshare",
+                                         [thread_example("falseshare_heap")],
+                                         expect_exit=1)
+    objs = fs_objects(report(rundir))
+    check(len(objs) == 1 and objs[0]["variable"]["kind"] == "heap",
+          f"falseshare_heap: expected one heap object, got {[o['name'] for o in objs]}")
+    check(frame_at(objs[0]["variable"].get("alloc_stack"), fname) is not None,
+          "falseshare_heap: the allocation stack does not reach the program")
+    gi = report(rundir)["false_sharing"]["global_all_threads_info"]
+    check(line in context_lines(gi, fname), f"falseshare_heap: {fname}:{line} missing")
+
+
+def fs_fairsched():
+    """The verdicts do not depend on how Valgrind schedules threads."""
+    a = fs_summary(fs_false())
+    b = fs_summary(fs_false(["--fair-sched"]))
+    check(a == b, f"--fair-sched changed the result:\n{a}\n{b}")
+
+
+def contention():
+    src = os.path.join(SRC, "examples", "threads", "contention.c")
+    fname, line, _ = marker(src, "CONTENTION")
+    native = subprocess.run([thread_example("contention")], stdout=subprocess.PIPE)
+    code, stdout, rundir, err = run_tool("contention", [thread_example("contention")],
+                                         expect_exit=0)
+    check(stdout == native.stdout.decode(), "contention: output changed under kscope")
+    rep = report(rundir)
+    sm = rep["summary"]
+    check(sm["contention_accesses"] > 0 and 0 < sm["contention_percent"] < 100,
+          f"contention: no contention measured: {sm}")
+    check(abs(sm["contention_percent"] - 100.0 * sm["contention_accesses"] / sm["accesses"])
+          < 1e-6, "contention: the percentage is not contention / all accesses")
+    objs = rep["objects"]
+    check(objs and objs[0]["variable"].get("name") == "shared_table",
+          f"contention: the most contended object is {objs[0]['name'] if objs else None}")
+    check(objs[0]["invalidations"] > 0, "contention: no invalidations on shared_table")
+    top = rep["sites"][0]["location"]
+    check(top.get("file") == fname and top.get("line") == line,
+          f"contention: the top site is {top}, expected {fname}:{line}")
+    check(len(rep["threads"]) >= 4, "contention: per-thread counts missing")
+    validate_sarif(rundir)
+
+
+def threads300():
+    """300 threads alive at once, under each analysis."""
+    argv = [thread_example("many_threads"), "300"]
+    native = subprocess.run(argv, stdout=subprocess.PIPE)
+    check(native.returncode == 0, "many_threads failed natively")
+    for tool in ("memcheck", "contention", "falseshare"):
+        code, stdout, rundir, err = run_tool(tool, argv)
+        check(code == 0, f"{tool}: 300 threads: exit {code}; {err[-2000:]}")
+        check(stdout == native.stdout.decode(), f"{tool}: 300 threads: output changed")
+        rep = report(rundir)
+        if tool == "memcheck":
+            check(not contexts(rep), f"memcheck: 300 threads: reports {contexts(rep)[:2]}")
+        else:
+            check(len(rep["threads"]) >= 300,
+                  f"{tool}: 300 threads: {len(rep['threads'])} threads counted")
+
+
+SCENARIOS = {
+    "fs_false": fs_false,
+    "fs_padded": fs_padded,
+    "fs_true": fs_true,
+    "fs_heap": fs_heap,
+    "fs_fairsched": fs_fairsched,
+    "contention": contention,
+    "threads300": threads300,
+}
+
 
 # ---------------------------------------------------------------------
 
@@ -183,8 +353,6 @@ def main():
     else:
         raise Failure(f"unknown scenario {s}")
 
-
-SCENARIOS = {}
 
 if __name__ == "__main__":
     try:

@@ -31,6 +31,7 @@ static VgHashTable *sites;   /* guest address * 4 + index -> struct site */
 static VgHashTable *objects; /* object key -> struct object */
 static UInt next_site_id = 1, next_var_id = 1;
 static ULong stack_accesses; /* stack-pointer-relative accesses, not simulated */
+static ULong lines_quiet;    /* shared lines below --min-accesses */
 
 struct site {
 	struct site *next;
@@ -130,6 +131,21 @@ static struct object *object_of(Addr a)
 		VG_(HT_add_node)(objects, o);
 		return o;
 	}
+}
+
+/* The object of a line at the end of the run: as object_of, or else a
+ * heap object seen earlier (at a miss or invalidation on the line) whose
+ * block has been freed since. */
+static struct object *object_of_line(Addr a)
+{
+	struct object *o = object_of(a);
+	if (o)
+		return o;
+	VG_(HT_ResetIter)(objects);
+	while ((o = VG_(HT_Next)(objects)))
+		if (o->heap && a >= o->addr && a < o->addr + (o->size ? o->size : 1))
+			return o;
+	return NULL;
 }
 
 static void write_var(struct object *o)
@@ -382,16 +398,32 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 	unsigned i;
 	uint64_t lowest_word = 64;
 
+	unsigned busy = 0;
+	Bool busy_writer = False;
+
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
 	    li->verdict != KS_MT_MIXED)
 		return;
+	/* Sharing matters when threads keep coming back to the line: a line
+	 * that two threads each touched a few times (start-up, relocation,
+	 * a result read once) cannot cost much, whatever its pattern. */
+	for (i = 0; i < li->nthreads; i++)
+		if (li->threads[i].reads + li->threads[i].writes >= kst_clo.min_accesses) {
+			busy++;
+			if (li->threads[i].writes)
+				busy_writer = True;
+		}
+	if (busy < 2 || !busy_writer) {
+		lines_quiet++;
+		return;
+	}
 	/* The object: where the lowest touched word of the line is. */
 	for (i = 0; i < li->nthreads; i++) {
 		uint64_t m = li->threads[i].rmask | li->threads[i].wmask;
 		if (m && (uint64_t)__builtin_ctzll(m) < lowest_word)
 			lowest_word = __builtin_ctzll(m);
 	}
-	o = object_of(li->line_addr + (lowest_word < 64 ? lowest_word : 0) * li->word_size);
+	o = object_of_line(li->line_addr + (lowest_word < 64 ? lowest_word : 0) * li->word_size);
 	if (o)
 		write_var(o);
 	for (i = 0; i < li->nsites; i++)
@@ -466,7 +498,8 @@ void kst_cache_fini(void)
 	tot.accesses += stack_accesses;
 	kst_out_printf("{\"rec\":\"total\",");
 	counts_out(&tot);
-	kst_out_printf(",\"stack_accesses\":%llu,\"contention_accesses\":%llu,\"shadow_bytes\":%lu}\n",
+	kst_out_printf(",\"stack_accesses\":%llu,\"contention_accesses\":%llu,\"shadow_bytes\":%lu,"
+		       "\"quiet_lines\":%llu,\"min_accesses\":%u}\n",
 		       stack_accesses, (ULong)(tot.misses + tot.invalidations),
-		       (unsigned long)ks_mt_shadow_bytes(mt));
+		       (unsigned long)ks_mt_shadow_bytes(mt), lines_quiet, kst_clo.min_accesses);
 }

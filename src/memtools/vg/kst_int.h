@@ -29,6 +29,7 @@ struct kst_opts {
 	Long freelist_vol;        /* memcheck quarantine, bytes */
 	Bool min_write, pad_smu, thread_isolation;
 	Bool leak_check;
+	UInt min_accesses;        /* falseshare: accesses per thread for a line to count */
 };
 extern struct kst_opts kst_clo;
 extern SizeT kst_redzone; /* effective client redzone, bytes */

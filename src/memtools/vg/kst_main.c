@@ -35,6 +35,7 @@ struct kst_opts kst_clo = {
 	.pad_smu = True,
 	.thread_isolation = True,
 	.leak_check = True,
+	.min_accesses = 100,
 };
 SizeT kst_redzone = 16;
 /* Highest thread id the program used (Valgrind reuses the ids of threads
@@ -127,7 +128,7 @@ void kst_sp_end(struct kst_sp *s)
 static Bool kst_process_cmd_line_option(const HChar *arg)
 {
 	const HChar *s;
-	Long n = 0;
+	Long v = 0; /* not "n": Valgrind's option macros declare an n inside */
 
 	if (VG_STR_CLO(arg, "--analysis", s)) {
 		if (VG_(strcmp)(s, "memcheck") == 0)
@@ -139,12 +140,14 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 		else
 			VG_(fmsg_bad_option)(arg, "expected memcheck, contention or falseshare\n");
 	} else if (VG_STR_CLO(arg, "--out", kst_clo.out)) {
-	} else if (VG_BINT_CLO(arg, "--line-size", n, 16, 4096)) {
-		if (n & (n - 1))
+	} else if (VG_BINT_CLO(arg, "--line-size", v, 16, 4096)) {
+		if (v & (v - 1))
 			VG_(fmsg_bad_option)(arg, "the line size must be a power of two\n");
-		kst_clo.line_size = (UInt)n;
+		kst_clo.line_size = (UInt)v;
 	} else if (VG_BINT_CLO(arg, "--freelist-vol", kst_clo.freelist_vol, 0,
 			       (Long)1 << 40)) {
+	} else if (VG_BINT_CLO(arg, "--min-accesses", v, 1, 1000000000)) {
+		kst_clo.min_accesses = (UInt)v;
 	} else if (VG_BOOL_CLO(arg, "--min-write", kst_clo.min_write)) {
 	} else if (VG_BOOL_CLO(arg, "--pad-smu", kst_clo.pad_smu)) {
 	} else if (VG_BOOL_CLO(arg, "--thread-isolation", kst_clo.thread_isolation)) {
@@ -163,6 +166,8 @@ static void kst_print_usage(void)
 "    --line-size=N             cache line size, bytes [64]\n"
 "    --freelist-vol=N          bytes of freed blocks kept unusable [20000000]\n"
 "    --leak-check=yes|no       look for leaks at exit [yes]\n"
+"    --min-accesses=N          falseshare: a shared line counts when two threads\n"
+"                              each accessed it N times [100]\n"
 "    --min-write=yes|no        test shadow words before writing them [yes]\n"
 "    --pad-smu=yes|no          pad shadow units to a cache line [yes]\n"
 "    --thread-isolation=yes|no per-thread counters merged at exit [yes]\n");
