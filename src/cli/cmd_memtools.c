@@ -432,8 +432,9 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	ks_err_clear(&err);
 	if (strcmp(cmd->name, "memcheck") != 0 &&
 	    (o->line_size & (o->line_size - 1)) != 0) {
-		ks_error("--line-size: '%" PRId64 "' is not a power of two; accepted: "
-			 "16, 32, 64, 128, 256, 512, 1024, 2048 or 4096", o->line_size);
+		ks_error("option --line-size: '%" PRId64 "' is not a power of two; "
+			 "accepted: 16, 32, 64, 128, 256, 512, 1024, 2048 or 4096",
+			 o->line_size);
 		return KS_EXIT_USAGE;
 	}
 	if (ks_find_program(ps->program[0], &prog, &err)) {

@@ -31,9 +31,14 @@ int ks_find_program(const char *prog, char **path, struct ks_err *err)
 	if (strchr(prog, '/')) {
 		rc = ks_check_path(prog, strlen(prog), KS_PATH_FILE | KS_PATH_EXEC, path,
 				   note, sizeof(note), err);
-		if (rc)
+		if (rc) {
+			char why[sizeof(err->msg)];
+
+			/* err->msg is both the argument and the destination. */
+			snprintf(why, sizeof(why), "%s", err->msg);
 			return ks_err_set(err, rc, "program: %s; accepted: an executable "
-					  "file", err->msg);
+					  "file", why);
+		}
 		return 0;
 	}
 	dirs = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");

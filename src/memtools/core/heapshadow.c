@@ -111,6 +111,12 @@ enum ks_hs_state ks_hs_get(const struct ks_hs *h, uintptr_t addr)
  * chunks it points to are what a store changes, and only ks_hs_store asks
  * for that.  Like the line shadow, an access is clipped at the top of the
  * address space rather than wrapping to address 0. */
+/* Views of state bytes as words (chunks are 64-byte aligned, so an
+ * aligned client address gives an aligned view). */
+typedef uint16_t __attribute__((may_alias)) ks_u16a;
+typedef uint32_t __attribute__((may_alias)) ks_u32a;
+typedef uint64_t __attribute__((may_alias)) ks_u64a;
+
 static enum ks_hs_state hs_access(const struct ks_hs *h, uintptr_t addr,
 				  unsigned size, bool store, uint64_t undef_in,
 				  uint64_t *undef, unsigned *bad_off)
@@ -121,6 +127,57 @@ static enum ks_hs_state hs_access(const struct ks_hs *h, uintptr_t addr,
 	unsigned char *ch, b, nb;
 	uintptr_t a, off;
 
+	/* The common case first: a naturally aligned access of up to 8
+	 * bytes to untracked memory, or to heap bytes all defined that stay
+	 * defined -- one table lookup and one compare. */
+	if ((size == 1 || size == 2 || size == 4 || size == 8) &&
+	    (addr & (size - 1)) == 0 && (!store || undef_in == 0)) {
+		const unsigned char *p;
+		bool all_defined;
+
+		ch = ks_mt_tab_get(&h->tab, addr >> KS_HS_SHIFT);
+		if (!ch) {
+			if (undef)
+				*undef = 0;
+			if (bad_off)
+				*bad_off = 0;
+			return KS_HS_UNTRACKED;
+		}
+		p = ch + (addr & KS_HS_MASK);
+		switch (size) {
+		case 1: all_defined = *p == KS_HS_DEFINED; break;
+		case 2: all_defined = *(const ks_u16a *)p == 0x0101u * KS_HS_DEFINED; break;
+		case 4: all_defined = *(const ks_u32a *)p == 0x01010101u * KS_HS_DEFINED; break;
+		default:
+			all_defined = *(const ks_u64a *)p ==
+				      UINT64_C(0x0101010101010101) * KS_HS_DEFINED;
+			break;
+		}
+		if (all_defined) {
+			if (undef)
+				*undef = 0;
+			if (bad_off)
+				*bad_off = 0;
+			return KS_HS_DEFINED;
+		}
+		if (store) {
+			/* Writing defined data over heap bytes (the first
+			 * write of a fresh block): all of them become
+			 * defined, unless one is unaddressable or untracked. */
+			unsigned k;
+			for (k = 0; k < size; k++)
+				if (p[k] != KS_HS_DEFINED && p[k] != KS_HS_UNDEF)
+					break;
+			if (k == size) {
+				unsigned char *w = ch + (addr & KS_HS_MASK);
+				for (k = 0; k < size; k++)
+					w[k] = KS_HS_DEFINED;
+				if (bad_off)
+					*bad_off = 0;
+				return KS_HS_DEFINED;
+			}
+		}
+	}
 	if (size > KS_HS_MAX_ACCESS)
 		size = KS_HS_MAX_ACCESS;
 	if (size > room(addr))

@@ -17,21 +17,21 @@ int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 		 const struct ks_mtr_opts *o, FILE *text,
 		 struct ks_mtr_summary *sum, struct ks_err *err)
 {
-	struct mtr_run *r = calloc(1, sizeof(*r));
+	struct ks_mtr_run *r = calloc(1, sizeof(*r));
 	unsigned long filtered = 0;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
 	if (!r)
 		return ks_err_set(err, -ENOMEM, "out of memory");
-	rc = mtr_read(r, findings_path, err);
+	rc = ks_mtr_read(r, findings_path, err);
 	if (!rc)
-		rc = mtr_views(r, o, err);
+		rc = ks_mtr_views(r, o, err);
 	if (rc)
 		goto out;
 
 	snprintf(sum->analysis, sizeof(sum->analysis), "%s",
-		 mtr_analysis_names[r->start.analysis]);
+		 ks_mtr_analysis_names[r->start.analysis]);
 	for (size_t i = 0; i < r->nerrors; i++)
 		filtered += r->errors[i].filtered;
 	sum->errors = r->nreported;
@@ -39,15 +39,15 @@ int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 	sum->false_lines = r->false_lines;
 	sum->truncated = r->truncated;
 
-	rc = mtr_write_text(r, o, rd, text, err);
+	rc = ks_mtr_write_text(r, o, rd, text, err);
 	if (!rc)
-		rc = mtr_write_json(r, o, rd, err);
+		rc = ks_mtr_write_json(r, o, rd, err);
 	if (!rc)
-		rc = mtr_write_sarif(r, o, rd, err);
+		rc = ks_mtr_write_sarif(r, o, rd, err);
 	if (!rc && o->xml && r->start.analysis == MTR_MEMCHECK)
-		rc = mtr_write_xml(r, o, rd, err);
+		rc = ks_mtr_write_xml(r, o, rd, err);
 out:
-	mtr_run_free(r);
+	ks_mtr_run_free(r);
 	free(r);
 	return rc;
 }

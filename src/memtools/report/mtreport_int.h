@@ -1,7 +1,7 @@
 /*
  * Private to src/memtools/report: the in-memory model of a findings.jsonl
  * file (docs/formats.md, "Memory-tool run directories") and the helpers
- * the four writers share.  mtreport_read.c fills struct mtr_run, checking
+ * the four writers share.  mtreport_read.c fills struct ks_mtr_run, checking
  * every field; mtreport_views.c derives what more than one writer prints
  * (the false-sharing objects and views, sorted contention tables); the
  * writers (mtreport_text.c, _json.c, _sarif.c, _xml.c) only read.  No
@@ -32,55 +32,57 @@
 /* Arena, id map, growing arrays                                       */
 /* ------------------------------------------------------------------ */
 
-struct mtr_arena_chunk;
+struct ks_mtr_arena_chunk;
 
-struct mtr_arena {
-	struct mtr_arena_chunk *head; /* newest chunk first */
+struct ks_mtr_arena {
+	struct ks_mtr_arena_chunk *head; /* newest chunk first */
 	size_t used, size;            /* in head */
 };
 
-void *mtr_arena_alloc(struct mtr_arena *a, size_t size); /* aligned for any type; NULL if out of memory */
-char *mtr_arena_strdup(struct mtr_arena *a, const char *s);
-void mtr_arena_free(struct mtr_arena *a);
+/* size bytes aligned for any type, NULL if out of memory; freed with the
+ * arena. */
+void *ks_mtr_arena_alloc(struct ks_mtr_arena *a, size_t size);
+char *ks_mtr_arena_strdup(struct ks_mtr_arena *a, const char *s);
+void ks_mtr_arena_free(struct ks_mtr_arena *a);
 
 /* An open-addressing hash map from a 64-bit key to a 32-bit value. */
-struct mtr_map {
+struct ks_mtr_map {
 	uint64_t *keys;
 	uint32_t *vals;     /* MTR_NONE marks an empty slot */
 	size_t cap, count;  /* cap is 0 or a power of two */
 };
 
 /* The value stored for key, or MTR_NONE. */
-uint32_t mtr_map_get(const struct mtr_map *m, uint64_t key);
+uint32_t ks_mtr_map_get(const struct ks_mtr_map *m, uint64_t key);
 /* Stores key -> val (val != MTR_NONE); replaces an existing value.
  * 0 or -ENOMEM. */
-int mtr_map_put(struct mtr_map *m, uint64_t key, uint32_t val);
-void mtr_map_free(struct mtr_map *m);
+int ks_mtr_map_put(struct ks_mtr_map *m, uint64_t key, uint32_t val);
+void ks_mtr_map_free(struct ks_mtr_map *m);
 
 /* Makes room for one more element in the array *p of *n elements (of
  * size elem, capacity *cap).  Returns the new (zeroed) element, NULL if
  * out of memory; *n is incremented. */
-void *mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem);
+void *ks_mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem);
 
 /* ------------------------------------------------------------------ */
 /* The model                                                           */
 /* ------------------------------------------------------------------ */
 
-enum mtr_analysis { MTR_MEMCHECK, MTR_CONTENTION, MTR_FALSESHARE };
+enum ks_mtr_analysis { MTR_MEMCHECK, MTR_CONTENTION, MTR_FALSESHARE };
 
-struct mtr_frame {
+struct ks_mtr_frame {
 	uint64_t ip;
 	const char *fn, *obj, *file, *dir; /* NULL when absent */
 	unsigned long line;                /* 0 when absent */
 };
 
-struct mtr_stack {
+struct ks_mtr_stack {
 	long long id;               /* as in the file */
 	uint32_t nframes;           /* >= 1 */
-	struct mtr_frame *frames;   /* innermost first; in the arena */
+	struct ks_mtr_frame *frames;   /* innermost first; in the arena */
 };
 
-enum mtr_ekind {
+enum ks_mtr_ekind {
 	MTR_E_INVALID_READ,
 	MTR_E_INVALID_WRITE,
 	MTR_E_USE_AFTER_FREE,
@@ -94,7 +96,7 @@ enum mtr_ekind {
 	MTR_E_COUNT
 };
 
-struct mtr_block {
+struct ks_mtr_block {
 	uint64_t addr, size;
 	long long offset;    /* address - block start; negative before it */
 	bool freed;          /* state "freed" (else "alloc") */
@@ -102,80 +104,80 @@ struct mtr_block {
 	uint32_t free_stack; /* MTR_NONE if absent */
 };
 
-struct mtr_error {
-	enum mtr_ekind kind;
+struct ks_mtr_error {
+	enum ks_mtr_ekind kind;
 	long long tid;
 	uint64_t count;       /* >= 1 */
 	uint32_t stack;
 	bool has_size, has_addr, has_block;
 	bool write;           /* use-after-free: the access was a write */
 	uint64_t size, addr;
-	struct mtr_block block;
+	struct ks_mtr_block block;
 	const char *syscall, *param; /* uninit-syscall */
 	bool filtered;        /* dropped by the filter: reported nowhere */
 };
 
-struct mtr_leak {
-	enum mtr_ekind kind;  /* MTR_E_LEAK_* */
+struct ks_mtr_leak {
+	enum ks_mtr_ekind kind;  /* MTR_E_LEAK_* */
 	uint64_t bytes, blocks;
 	uint32_t stack;
 };
 
-struct mtr_counts {
+struct ks_mtr_counts {
 	uint64_t accesses, reads, writes, cold_misses, misses, invalidations;
 };
 
-struct mtr_thread {
+struct ks_mtr_thread {
 	long long tid;
-	struct mtr_counts c;
+	struct ks_mtr_counts c;
 };
 
-struct mtr_site {
+struct ks_mtr_site {
 	uint32_t stack;
-	struct mtr_counts c;
+	struct ks_mtr_counts c;
 };
 
-enum mtr_vkind { MTR_V_HEAP, MTR_V_GLOBAL, MTR_V_STACK, MTR_V_UNKNOWN };
+enum ks_mtr_vkind { MTR_V_HEAP, MTR_V_GLOBAL, MTR_V_STACK, MTR_V_UNKNOWN };
 
-struct mtr_var {
+struct ks_mtr_var {
 	long long id;
-	enum mtr_vkind kind;
+	enum ks_mtr_vkind kind;
 	uint64_t addr, size;
 	const char *name, *obj;  /* NULL when absent */
 	uint32_t alloc_stack;    /* MTR_NONE when absent */
 };
 
-struct mtr_object {
+struct ks_mtr_object {
 	long long var_id;
 	uint32_t var;            /* resolved after reading */
 	uint64_t cold_misses, misses, invalidations;
 	unsigned long lineno;    /* of its record, for messages */
 };
 
-enum mtr_verdict { MTR_FALSE, MTR_TRUE, MTR_MIXED };
+enum ks_mtr_verdict { MTR_FALSE, MTR_TRUE, MTR_MIXED };
 
-struct mtr_lthread {
+struct ks_mtr_lthread {
 	long long tid;
 	uint64_t *read, *write;  /* word masks, bit i = word i; nmask words each */
 	uint64_t reads, writes;
 };
 
-struct mtr_line {
+struct ks_mtr_line {
 	uint64_t addr;
 	bool has_var;
 	long long var_id;
 	uint32_t var;            /* resolved, or MTR_NONE */
-	enum mtr_verdict verdict;
+	enum ks_mtr_verdict verdict;
 	unsigned word_size;
 	unsigned nwords;         /* line_size / word_size */
 	unsigned nmask;          /* 64-bit words per mask */
 	uint32_t nthreads;
-	struct mtr_lthread *threads; /* in the arena */
+	struct ks_mtr_lthread *threads; /* in the arena */
 	uint64_t misses, invalidations, potential;
 	unsigned long lineno;
 };
 
-struct mtr_access {
+struct ks_mtr_access {
 	uint64_t line_addr;
 	uint32_t line;           /* resolved */
 	bool has_var;
@@ -187,13 +189,13 @@ struct mtr_access {
 	unsigned long lineno;
 };
 
-struct mtr_total {
+struct ks_mtr_total {
 	bool present;
-	struct mtr_counts c;
+	struct ks_mtr_counts c;
 	uint64_t contention_accesses;
 };
 
-struct mtr_end {
+struct ks_mtr_end {
 	bool present;
 	bool signaled;           /* how: "signal" (else "exit") */
 	long long code;          /* exit code or signal number */
@@ -203,8 +205,8 @@ struct mtr_end {
 	uint64_t shadow_bytes, threads;
 };
 
-struct mtr_start {
-	enum mtr_analysis analysis;
+struct ks_mtr_start {
+	enum ks_mtr_analysis analysis;
 	long long pid;
 	const char *exe;
 	const char **argv;       /* argc entries, in the arena */
@@ -215,81 +217,81 @@ struct mtr_start {
 	int min_write, pad_smu, thread_isolation; /* -1 absent, 0, 1 */
 };
 
-struct mtr_fctx {
+struct ks_mtr_fctx {
 	uint32_t stack;
 	uint64_t count;          /* reads + writes from this context */
 };
 
 /* A falsely shared object: a variable (or, for lines without one, the
  * line itself) with at least one line whose verdict is false or mixed. */
-struct mtr_fobj {
+struct ks_mtr_fobj {
 	uint32_t var;            /* MTR_NONE: no variable, see line */
 	uint32_t line;           /* var == MTR_NONE: the line it stands for */
 	uint32_t *lines;         /* its false or mixed lines, ascending address */
 	size_t nlines, cap_lines;
-	enum mtr_verdict verdict; /* MTR_MIXED if any line is mixed */
+	enum ks_mtr_verdict verdict; /* MTR_MIXED if any line is mixed */
 	uint64_t potential, misses, invalidations; /* summed over its lines */
 	uint64_t count;          /* reads + writes of its access records */
-	struct mtr_fctx *contexts; /* distinct context stacks, by count descending */
+	struct ks_mtr_fctx *contexts; /* distinct context stacks, by count descending */
 	size_t ncontexts, cap_contexts;
-	const struct mtr_frame **srclines; /* distinct file:line of the contexts' first
+	const struct ks_mtr_frame **srclines; /* distinct file:line of the contexts' first
 					      frames with a line, in context order */
 	size_t nsrclines;
 };
 
 /* One row of the false-sharing views: (variable, context), summed over
  * access records (and, for the per-thread view, one thread). */
-struct mtr_fentry {
+struct ks_mtr_fentry {
 	long long tid;           /* per-thread view; 0 otherwise */
 	uint32_t fobj, context;
 	uint64_t reads, writes;
 };
 
-struct mtr_run {
+struct ks_mtr_run {
 	const char *path;         /* findings.jsonl as given */
-	struct mtr_arena arena;
-	struct mtr_start start;
+	struct ks_mtr_arena arena;
+	struct ks_mtr_start start;
 	bool started;
-	struct mtr_end end;
+	struct ks_mtr_end end;
 	bool truncated;           /* no end record */
 	bool partial_last;        /* an unterminated last line was dropped */
 
-	struct mtr_stack *stacks;  size_t nstacks, cap_stacks;
-	struct mtr_map stack_ids;  /* id -> index */
-	struct mtr_var *vars;      size_t nvars, cap_vars;
-	struct mtr_map var_ids;
-	struct mtr_error *errors;  size_t nerrors, cap_errors;
-	struct mtr_leak *leaks;    size_t nleaks, cap_leaks;
-	struct mtr_thread *threads; size_t nthreads, cap_threads;
-	struct mtr_map thread_ids;
-	struct mtr_site *sites;    size_t nsites, cap_sites;
-	struct mtr_object *objects; size_t nobjects, cap_objects;
-	struct mtr_total total;
-	struct mtr_line *lines;    size_t nlines, cap_lines;
-	struct mtr_map line_addrs;
-	struct mtr_access *accesses; size_t naccesses, cap_accesses;
+	struct ks_mtr_stack *stacks;  size_t nstacks, cap_stacks;
+	struct ks_mtr_map stack_ids;  /* id -> index */
+	struct ks_mtr_var *vars;      size_t nvars, cap_vars;
+	struct ks_mtr_map var_ids;
+	struct ks_mtr_error *errors;  size_t nerrors, cap_errors;
+	struct ks_mtr_leak *leaks;    size_t nleaks, cap_leaks;
+	struct ks_mtr_thread *threads; size_t nthreads, cap_threads;
+	struct ks_mtr_map thread_ids;
+	struct ks_mtr_site *sites;    size_t nsites, cap_sites;
+	struct ks_mtr_object *objects; size_t nobjects, cap_objects;
+	struct ks_mtr_total total;
+	struct ks_mtr_line *lines;    size_t nlines, cap_lines;
+	struct ks_mtr_map line_addrs;
+	struct ks_mtr_access *accesses; size_t naccesses, cap_accesses;
 
 	/* Derived (mtreport_views.c). */
 	unsigned long nreported;   /* memcheck error contexts not filtered */
 	uint64_t occurrences;      /* their counts summed, plus one per leak */
 	uint32_t *leak_order;      /* leaks, bytes ascending (as Valgrind) */
 	uint32_t *site_order, *object_order; /* by misses + invalidations, descending */
-	struct mtr_counts sum;     /* the total record, or threads summed */
+	struct ks_mtr_counts sum;     /* the total record, or threads summed */
 	bool has_contention;       /* sum came with contention_accesses */
 	uint64_t contention_accesses;
-	struct mtr_fobj *fobjs;    size_t nfobjs; /* sorted, see mtreport_views.c */
-	struct mtr_fentry *global; size_t nglobal;   /* global-all-threads-info */
-	struct mtr_fentry *per_thread; size_t nper_thread; /* by tid, then count */
+	struct ks_mtr_fobj *fobjs;    size_t nfobjs; /* sorted, see mtreport_views.c */
+	struct ks_mtr_fentry *global; size_t nglobal;   /* global-all-threads-info */
+	struct ks_mtr_fentry *per_thread; size_t nper_thread; /* by tid, then count */
 	uint32_t *compact; /* fobj indexes, by count descending (compact view) */
 	uint32_t *true_lines; size_t ntrue; /* lines with verdict true */
 	unsigned long false_lines;
 };
 
 /* Reads and checks the file; on failure err says which line and why. */
-int mtr_read(struct mtr_run *r, const char *path, struct ks_err *err);
+int ks_mtr_read(struct ks_mtr_run *r, const char *path, struct ks_err *err);
 /* Computes the derived fields; o->filter marks filtered errors. */
-int mtr_views(struct mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err);
-void mtr_run_free(struct mtr_run *r);
+int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err);
+void ks_mtr_run_free(struct ks_mtr_run *r);
 
 /* ------------------------------------------------------------------ */
 /* Buffered output                                                     */
@@ -297,7 +299,7 @@ void mtr_run_free(struct mtr_run *r);
 
 /* Collects output and hands it to the outfile (and the tee, if any) in
  * large writes: report.json of 100k errors is millions of small pieces. */
-struct mtr_out {
+struct ks_mtr_out {
 	struct ks_outfile *of;
 	FILE *tee;                /* also written here (report.txt), or NULL */
 	char buf[65536];
@@ -305,128 +307,133 @@ struct mtr_out {
 	int error;                /* first failure of tee; of keeps its own */
 };
 
-void mtr_put_slow(struct mtr_out *o, const char *s, size_t len);
+void ks_mtr_put_slow(struct ks_mtr_out *o, const char *s, size_t len);
 
 /* Appends len bytes: a copy into the buffer unless it is full.  Inline
  * because the writers call it for every few bytes. */
-static inline void mtr_put(struct mtr_out *o, const char *s, size_t len)
+static inline void ks_mtr_put(struct ks_mtr_out *o, const char *s, size_t len)
 {
 	if (len <= sizeof(o->buf) - o->len) {
 		memcpy(o->buf + o->len, s, len);
 		o->len += len;
 	} else {
-		mtr_put_slow(o, s, len);
+		ks_mtr_put_slow(o, s, len);
 	}
 }
 
-static inline void mtr_puts(struct mtr_out *o, const char *s)
+static inline void ks_mtr_puts(struct ks_mtr_out *o, const char *s)
 {
-	mtr_put(o, s, strlen(s));
+	ks_mtr_put(o, s, strlen(s));
 }
 
-void mtr_printf(struct mtr_out *o, const char *fmt, ...)
+void ks_mtr_printf(struct ks_mtr_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void mtr_flush(struct mtr_out *o);
+void ks_mtr_flush(struct ks_mtr_out *o);
+/* The length of the valid UTF-8 sequence starting at p (1 for ASCII),
+ * or 0 if none starts there. */
+size_t ks_mtr_utf8_seq(const char *p);
 /* Writes s with control characters as \xNN (text report). */
-void mtr_put_text(struct mtr_out *o, const char *s);
+void ks_mtr_put_text(struct ks_mtr_out *o, const char *s);
 
 /* A streaming JSON writer in jansson's layout (indent 2, "key": value):
  * containers are opened and closed here and scalars written directly, so
  * a report of any size never exists as one tree (100k errors with their
  * stacks would be millions of jansson objects).  Small subtrees can still
  * be built with jansson and put in place.  A container opened "flat" is
- * written on one line, compact, with everything inside it (SARIF results:
- * one per line). */
+ * written on one line with everything inside it (a stack frame, a SARIF
+ * result), as ", " and ": " or, tight, "," and ":". */
 #define MTR_JW_DEPTH 16
-struct mtr_jw {
-	struct mtr_out *o;
+struct ks_mtr_jw {
+	struct ks_mtr_out *o;
 	int depth;
 	bool first[MTR_JW_DEPTH]; /* nothing written yet at this level */
 	bool array[MTR_JW_DEPTH];
 	bool flat[MTR_JW_DEPTH];
+	bool tight;               /* flat containers without spaces (SARIF) */
 };
 
-void mtr_jw_init(struct mtr_jw *w, struct mtr_out *o); /* opens the top object */
-void mtr_jw_finish(struct mtr_jw *w);                    /* closes it, newline */
+void ks_mtr_jw_init(struct ks_mtr_jw *w, struct ks_mtr_out *o); /* opens the top object */
+void ks_mtr_jw_finish(struct ks_mtr_jw *w);                    /* closes it, newline */
 /* key is a literal identifier (written as is) or NULL inside arrays. */
-void mtr_jw_object(struct mtr_jw *w, const char *key);
-void mtr_jw_array(struct mtr_jw *w, const char *key);
-void mtr_jw_object_flat(struct mtr_jw *w, const char *key);
-void mtr_jw_end(struct mtr_jw *w);
+void ks_mtr_jw_object(struct ks_mtr_jw *w, const char *key);
+void ks_mtr_jw_array(struct ks_mtr_jw *w, const char *key);
+void ks_mtr_jw_object_flat(struct ks_mtr_jw *w, const char *key);
+void ks_mtr_jw_array_flat(struct ks_mtr_jw *w, const char *key);
+void ks_mtr_jw_end(struct ks_mtr_jw *w);
 /* Writes v (a reference is stolen; NULL writes null: jansson's
  * constructors return NULL only when out of memory, which then shows as
  * a null rather than a crash). */
-void mtr_jw_put(struct mtr_jw *w, const char *key, json_t *v);
-void mtr_jw_str(struct mtr_jw *w, const char *key, const char *s); /* NULL: null */
-void mtr_jw_uint(struct mtr_jw *w, const char *key, uint64_t v);
-void mtr_jw_int(struct mtr_jw *w, const char *key, long long v);
-void mtr_jw_bool(struct mtr_jw *w, const char *key, bool v);
-void mtr_jw_addr(struct mtr_jw *w, const char *key, uint64_t v); /* "0x..." */
+void ks_mtr_jw_put(struct ks_mtr_jw *w, const char *key, json_t *v);
+void ks_mtr_jw_str(struct ks_mtr_jw *w, const char *key, const char *s); /* NULL: null */
+void ks_mtr_jw_uint(struct ks_mtr_jw *w, const char *key, uint64_t v);
+void ks_mtr_jw_int(struct ks_mtr_jw *w, const char *key, long long v);
+void ks_mtr_jw_bool(struct ks_mtr_jw *w, const char *key, bool v);
+void ks_mtr_jw_addr(struct ks_mtr_jw *w, const char *key, uint64_t v); /* "0x..." */
 
 /* ------------------------------------------------------------------ */
 /* Shared wording and helpers                                          */
 /* ------------------------------------------------------------------ */
 
-extern const char *const mtr_analysis_names[3];
-extern const char *const mtr_ekind_names[MTR_E_COUNT];   /* the file's kinds */
-extern const char *const mtr_verdict_names[3];
-extern const char *const mtr_vkind_names[4];
+extern const char *const ks_mtr_analysis_names[3];
+extern const char *const ks_mtr_ekind_names[MTR_E_COUNT];   /* the file's kinds */
+extern const char *const ks_mtr_verdict_names[3];
+extern const char *const ks_mtr_vkind_names[4];
 
 /* "0x4a5b0a8" */
-void mtr_hex(char buf[19], uint64_t v);
+void ks_mtr_hex(char buf[19], uint64_t v);
 /* JSON integer of a count (json_int_t; counts are read as such). */
-json_t *mtr_json_u64(uint64_t v);
+json_t *ks_mtr_json_u64(uint64_t v);
 /* The primary description of an error (Valgrind's wording), e.g.
  * "Invalid read of size 4"; buf of at least 256 bytes. */
-void mtr_error_what(const struct mtr_error *e, char *buf, size_t size);
+void ks_mtr_error_what(const struct ks_mtr_error *e, char *buf, size_t size);
 /* Valgrind's block description without the leading space: "Address
  * 0x... is 4 bytes after a block of size 40 alloc'd", or, with no block,
  * "Address 0x... is not inside a known heap block"; "" when the error has
  * no address. */
-void mtr_error_where(const struct mtr_error *e, char *buf, size_t size);
+void ks_mtr_error_where(const struct ks_mtr_error *e, char *buf, size_t size);
 /* Valgrind's XML <kind> of an error or leak. */
-const char *mtr_xml_kind(enum mtr_ekind k, bool write);
+const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write);
 /* "17 bytes in 1 blocks are definitely lost" */
-void mtr_leak_what(const struct mtr_leak *l, char *buf, size_t size);
+void ks_mtr_leak_what(const struct ks_mtr_leak *l, char *buf, size_t size);
 /* The first frame with a line number, or NULL. */
-const struct mtr_frame *mtr_stack_line_frame(const struct mtr_stack *s);
+const struct ks_mtr_frame *ks_mtr_stack_line_frame(const struct ks_mtr_stack *s);
 /* "counter (global, 8 bytes)", "heap block of 64 bytes allocated at
  * make (c.c:8)"; a variable-less object: "unknown object on line 0x..". */
-void mtr_fobj_name(const struct mtr_run *r, const struct mtr_fobj *f,
-		   char *buf, size_t size);
-void mtr_var_name(const struct mtr_run *r, const struct mtr_var *v,
-		  char *buf, size_t size);
+void ks_mtr_fobj_name(const struct ks_mtr_run *r, const struct ks_mtr_fobj *f,
+		      char *buf, size_t size);
+void ks_mtr_var_name(const struct ks_mtr_run *r, const struct ks_mtr_var *v,
+		     char *buf, size_t size);
 /* "fn (file:line)", "fn (in obj)", "???" */
-void mtr_frame_where(const struct mtr_frame *f, char *buf, size_t size);
+void ks_mtr_frame_where(const struct ks_mtr_frame *f, char *buf, size_t size);
 /* Where a context stack points: its first frame with a line, else its
- * first frame, as mtr_frame_where says it. */
-void mtr_context_where(const struct mtr_run *r, uint32_t stack, char *buf,
-		       size_t size);
+ * first frame, as ks_mtr_frame_where says it. */
+void ks_mtr_context_where(const struct ks_mtr_run *r, uint32_t stack, char *buf,
+			  size_t size);
 /* "Process 1234 exited with code 0", "... was killed by signal 11
  * (SIGSEGV)", or, without an end record, "... did not finish ...". */
-void mtr_exit_text(const struct mtr_run *r, char *buf, size_t size);
+void ks_mtr_exit_text(const struct ks_mtr_run *r, char *buf, size_t size);
 /* The address range an object covers. */
-void mtr_fobj_range(const struct mtr_run *r, const struct mtr_fobj *f,
-		    uint64_t *addr, uint64_t *size);
+void ks_mtr_fobj_range(const struct ks_mtr_run *r, const struct ks_mtr_fobj *f,
+		       uint64_t *addr, uint64_t *size);
 /* The file name for locations: dir/file when dir is known and file is
  * relative, else file; NULL when the frame has no file. */
-char *mtr_frame_path(const struct mtr_frame *f, char *buf, size_t size);
-uint64_t mtr_score(const struct mtr_counts *c); /* misses + invalidations */
+char *ks_mtr_frame_path(const struct ks_mtr_frame *f, char *buf, size_t size);
+uint64_t ks_mtr_score(const struct ks_mtr_counts *c); /* misses + invalidations */
 
 /* The writers.  Each returns 0 or a negative errno with err set; they
  * commit their file or leave nothing behind. */
-int mtr_write_text(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		   struct ks_rundir *rd, FILE *text, struct ks_err *err);
-int mtr_write_json(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		   struct ks_rundir *rd, struct ks_err *err);
-int mtr_write_sarif(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		    struct ks_rundir *rd, struct ks_err *err);
-int mtr_write_xml(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		  struct ks_rundir *rd, struct ks_err *err);
+int ks_mtr_write_text(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		      struct ks_rundir *rd, FILE *text, struct ks_err *err);
+int ks_mtr_write_json(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		      struct ks_rundir *rd, struct ks_err *err);
+int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		       struct ks_rundir *rd, struct ks_err *err);
+int ks_mtr_write_xml(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		     struct ks_rundir *rd, struct ks_err *err);
 
 /* Opens name in rd with o writing to it; commit closes it for good. */
-int mtr_out_open(struct mtr_out *o, struct ks_outfile *of, FILE *tee,
-		 struct ks_rundir *rd, const char *name, struct ks_err *err);
-int mtr_out_commit(struct mtr_out *o, struct ks_err *err);
+int ks_mtr_out_open(struct ks_mtr_out *o, struct ks_outfile *of, FILE *tee,
+		    struct ks_rundir *rd, const char *name, struct ks_err *err);
+int ks_mtr_out_commit(struct ks_mtr_out *o, struct ks_err *err);
 
 #endif

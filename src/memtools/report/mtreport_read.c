@@ -32,7 +32,7 @@
 
 /* The reader's state while it walks the file. */
 struct rd {
-	struct mtr_run *r;
+	struct ks_mtr_run *r;
 	struct ks_err *err;
 	unsigned long lineno;
 	char label[96];      /* "error record", "line record: threads[2]"; "" between records */
@@ -155,7 +155,7 @@ static int get_str(struct rd *d, json_t *o, const char *key, bool required,
 		return required ? bad(d, "'%s' is missing", key) : 1;
 	if (!json_is_string(v))
 		return bad(d, "'%s' is not a string", key);
-	s = mtr_arena_strdup(&d->r->arena, json_string_value(v));
+	s = ks_mtr_arena_strdup(&d->r->arena, json_string_value(v));
 	if (!s)
 		return oom(d);
 	*out = s;
@@ -203,14 +203,14 @@ static int get_stack(struct rd *d, json_t *o, const char *key, bool required,
 
 	if (rc)
 		return rc;
-	*out = mtr_map_get(&d->r->stack_ids, (uint64_t)id);
+	*out = ks_mtr_map_get(&d->r->stack_ids, (uint64_t)id);
 	if (*out == MTR_NONE)
 		return bad(d, "'%s' refers to stack %lld, which is not defined before this "
 			   "line", key, id);
 	return 0;
 }
 
-static int get_counts(struct rd *d, json_t *o, struct mtr_counts *c)
+static int get_counts(struct rd *d, json_t *o, struct ks_mtr_counts *c)
 {
 	int rc;
 
@@ -241,7 +241,7 @@ static int get_mask(struct rd *d, json_t *o, const char *key, unsigned nwords,
 		return bad(d, "'%s' is not a string \"0x...\"", key);
 	s = json_string_value(v);
 	n = json_string_length(v);
-	m = mtr_arena_alloc(&d->r->arena, nmask * sizeof(*m));
+	m = ks_mtr_arena_alloc(&d->r->arena, nmask * sizeof(*m));
 	if (!m)
 		return oom(d);
 	memset(m, 0, nmask * sizeof(*m));
@@ -284,16 +284,16 @@ malformed:
 
 static int rec_start(struct rd *d, json_t *o)
 {
-	struct mtr_start *s = &d->r->start;
+	struct ks_mtr_start *s = &d->r->start;
 	long long v;
 	json_t *argv, *opts;
 	int rc, a;
 
 	if (d->r->started)
 		return bad(d, "a second start record");
-	if ((rc = get_enum(d, o, "analysis", true, mtr_analysis_names, 3, &a)))
+	if ((rc = get_enum(d, o, "analysis", true, ks_mtr_analysis_names, 3, &a)))
 		return rc;
-	s->analysis = (enum mtr_analysis)a;
+	s->analysis = (enum ks_mtr_analysis)a;
 	if ((rc = get_int(d, o, "format", true, LLONG_MIN, &v)))
 		return rc;
 	if (v != 1)
@@ -305,7 +305,7 @@ static int rec_start(struct rd *d, json_t *o)
 	if (!json_is_array(argv))
 		return bad(d, argv ? "'argv' is not an array" : "'argv' is missing");
 	s->argc = json_array_size(argv);
-	s->argv = mtr_arena_alloc(&d->r->arena, (s->argc + 1) * sizeof(*s->argv));
+	s->argv = ks_mtr_arena_alloc(&d->r->arena, (s->argc + 1) * sizeof(*s->argv));
 	if (!s->argv)
 		return oom(d);
 	for (size_t i = 0; i < s->argc; i++) {
@@ -313,7 +313,7 @@ static int rec_start(struct rd *d, json_t *o)
 
 		if (!json_is_string(e))
 			return bad(d, "'argv' element %zu is not a string", i);
-		s->argv[i] = mtr_arena_strdup(&d->r->arena, json_string_value(e));
+		s->argv[i] = ks_mtr_arena_strdup(&d->r->arena, json_string_value(e));
 		if (!s->argv[i])
 			return oom(d);
 	}
@@ -352,15 +352,15 @@ static int rec_start(struct rd *d, json_t *o)
 
 static int rec_stack(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_stack *s;
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_stack *s;
 	json_t *frames;
 	long long id;
 	int rc;
 
 	if ((rc = get_int(d, o, "id", true, LLONG_MIN, &id)))
 		return rc;
-	if (mtr_map_get(&r->stack_ids, (uint64_t)id) != MTR_NONE)
+	if (ks_mtr_map_get(&r->stack_ids, (uint64_t)id) != MTR_NONE)
 		return bad(d, "stack %lld is defined twice", id);
 	frames = json_object_get(o, "frames");
 	if (!json_is_array(frames))
@@ -371,17 +371,17 @@ static int rec_stack(struct rd *d, json_t *o)
 		return bad(d, "stack %lld has too many frames", id);
 	if (r->nstacks >= UINT32_MAX - 1)
 		return bad(d, "too many stacks");
-	s = mtr_vec_push(&r->stacks, &r->nstacks, &r->cap_stacks, sizeof(*s));
+	s = ks_mtr_vec_push(&r->stacks, &r->nstacks, &r->cap_stacks, sizeof(*s));
 	if (!s)
 		return oom(d);
 	s->id = id;
 	s->nframes = (uint32_t)json_array_size(frames);
-	s->frames = mtr_arena_alloc(&r->arena, s->nframes * sizeof(*s->frames));
+	s->frames = ks_mtr_arena_alloc(&r->arena, s->nframes * sizeof(*s->frames));
 	if (!s->frames)
 		return oom(d);
 	for (uint32_t i = 0; i < s->nframes; i++) {
 		json_t *f = json_array_get(frames, i);
-		struct mtr_frame *fr = &s->frames[i];
+		struct ks_mtr_frame *fr = &s->frames[i];
 		long long line;
 
 		memset(fr, 0, sizeof(*fr));
@@ -403,22 +403,22 @@ static int rec_stack(struct rd *d, json_t *o)
 								     : (unsigned long)line;
 	}
 	label(d, "stack record");
-	if (mtr_map_put(&r->stack_ids, (uint64_t)id, (uint32_t)(r->nstacks - 1)))
+	if (ks_mtr_map_put(&r->stack_ids, (uint64_t)id, (uint32_t)(r->nstacks - 1)))
 		return oom(d);
 	return 0;
 }
 
 static int rec_var(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_var v = { .alloc_stack = MTR_NONE };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_var v = { .alloc_stack = MTR_NONE };
 	int rc, kind;
 
 	if ((rc = get_int(d, o, "id", true, LLONG_MIN, &v.id)))
 		return rc;
-	if (mtr_map_get(&r->var_ids, (uint64_t)v.id) != MTR_NONE)
+	if (ks_mtr_map_get(&r->var_ids, (uint64_t)v.id) != MTR_NONE)
 		return bad(d, "var %lld is defined twice", v.id);
-	if ((rc = get_enum(d, o, "kind", true, mtr_vkind_names, 4, &kind)) ||
+	if ((rc = get_enum(d, o, "kind", true, ks_mtr_vkind_names, 4, &kind)) ||
 	    (rc = get_addr(d, o, "addr", true, &v.addr)) ||
 	    (rc = get_count(d, o, "size", true, &v.size)) ||
 	    (rc = get_str(d, o, "name", false, &v.name)) < 0 ||
@@ -427,12 +427,12 @@ static int rec_var(struct rd *d, json_t *o)
 		return rc;
 	if (rc == 1)
 		v.alloc_stack = MTR_NONE;
-	v.kind = (enum mtr_vkind)kind;
+	v.kind = (enum ks_mtr_vkind)kind;
 	if (r->nvars >= UINT32_MAX - 1)
 		return bad(d, "too many variables");
-	struct mtr_var *p = mtr_vec_push(&r->vars, &r->nvars, &r->cap_vars, sizeof(*p));
+	struct ks_mtr_var *p = ks_mtr_vec_push(&r->vars, &r->nvars, &r->cap_vars, sizeof(*p));
 
-	if (!p || mtr_map_put(&r->var_ids, (uint64_t)v.id, (uint32_t)(r->nvars - 1)))
+	if (!p || ks_mtr_map_put(&r->var_ids, (uint64_t)v.id, (uint32_t)(r->nvars - 1)))
 		return oom(d);
 	*p = v;
 	return 0;
@@ -440,7 +440,7 @@ static int rec_var(struct rd *d, json_t *o)
 
 static int rec_end(struct rd *d, json_t *o)
 {
-	struct mtr_end *e = &d->r->end;
+	struct ks_mtr_end *e = &d->r->end;
 	json_t *x = json_object_get(o, "exit"), *h;
 	int rc, how;
 	static const char *const hows[] = { "exit", "signal" };
@@ -482,16 +482,16 @@ static int rec_end(struct rd *d, json_t *o)
 
 static int rec_error(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_error e = { 0 };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_error e = { 0 };
 	long long count;
 	json_t *b;
 	int rc, kind;
 
 	/* Leak kinds have their own record. */
-	if ((rc = get_enum(d, o, "kind", true, mtr_ekind_names, MTR_E_LEAK_DEFINITE, &kind)))
+	if ((rc = get_enum(d, o, "kind", true, ks_mtr_ekind_names, MTR_E_LEAK_DEFINITE, &kind)))
 		return rc;
-	e.kind = (enum mtr_ekind)kind;
+	e.kind = (enum ks_mtr_ekind)kind;
 	if ((rc = get_int(d, o, "tid", true, 0, &e.tid)) ||
 	    (rc = get_stack(d, o, "stack", true, &e.stack)) ||
 	    (rc = get_int(d, o, "count", true, 1, &count)))
@@ -556,8 +556,8 @@ static int rec_error(struct rd *d, json_t *o)
 	if (e.kind == MTR_E_USE_AFTER_FREE && !(e.has_block && e.block.freed))
 		return bad(d, "use-after-free without a freed 'block'");
 
-	struct mtr_error *p = mtr_vec_push(&r->errors, &r->nerrors, &r->cap_errors,
-					   sizeof(*p));
+	struct ks_mtr_error *p = ks_mtr_vec_push(&r->errors, &r->nerrors, &r->cap_errors,
+						 sizeof(*p));
 
 	if (!p)
 		return oom(d);
@@ -567,19 +567,19 @@ static int rec_error(struct rd *d, json_t *o)
 
 static int rec_leak(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_leak l = { 0 };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_leak l = { 0 };
 	int rc, kind;
 
-	if ((rc = get_enum(d, o, "kind", true, mtr_ekind_names + MTR_E_LEAK_DEFINITE, 2,
+	if ((rc = get_enum(d, o, "kind", true, ks_mtr_ekind_names + MTR_E_LEAK_DEFINITE, 2,
 			   &kind)) ||
 	    (rc = get_count(d, o, "bytes", true, &l.bytes)) ||
 	    (rc = get_count(d, o, "blocks", true, &l.blocks)) ||
 	    (rc = get_stack(d, o, "stack", true, &l.stack)))
 		return rc;
-	l.kind = (enum mtr_ekind)(MTR_E_LEAK_DEFINITE + kind);
+	l.kind = (enum ks_mtr_ekind)(MTR_E_LEAK_DEFINITE + kind);
 
-	struct mtr_leak *p = mtr_vec_push(&r->leaks, &r->nleaks, &r->cap_leaks, sizeof(*p));
+	struct ks_mtr_leak *p = ks_mtr_vec_push(&r->leaks, &r->nleaks, &r->cap_leaks, sizeof(*p));
 
 	if (!p)
 		return oom(d);
@@ -589,19 +589,19 @@ static int rec_leak(struct rd *d, json_t *o)
 
 static int rec_thread(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_thread t = { 0 };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_thread t = { 0 };
 	int rc;
 
 	if ((rc = get_int(d, o, "tid", true, 0, &t.tid)) || (rc = get_counts(d, o, &t.c)))
 		return rc;
-	if (mtr_map_get(&r->thread_ids, (uint64_t)t.tid) != MTR_NONE)
+	if (ks_mtr_map_get(&r->thread_ids, (uint64_t)t.tid) != MTR_NONE)
 		return bad(d, "thread %lld is reported twice", t.tid);
 
-	struct mtr_thread *p = mtr_vec_push(&r->threads, &r->nthreads, &r->cap_threads,
-					    sizeof(*p));
+	struct ks_mtr_thread *p = ks_mtr_vec_push(&r->threads, &r->nthreads, &r->cap_threads,
+						  sizeof(*p));
 
-	if (!p || mtr_map_put(&r->thread_ids, (uint64_t)t.tid, (uint32_t)(r->nthreads - 1)))
+	if (!p || ks_mtr_map_put(&r->thread_ids, (uint64_t)t.tid, (uint32_t)(r->nthreads - 1)))
 		return oom(d);
 	*p = t;
 	return 0;
@@ -609,14 +609,14 @@ static int rec_thread(struct rd *d, json_t *o)
 
 static int rec_site(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_site s = { 0 };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_site s = { 0 };
 	int rc;
 
 	if ((rc = get_stack(d, o, "stack", true, &s.stack)) || (rc = get_counts(d, o, &s.c)))
 		return rc;
 
-	struct mtr_site *p = mtr_vec_push(&r->sites, &r->nsites, &r->cap_sites, sizeof(*p));
+	struct ks_mtr_site *p = ks_mtr_vec_push(&r->sites, &r->nsites, &r->cap_sites, sizeof(*p));
 
 	if (!p)
 		return oom(d);
@@ -626,8 +626,8 @@ static int rec_site(struct rd *d, json_t *o)
 
 static int rec_object(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_object ob = { .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_object ob = { .var = MTR_NONE, .lineno = d->lineno };
 	int rc;
 
 	if ((rc = get_int(d, o, "var", true, LLONG_MIN, &ob.var_id)) ||
@@ -636,8 +636,8 @@ static int rec_object(struct rd *d, json_t *o)
 	    (rc = get_count(d, o, "invalidations", true, &ob.invalidations)))
 		return rc;
 
-	struct mtr_object *p = mtr_vec_push(&r->objects, &r->nobjects, &r->cap_objects,
-					    sizeof(*p));
+	struct ks_mtr_object *p = ks_mtr_vec_push(&r->objects, &r->nobjects, &r->cap_objects,
+						  sizeof(*p));
 
 	if (!p)
 		return oom(d);
@@ -647,7 +647,7 @@ static int rec_object(struct rd *d, json_t *o)
 
 static int rec_total(struct rd *d, json_t *o)
 {
-	struct mtr_total *t = &d->r->total;
+	struct ks_mtr_total *t = &d->r->total;
 	int rc;
 
 	if (t->present)
@@ -661,8 +661,8 @@ static int rec_total(struct rd *d, json_t *o)
 
 static int rec_line(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_line l = { .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno };
 	json_t *threads;
 	long long ws;
 	int rc, verdict;
@@ -672,13 +672,13 @@ static int rec_line(struct rd *d, json_t *o)
 	if (l.addr % r->start.line_size)
 		return bad(d, "'addr' is not a multiple of the line size %u",
 			   r->start.line_size);
-	if (mtr_map_get(&r->line_addrs, l.addr) != MTR_NONE)
+	if (ks_mtr_map_get(&r->line_addrs, l.addr) != MTR_NONE)
 		return bad(d, "line 0x%" PRIx64 " is reported twice", l.addr);
 	rc = get_int(d, o, "var", false, LLONG_MIN, &l.var_id);
 	if (rc < 0)
 		return rc;
 	l.has_var = rc == 0;
-	if ((rc = get_enum(d, o, "verdict", true, mtr_verdict_names, 3, &verdict)) ||
+	if ((rc = get_enum(d, o, "verdict", true, ks_mtr_verdict_names, 3, &verdict)) ||
 	    (rc = get_int(d, o, "word_size", true, 1, &ws)) ||
 	    (rc = get_count(d, o, "misses", true, &l.misses)) ||
 	    (rc = get_count(d, o, "invalidations", true, &l.invalidations)) ||
@@ -686,7 +686,7 @@ static int rec_line(struct rd *d, json_t *o)
 		return rc;
 	if (ws > r->start.line_size || (ws & (ws - 1)))
 		return bad(d, "'word_size' %lld is not a power of two up to the line size", ws);
-	l.verdict = (enum mtr_verdict)verdict;
+	l.verdict = (enum ks_mtr_verdict)verdict;
 	l.word_size = (unsigned)ws;
 	l.nwords = r->start.line_size / l.word_size;
 	l.nmask = (l.nwords + 63) / 64;
@@ -696,13 +696,13 @@ static int rec_line(struct rd *d, json_t *o)
 	if (json_array_size(threads) > UINT32_MAX / 2)
 		return bad(d, "too many threads");
 	l.nthreads = (uint32_t)json_array_size(threads);
-	l.threads = mtr_arena_alloc(&r->arena, (l.nthreads ? l.nthreads : 1) *
+	l.threads = ks_mtr_arena_alloc(&r->arena, (l.nthreads ? l.nthreads : 1) *
 					       sizeof(*l.threads));
 	if (!l.threads)
 		return oom(d);
 	for (uint32_t i = 0; i < l.nthreads; i++) {
 		json_t *t = json_array_get(threads, i);
-		struct mtr_lthread *lt = &l.threads[i];
+		struct ks_mtr_lthread *lt = &l.threads[i];
 		label(d, "line record: threads[%u]", i);
 		if (!json_is_object(t))
 			return bad(d, "not an object");
@@ -720,9 +720,9 @@ static int rec_line(struct rd *d, json_t *o)
 	if (r->nlines >= UINT32_MAX - 1)
 		return bad(d, "too many lines");
 
-	struct mtr_line *p = mtr_vec_push(&r->lines, &r->nlines, &r->cap_lines, sizeof(*p));
+	struct ks_mtr_line *p = ks_mtr_vec_push(&r->lines, &r->nlines, &r->cap_lines, sizeof(*p));
 
-	if (!p || mtr_map_put(&r->line_addrs, l.addr, (uint32_t)(r->nlines - 1)))
+	if (!p || ks_mtr_map_put(&r->line_addrs, l.addr, (uint32_t)(r->nlines - 1)))
 		return oom(d);
 	*p = l;
 	return 0;
@@ -730,8 +730,8 @@ static int rec_line(struct rd *d, json_t *o)
 
 static int rec_access(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
-	struct mtr_access a = { .line = MTR_NONE, .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_access a = { .line = MTR_NONE, .var = MTR_NONE, .lineno = d->lineno };
 	int rc;
 
 	if ((rc = get_addr(d, o, "line", true, &a.line_addr)))
@@ -746,8 +746,8 @@ static int rec_access(struct rd *d, json_t *o)
 	    (rc = get_count(d, o, "writes", true, &a.writes)))
 		return rc;
 
-	struct mtr_access *p = mtr_vec_push(&r->accesses, &r->naccesses, &r->cap_accesses,
-					    sizeof(*p));
+	struct ks_mtr_access *p = ks_mtr_vec_push(&r->accesses, &r->naccesses, &r->cap_accesses,
+						  sizeof(*p));
 
 	if (!p)
 		return oom(d);
@@ -762,7 +762,7 @@ static int rec_access(struct rd *d, json_t *o)
 struct rec_kind {
 	const char *name;
 	int (*read)(struct rd *d, json_t *o);
-	unsigned analyses;   /* bit per enum mtr_analysis where it may appear */
+	unsigned analyses;   /* bit per enum ks_mtr_analysis where it may appear */
 };
 
 #define ALL   7u
@@ -781,7 +781,7 @@ static const struct rec_kind rec_kinds[] = {
 
 static int read_record(struct rd *d, json_t *o)
 {
-	struct mtr_run *r = d->r;
+	struct ks_mtr_run *r = d->r;
 	json_t *recv = json_object_get(o, "rec");
 	const char *rec;
 
@@ -802,7 +802,7 @@ static int read_record(struct rd *d, json_t *o)
 			return bad(d, "a %s record after the end record", rec);
 		if (r->started && !(k->analyses & (1u << r->start.analysis)))
 			return bad(d, "a %s record in a %s run", rec,
-				   mtr_analysis_names[r->start.analysis]);
+				   ks_mtr_analysis_names[r->start.analysis]);
 		label(d, "%s record", k->name);
 		rc = k->read(d, o);
 		d->label[0] = '\0';
@@ -814,39 +814,39 @@ static int read_record(struct rd *d, json_t *o)
 /* After the last line: every reference to a var or line points at one. */
 static int resolve(struct rd *d)
 {
-	struct mtr_run *r = d->r;
+	struct ks_mtr_run *r = d->r;
 
 	d->label[0] = '\0';
 	for (size_t i = 0; i < r->nobjects; i++) {
-		struct mtr_object *o = &r->objects[i];
+		struct ks_mtr_object *o = &r->objects[i];
 
-		o->var = mtr_map_get(&r->var_ids, (uint64_t)o->var_id);
+		o->var = ks_mtr_map_get(&r->var_ids, (uint64_t)o->var_id);
 		d->lineno = o->lineno;
 		if (o->var == MTR_NONE)
 			return bad(d, "object record: 'var' refers to var %lld, which is not "
 				   "defined", o->var_id);
 	}
 	for (size_t i = 0; i < r->nlines; i++) {
-		struct mtr_line *l = &r->lines[i];
+		struct ks_mtr_line *l = &r->lines[i];
 
 		if (!l->has_var)
 			continue;
-		l->var = mtr_map_get(&r->var_ids, (uint64_t)l->var_id);
+		l->var = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_id);
 		d->lineno = l->lineno;
 		if (l->var == MTR_NONE)
 			return bad(d, "line record: 'var' refers to var %lld, which is not "
 				   "defined", l->var_id);
 	}
 	for (size_t i = 0; i < r->naccesses; i++) {
-		struct mtr_access *a = &r->accesses[i];
+		struct ks_mtr_access *a = &r->accesses[i];
 
 		d->lineno = a->lineno;
-		a->line = mtr_map_get(&r->line_addrs, a->line_addr);
+		a->line = ks_mtr_map_get(&r->line_addrs, a->line_addr);
 		if (a->line == MTR_NONE)
 			return bad(d, "access record: 'line' 0x%" PRIx64 " has no line record",
 				   a->line_addr);
 		if (a->has_var) {
-			a->var = mtr_map_get(&r->var_ids, (uint64_t)a->var_id);
+			a->var = ks_mtr_map_get(&r->var_ids, (uint64_t)a->var_id);
 			if (a->var == MTR_NONE)
 				return bad(d, "access record: 'var' refers to var %lld, which is "
 					   "not defined", a->var_id);
@@ -855,7 +855,7 @@ static int resolve(struct rd *d)
 	return 0;
 }
 
-int mtr_read(struct mtr_run *r, const char *path, struct ks_err *err)
+int ks_mtr_read(struct ks_mtr_run *r, const char *path, struct ks_err *err)
 {
 	struct rd d = { .r = r, .err = err };
 	char *buf = NULL;
@@ -917,7 +917,7 @@ out:
 	return rc;
 }
 
-void mtr_run_free(struct mtr_run *r)
+void ks_mtr_run_free(struct ks_mtr_run *r)
 {
 	free(r->stacks);
 	free(r->vars);
@@ -928,10 +928,10 @@ void mtr_run_free(struct mtr_run *r)
 	free(r->objects);
 	free(r->lines);
 	free(r->accesses);
-	mtr_map_free(&r->stack_ids);
-	mtr_map_free(&r->var_ids);
-	mtr_map_free(&r->thread_ids);
-	mtr_map_free(&r->line_addrs);
+	ks_mtr_map_free(&r->stack_ids);
+	ks_mtr_map_free(&r->var_ids);
+	ks_mtr_map_free(&r->thread_ids);
+	ks_mtr_map_free(&r->line_addrs);
 	free(r->leak_order);
 	free(r->site_order);
 	free(r->object_order);
@@ -945,5 +945,5 @@ void mtr_run_free(struct mtr_run *r)
 	free(r->per_thread);
 	free(r->compact);
 	free(r->true_lines);
-	mtr_arena_free(&r->arena);
+	ks_mtr_arena_free(&r->arena);
 }

@@ -48,7 +48,8 @@ static const struct rule memcheck_rules[MTR_E_COUNT] = {
 	{ "uninit-syscall", "SyscallParam",
 	  "System call argument or buffer holds uninitialised bytes" },
 	{ "double-free", "DoubleFree", "Heap block freed twice" },
-	{ "invalid-free", "InvalidFree", "Free of a pointer that is not the start of a heap block" },
+	{ "invalid-free", "InvalidFree",
+	  "Free of a pointer that is not the start of a heap block" },
 	{ "leak-definite", "Leak_DefinitelyLost",
 	  "Heap memory definitely lost: no pointer to the block remains" },
 	{ "leak-possible", "Leak_PossiblyLost",
@@ -111,82 +112,82 @@ static void uri_encode(const char *path, char *out)
 	*p = '\0';
 }
 
-static void jw_text(struct mtr_jw *w, const char *key, const char *text)
+static void jw_text(struct ks_mtr_jw *w, const char *key, const char *text)
 {
-	mtr_jw_object(w, key);
-	mtr_jw_str(w, "text", text);
-	mtr_jw_end(w);
+	ks_mtr_jw_object(w, key);
+	ks_mtr_jw_str(w, "text", text);
+	ks_mtr_jw_end(w);
 }
 
 /* A location (result, related or stack frame): the file and line when
  * known, else the code address (physicalLocation needs one or the
  * other), and the function as a logical location. */
-static void jw_location(struct mtr_jw *w, const char *key, const struct mtr_frame *f,
+static void jw_location(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_frame *f,
 			long long id, const char *message)
 {
 	char path[4096], uri[3 * sizeof(path) + 8];
 
-	mtr_jw_object(w, key);
+	ks_mtr_jw_object(w, key);
 	if (id >= 0)
-		mtr_jw_int(w, "id", id);
-	if (mtr_frame_path(f, path, sizeof(path))) {
-		mtr_jw_object(w, "physicalLocation");
+		ks_mtr_jw_int(w, "id", id);
+	if (ks_mtr_frame_path(f, path, sizeof(path))) {
+		ks_mtr_jw_object(w, "physicalLocation");
 		uri_encode(path, uri);
-		mtr_jw_object(w, "artifactLocation");
-		mtr_jw_str(w, "uri", uri);
-		mtr_jw_end(w);
+		ks_mtr_jw_object(w, "artifactLocation");
+		ks_mtr_jw_str(w, "uri", uri);
+		ks_mtr_jw_end(w);
 		if (f->line) {
-			mtr_jw_object(w, "region");
-			mtr_jw_uint(w, "startLine", f->line);
-			mtr_jw_end(w);
+			ks_mtr_jw_object(w, "region");
+			ks_mtr_jw_uint(w, "startLine", f->line);
+			ks_mtr_jw_end(w);
 		}
-		mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	} else if (f->ip <= (uint64_t)INT64_MAX) {
-		mtr_jw_object(w, "physicalLocation");
-		mtr_jw_object(w, "address");
-		mtr_jw_uint(w, "absoluteAddress", f->ip);
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_object(w, "physicalLocation");
+		ks_mtr_jw_object(w, "address");
+		ks_mtr_jw_uint(w, "absoluteAddress", f->ip);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 	if (f->fn) {
-		mtr_jw_array(w, "logicalLocations");
-		mtr_jw_object(w, NULL);
-		mtr_jw_str(w, "fullyQualifiedName", f->fn);
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_array(w, "logicalLocations");
+		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_str(w, "fullyQualifiedName", f->fn);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 	if (message)
 		jw_text(w, "message", message);
-	mtr_jw_end(w);
+	ks_mtr_jw_end(w);
 }
 
 /* A result's locations: the given frame (one with a line) or none. */
-static void jw_locations(struct mtr_jw *w, const struct mtr_frame *f)
+static void jw_locations(struct ks_mtr_jw *w, const struct ks_mtr_frame *f)
 {
 	if (!f)
 		return;
-	mtr_jw_array(w, "locations");
+	ks_mtr_jw_array(w, "locations");
 	jw_location(w, NULL, f, -1, NULL);
-	mtr_jw_end(w);
+	ks_mtr_jw_end(w);
 }
 
-static void jw_stack(struct mtr_jw *w, const struct mtr_run *r, uint32_t idx,
+static void jw_stack(struct ks_mtr_jw *w, const struct ks_mtr_run *r, uint32_t idx,
 		     const char *message)
 {
-	const struct mtr_stack *s = &r->stacks[idx];
+	const struct ks_mtr_stack *s = &r->stacks[idx];
 
-	mtr_jw_object(w, NULL);
+	ks_mtr_jw_object(w, NULL);
 	jw_text(w, "message", message);
-	mtr_jw_array(w, "frames");
+	ks_mtr_jw_array(w, "frames");
 	for (uint32_t i = 0; i < s->nframes; i++) {
-		mtr_jw_object(w, NULL);
+		ks_mtr_jw_object(w, NULL);
 		jw_location(w, "location", &s->frames[i], -1, NULL);
 		if (s->frames[i].obj)
-			mtr_jw_str(w, "module", s->frames[i].obj);
-		mtr_jw_end(w);
+			ks_mtr_jw_str(w, "module", s->frames[i].obj);
+		ks_mtr_jw_end(w);
 	}
-	mtr_jw_end(w);
-	mtr_jw_end(w);
+	ks_mtr_jw_end(w);
+	ks_mtr_jw_end(w);
 }
 
 static json_t *rules_json(const struct rule *rules, size_t n, const char *level)
@@ -208,13 +209,13 @@ static json_t *rules_json(const struct rule *rules, size_t n, const char *level)
 
 /* Opens a result (one line of the log) with its rule, level and message;
  * the caller adds locations and stacks and closes it. */
-static void jw_result(struct mtr_jw *w, const char *rule, int index, const char *level,
+static void jw_result(struct ks_mtr_jw *w, const char *rule, int index, const char *level,
 		      const char *message)
 {
-	mtr_jw_object_flat(w, NULL);
-	mtr_jw_str(w, "ruleId", rule);
-	mtr_jw_int(w, "ruleIndex", index);
-	mtr_jw_str(w, "level", level);
+	ks_mtr_jw_object_flat(w, NULL);
+	ks_mtr_jw_str(w, "ruleId", rule);
+	ks_mtr_jw_int(w, "ruleIndex", index);
+	ks_mtr_jw_str(w, "level", level);
 	jw_text(w, "message", message);
 }
 
@@ -222,82 +223,82 @@ static void jw_result(struct mtr_jw *w, const char *rule, int index, const char 
 /* Results                                                             */
 /* ------------------------------------------------------------------ */
 
-static void put_memcheck(struct mtr_jw *w, const struct mtr_run *r)
+static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 {
 	char what[1024], msg[2560], where[1024];
 
 	for (size_t i = 0; i < r->nerrors; i++) {
-		const struct mtr_error *e = &r->errors[i];
+		const struct ks_mtr_error *e = &r->errors[i];
 		size_t n;
 
 		if (e->filtered)
 			continue;
-		mtr_error_what(e, what, sizeof(what));
+		ks_mtr_error_what(e, what, sizeof(what));
 		n = (size_t)snprintf(msg, sizeof(msg), "%s", what);
-		mtr_error_where(e, where, sizeof(where));
+		ks_mtr_error_where(e, where, sizeof(where));
 		if (where[0] && n < sizeof(msg))
 			n += (size_t)snprintf(msg + n, sizeof(msg) - n, ". %s", where);
 		if (e->has_block) {
-			const struct mtr_stack *fs = e->block.free_stack != MTR_NONE
-							    ? &r->stacks[e->block.free_stack] : NULL;
-			const struct mtr_frame *f = fs ? mtr_stack_line_frame(fs) : NULL;
+			uint32_t fi = e->block.free_stack;
+			const struct ks_mtr_frame *f =
+				fi != MTR_NONE ? ks_mtr_stack_line_frame(&r->stacks[fi]) : NULL;
 
 			if (f && n < sizeof(msg)) {
-				mtr_frame_where(f, where, sizeof(where));
+				ks_mtr_frame_where(f, where, sizeof(where));
 				n += (size_t)snprintf(msg + n, sizeof(msg) - n, " at %s", where);
 			}
-			f = mtr_stack_line_frame(&r->stacks[e->block.alloc_stack]);
+			f = ks_mtr_stack_line_frame(&r->stacks[e->block.alloc_stack]);
 			if (f && n < sizeof(msg)) {
-				mtr_frame_where(f, where, sizeof(where));
+				ks_mtr_frame_where(f, where, sizeof(where));
 				snprintf(msg + n, sizeof(msg) - n, "%s %s",
 					 e->block.freed ? "; block was alloc'd at" : " at", where);
 			}
 		}
-		jw_result(w, mtr_ekind_names[e->kind], (int)e->kind, "error", msg);
-		jw_locations(w, mtr_stack_line_frame(&r->stacks[e->stack]));
-		mtr_jw_array(w, "stacks");
+		jw_result(w, ks_mtr_ekind_names[e->kind], (int)e->kind, "error", msg);
+		jw_locations(w, ks_mtr_stack_line_frame(&r->stacks[e->stack]));
+		ks_mtr_jw_array(w, "stacks");
 		jw_stack(w, r, e->stack, what);
 		if (e->has_block && e->block.free_stack != MTR_NONE)
 			jw_stack(w, r, e->block.free_stack, "Block was free'd at");
 		if (e->has_block)
 			jw_stack(w, r, e->block.alloc_stack, "Block was alloc'd at");
-		mtr_jw_end(w);
-		mtr_jw_uint(w, "occurrenceCount", e->count);
-		mtr_jw_object(w, "properties");
-		mtr_jw_int(w, "tid", e->tid);
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_uint(w, "occurrenceCount", e->count);
+		ks_mtr_jw_object(w, "properties");
+		ks_mtr_jw_int(w, "tid", e->tid);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 	for (size_t i = 0; i < r->nleaks; i++) {
-		const struct mtr_leak *l = &r->leaks[r->leak_order[i]];
+		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
 
-		mtr_leak_what(l, what, sizeof(what));
-		jw_result(w, mtr_ekind_names[l->kind], (int)l->kind, "error", what);
-		jw_locations(w, mtr_stack_line_frame(&r->stacks[l->stack]));
-		mtr_jw_array(w, "stacks");
+		ks_mtr_leak_what(l, what, sizeof(what));
+		jw_result(w, ks_mtr_ekind_names[l->kind], (int)l->kind, "error", what);
+		jw_locations(w, ks_mtr_stack_line_frame(&r->stacks[l->stack]));
+		ks_mtr_jw_array(w, "stacks");
 		jw_stack(w, r, l->stack, "Allocated at");
-		mtr_jw_end(w);
-		mtr_jw_object(w, "properties");
-		mtr_jw_uint(w, "bytes", l->bytes);
-		mtr_jw_uint(w, "blocks", l->blocks);
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_object(w, "properties");
+		ks_mtr_jw_uint(w, "bytes", l->bytes);
+		ks_mtr_jw_uint(w, "blocks", l->blocks);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 }
 
-static void put_falseshare(struct mtr_jw *w, const struct mtr_run *r)
+static void put_falseshare(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 {
 	char name[1024], msg[2048], tids[256];
 
 	for (size_t i = 0; i < r->nfobjs; i++) {
-		const struct mtr_fobj *f = &r->fobjs[i];
+		const struct ks_mtr_fobj *f = &r->fobjs[i];
 		size_t tl = 0, ntids = 0;
 		long long seen[8];
 
 		/* The first few threads that touched its lines, for the message. */
 		tids[0] = '\0';
 		for (size_t j = 0; j < f->nlines; j++) {
-			const struct mtr_line *l = &r->lines[f->lines[j]];
+			const struct ks_mtr_line *l = &r->lines[f->lines[j]];
 
 			for (uint32_t t = 0; t < l->nthreads && ntids < 8; t++) {
 				bool dup = false;
@@ -307,27 +308,37 @@ static void put_falseshare(struct mtr_jw *w, const struct mtr_run *r)
 				if (dup)
 					continue;
 				seen[ntids++] = l->threads[t].tid;
-				tl += (size_t)snprintf(tids + tl, sizeof(tids) - tl, "%s%lld",
-						       ntids > 1 ? ", " : "", l->threads[t].tid);
 			}
 		}
-		mtr_fobj_name(r, f, name, sizeof(name));
-		snprintf(msg, sizeof(msg), "False sharing on %s: threads %s%s access different "
-			 "words of %zu shared cache %s (verdict %s); %" PRIu64 " potential "
-			 "invalidations, %" PRIu64 " misses, %" PRIu64 " invalidations",
-			 name, tids, ntids == 8 ? ", ..." : "", f->nlines,
-			 f->nlines == 1 ? "line" : "lines", mtr_verdict_names[f->verdict],
+		/* In thread order. */
+		for (size_t a = 1; a < ntids; a++)
+			for (size_t b = a; b > 0 && seen[b - 1] > seen[b]; b--) {
+				long long t = seen[b];
+
+				seen[b] = seen[b - 1];
+				seen[b - 1] = t;
+			}
+		for (size_t k = 0; k < ntids; k++)
+			tl += (size_t)snprintf(tids + tl, sizeof(tids) - tl, "%s%lld",
+					       k ? ", " : "", seen[k]);
+		ks_mtr_fobj_name(r, f, name, sizeof(name));
+		snprintf(msg, sizeof(msg), "False sharing on %s: threads %s%s use %s words of %zu "
+			 "shared cache %s (verdict %s); %" PRIu64 " potential invalidations, %"
+			 PRIu64 " misses, %" PRIu64 " invalidations",
+			 name, tids, ntids == 8 ? ", ..." : "",
+			 f->verdict == MTR_MIXED ? "partly different" : "different", f->nlines,
+			 f->nlines == 1 ? "line" : "lines", ks_mtr_verdict_names[f->verdict],
 			 f->potential, f->misses, f->invalidations);
 		jw_result(w, falseshare_rule.id, 0, "warning", msg);
 		jw_locations(w, f->nsrclines ? f->srclines[0] : NULL);
 		if (f->nsrclines > 1) {
-			mtr_jw_array(w, "relatedLocations");
+			ks_mtr_jw_array(w, "relatedLocations");
 			for (size_t j = 1; j < f->nsrclines; j++)
 				jw_location(w, NULL, f->srclines[j], (long long)j,
 					    "another access to the object");
-			mtr_jw_end(w);
+			ks_mtr_jw_end(w);
 		}
-		mtr_jw_array(w, "stacks");
+		ks_mtr_jw_array(w, "stacks");
 		for (size_t j = 0; j < f->ncontexts; j++) {
 			char m[96];
 
@@ -335,28 +346,28 @@ static void put_falseshare(struct mtr_jw *w, const struct mtr_run *r)
 				 f->contexts[j].count);
 			jw_stack(w, r, f->contexts[j].stack, m);
 		}
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 }
 
-static void put_contention(struct mtr_jw *w, const struct mtr_run *r)
+static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 {
 	char msg[512];
 
 	for (size_t i = 0; i < r->nsites; i++) {
-		const struct mtr_site *s = &r->sites[r->site_order[i]];
+		const struct ks_mtr_site *s = &r->sites[r->site_order[i]];
 
 		snprintf(msg, sizeof(msg), "%" PRIu64 " misses and %" PRIu64 " invalidations "
 			 "in %" PRIu64 " accesses (%" PRIu64 " reads, %" PRIu64 " writes)",
 			 s->c.misses, s->c.invalidations, s->c.accesses, s->c.reads,
 			 s->c.writes);
 		jw_result(w, contention_rule.id, 0, "note", msg);
-		jw_locations(w, mtr_stack_line_frame(&r->stacks[s->stack]));
-		mtr_jw_array(w, "stacks");
+		jw_locations(w, ks_mtr_stack_line_frame(&r->stacks[s->stack]));
+		ks_mtr_jw_array(w, "stacks");
 		jw_stack(w, r, s->stack, "access site");
-		mtr_jw_end(w);
-		mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
 	}
 }
 
@@ -364,27 +375,28 @@ static void put_contention(struct mtr_jw *w, const struct mtr_run *r)
 /* The log                                                             */
 /* ------------------------------------------------------------------ */
 
-int mtr_write_sarif(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		    struct ks_rundir *rd, struct ks_err *err)
+int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		       struct ks_rundir *rd, struct ks_err *err)
 {
-	struct mtr_out *out = calloc(1, sizeof(*out));
+	struct ks_mtr_out *out = calloc(1, sizeof(*out));
 	struct ks_outfile of;
-	struct mtr_jw w;
-	json_t *driver, *inv, *props;
+	struct ks_mtr_jw w;
+	json_t *driver;
 	int rc;
 
 	if (!out)
 		return ks_err_set(err, -ENOMEM, "out of memory");
-	rc = mtr_out_open(out, &of, NULL, rd, "findings.sarif", err);
+	rc = ks_mtr_out_open(out, &of, NULL, rd, "findings.sarif", err);
 	if (rc)
 		goto out;
-	mtr_jw_init(&w, out);
-	mtr_jw_str(&w, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
-	mtr_jw_str(&w, "version", "2.1.0");
-	mtr_jw_array(&w, "runs");
-	mtr_jw_object(&w, NULL);
+	ks_mtr_jw_init(&w, out);
+	w.tight = true;
+	ks_mtr_jw_str(&w, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
+	ks_mtr_jw_str(&w, "version", "2.1.0");
+	ks_mtr_jw_array(&w, "runs");
+	ks_mtr_jw_object(&w, NULL);
 
-	mtr_jw_object(&w, "tool");
+	ks_mtr_jw_object(&w, "tool");
 	driver = json_object();
 	set(driver, "name", json_string("kscope"));
 	set(driver, "version", json_string(KS_VERSION));
@@ -399,28 +411,28 @@ int mtr_write_sarif(const struct mtr_run *r, const struct ks_mtr_opts *o,
 		set(driver, "rules", rules_json(&falseshare_rule, 1, "warning"));
 		break;
 	}
-	mtr_jw_put(&w, "driver", driver);
-	mtr_jw_end(&w);
+	ks_mtr_jw_put(&w, "driver", driver);
+	ks_mtr_jw_end(&w);
 
-	inv = json_object();
+	ks_mtr_jw_array(&w, "invocations");
+	ks_mtr_jw_object(&w, NULL);
 	/* The analysis ran to its end unless the record stream was cut. */
-	set(inv, "executionSuccessful", json_boolean(!r->truncated));
+	ks_mtr_jw_bool(&w, "executionSuccessful", !r->truncated);
 	if (o->command)
-		set(inv, "commandLine", json_string(o->command));
-	props = json_object();
-	set(props, "analysis", json_string(mtr_analysis_names[r->start.analysis]));
-	set(props, "program", json_string(r->start.exe));
-	set(props, "pid", json_integer(r->start.pid));
+		ks_mtr_jw_str(&w, "commandLine", o->command);
+	ks_mtr_jw_object(&w, "properties");
+	ks_mtr_jw_str(&w, "analysis", ks_mtr_analysis_names[r->start.analysis]);
+	ks_mtr_jw_str(&w, "program", r->start.exe);
+	ks_mtr_jw_int(&w, "pid", r->start.pid);
 	if (r->end.present)
-		set(props, r->end.signaled ? "programSignal" : "programExitCode",
-		    json_integer(r->end.code));
-	set(props, "truncated", json_boolean(r->truncated));
-	set(inv, "properties", props);
-	mtr_jw_array(&w, "invocations");
-	mtr_jw_put(&w, NULL, inv);
-	mtr_jw_end(&w);
+		ks_mtr_jw_int(&w, r->end.signaled ? "programSignal" : "programExitCode",
+			      r->end.code);
+	ks_mtr_jw_bool(&w, "truncated", r->truncated);
+	ks_mtr_jw_end(&w);
+	ks_mtr_jw_end(&w);
+	ks_mtr_jw_end(&w);
 
-	mtr_jw_array(&w, "results");
+	ks_mtr_jw_array(&w, "results");
 	switch (r->start.analysis) {
 	case MTR_MEMCHECK:
 		put_memcheck(&w, r);
@@ -432,9 +444,9 @@ int mtr_write_sarif(const struct mtr_run *r, const struct ks_mtr_opts *o,
 		put_falseshare(&w, r);
 		break;
 	}
-	mtr_jw_end(&w);
-	mtr_jw_finish(&w);
-	rc = mtr_out_commit(out, err);
+	ks_mtr_jw_end(&w);
+	ks_mtr_jw_finish(&w);
+	rc = ks_mtr_out_commit(out, err);
 out:
 	free(out);
 	return rc;

@@ -25,55 +25,55 @@
 /* Common parts                                                        */
 /* ------------------------------------------------------------------ */
 
-static void put_stack(struct mtr_out *o, const struct mtr_stack *s, unsigned max)
+static void put_stack(struct ks_mtr_out *o, const struct ks_mtr_stack *s, unsigned max)
 {
 	char where[1024], ip[19];
 
 	for (uint32_t i = 0; i < s->nframes && i < max; i++) {
-		mtr_hex(ip, s->frames[i].ip);
-		mtr_frame_where(&s->frames[i], where, sizeof(where));
-		mtr_printf(o, "   %s %s: ", i == 0 ? "at" : "by", ip);
-		mtr_put_text(o, where);
-		mtr_puts(o, "\n");
+		ks_mtr_hex(ip, s->frames[i].ip);
+		ks_mtr_frame_where(&s->frames[i], where, sizeof(where));
+		ks_mtr_printf(o, "   %s %s: ", i == 0 ? "at" : "by", ip);
+		ks_mtr_put_text(o, where);
+		ks_mtr_puts(o, "\n");
 	}
 }
 
-static void put_header(struct mtr_out *o, const struct mtr_run *r,
+static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		       const struct ks_mtr_opts *opts)
 {
 	char buf[256];
 
-	mtr_printf(o, "kscope %s report\n", mtr_analysis_names[r->start.analysis]);
-	mtr_puts(o, "Command:");
+	ks_mtr_printf(o, "kscope %s report\n", ks_mtr_analysis_names[r->start.analysis]);
+	ks_mtr_puts(o, "Command:");
 	if (!r->start.argc) {
-		mtr_puts(o, " ");
-		mtr_put_text(o, r->start.exe);
+		ks_mtr_puts(o, " ");
+		ks_mtr_put_text(o, r->start.exe);
 	}
 	for (size_t i = 0; i < r->start.argc; i++) {
-		mtr_puts(o, " ");
-		mtr_put_text(o, r->start.argv[i]);
+		ks_mtr_puts(o, " ");
+		ks_mtr_put_text(o, r->start.argv[i]);
 	}
-	mtr_puts(o, "\n");
+	ks_mtr_puts(o, "\n");
 	if (opts->command) {
-		mtr_puts(o, "kscope command: ");
-		mtr_put_text(o, opts->command);
-		mtr_puts(o, "\n");
+		ks_mtr_puts(o, "kscope command: ");
+		ks_mtr_put_text(o, opts->command);
+		ks_mtr_puts(o, "\n");
 	}
-	mtr_exit_text(r, buf, sizeof(buf));
-	mtr_printf(o, "%s\n", buf);
+	ks_mtr_exit_text(r, buf, sizeof(buf));
+	ks_mtr_printf(o, "%s\n", buf);
 	if (r->partial_last)
-		mtr_puts(o, "The last line of findings.jsonl was cut off and is ignored.\n");
+		ks_mtr_puts(o, "The last line of findings.jsonl was cut off and is ignored.\n");
 	if (r->start.analysis != MTR_MEMCHECK)
-		mtr_printf(o, "Cache lines of %u bytes, words of %u bytes\n", r->start.line_size,
-			   r->start.word_size);
-	mtr_puts(o, "\n");
+		ks_mtr_printf(o, "Cache lines of %u bytes, words of %u bytes\n", r->start.line_size,
+			      r->start.word_size);
+	ks_mtr_puts(o, "\n");
 }
 
-static void put_truncated(struct mtr_out *o, const struct mtr_run *r)
+static void put_truncated(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	if (r->truncated)
-		mtr_puts(o, "\nThe run ended early (findings.jsonl has no end record): the "
-			 "results above are incomplete.\n");
+		ks_mtr_puts(o, "\nThe run ended early (findings.jsonl has no end record): the "
+			    "results above are incomplete.\n");
 }
 
 static const char *plural(uint64_t n, const char *one, const char *many)
@@ -85,32 +85,32 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 /* memcheck                                                            */
 /* ------------------------------------------------------------------ */
 
-static void put_error(struct mtr_out *o, const struct mtr_run *r,
-		      const struct mtr_error *e, unsigned max)
+static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
+		      const struct ks_mtr_error *e, unsigned max)
 {
 	char buf[1024];
 
-	mtr_error_what(e, buf, sizeof(buf));
-	mtr_put_text(o, buf);
+	ks_mtr_error_what(e, buf, sizeof(buf));
+	ks_mtr_put_text(o, buf);
 	if (e->count > 1)
-		mtr_printf(o, " (%" PRIu64 " times)", e->count);
-	mtr_puts(o, "\n");
+		ks_mtr_printf(o, " (%" PRIu64 " times)", e->count);
+	ks_mtr_puts(o, "\n");
 	put_stack(o, &r->stacks[e->stack], max);
-	mtr_error_where(e, buf, sizeof(buf));
+	ks_mtr_error_where(e, buf, sizeof(buf));
 	if (buf[0])
-		mtr_printf(o, " %s\n", buf);
+		ks_mtr_printf(o, " %s\n", buf);
 	if (!e->has_block)
 		return;
 	if (e->block.freed && e->block.free_stack != MTR_NONE) {
 		put_stack(o, &r->stacks[e->block.free_stack], max);
-		mtr_puts(o, " Block was alloc'd at\n");
+		ks_mtr_puts(o, " Block was alloc'd at\n");
 	} else if (e->block.freed) {
-		mtr_puts(o, " Block was alloc'd at\n");
+		ks_mtr_puts(o, " Block was alloc'd at\n");
 	}
 	put_stack(o, &r->stacks[e->block.alloc_stack], max);
 }
 
-static void write_memcheck(struct mtr_out *o, const struct mtr_run *r,
+static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			   const struct ks_mtr_opts *opts)
 {
 	unsigned max = opts->max_stack ? opts->max_stack : 1;
@@ -119,148 +119,149 @@ static void write_memcheck(struct mtr_out *o, const struct mtr_run *r,
 	char buf[256];
 
 	for (size_t i = 0; i < r->nerrors; i++) {
-		const struct mtr_error *e = &r->errors[i];
+		const struct ks_mtr_error *e = &r->errors[i];
 
 		if (e->filtered)
 			continue;
 		/* Valgrind names the thread when it changes. */
 		if (e->tid != last_tid)
-			mtr_printf(o, "Thread %lld:\n", e->tid);
+			ks_mtr_printf(o, "Thread %lld:\n", e->tid);
 		last_tid = e->tid;
 		put_error(o, r, e, max);
-		mtr_puts(o, "\n");
+		ks_mtr_puts(o, "\n");
 	}
 	if (r->end.has_heap)
-		mtr_printf(o, "HEAP SUMMARY:\n"
-			   "    in use at exit: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
-			   "  total heap usage: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
-			   " bytes allocated\n\n",
-			   r->end.in_use_bytes, r->end.in_use_blocks, r->end.allocs,
-			   r->end.frees, r->end.bytes_allocated);
+		ks_mtr_printf(o, "HEAP SUMMARY:\n"
+			      "    in use at exit: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
+			      "  total heap usage: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
+			      " bytes allocated\n\n",
+			      r->end.in_use_bytes, r->end.in_use_blocks, r->end.allocs,
+			      r->end.frees, r->end.bytes_allocated);
 	for (size_t i = 0; i < r->nleaks; i++) {
-		const struct mtr_leak *l = &r->leaks[r->leak_order[i]];
+		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
 		bool possible = l->kind == MTR_E_LEAK_POSSIBLE;
 
-		mtr_leak_what(l, buf, sizeof(buf));
-		mtr_printf(o, "%s in loss record %zu of %zu\n", buf, i + 1, r->nleaks);
+		ks_mtr_leak_what(l, buf, sizeof(buf));
+		ks_mtr_printf(o, "%s in loss record %zu of %zu\n", buf, i + 1, r->nleaks);
 		put_stack(o, &r->stacks[l->stack], max);
-		mtr_puts(o, "\n");
+		ks_mtr_puts(o, "\n");
 		lost[possible][0] += l->bytes;
 		lost[possible][1] += l->blocks;
 	}
 	if (r->nleaks || r->end.has_heap)
-		mtr_printf(o, "LEAK SUMMARY:\n"
-			   "   definitely lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
-			   "     possibly lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n\n",
-			   lost[0][0], lost[0][1], lost[1][0], lost[1][1]);
+		ks_mtr_printf(o, "LEAK SUMMARY:\n"
+			      "   definitely lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
+			      "     possibly lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n\n",
+			      lost[0][0], lost[0][1], lost[1][0], lost[1][1]);
 	if (!r->nreported)
-		mtr_puts(o, "No heap memory errors found.\n");
-	mtr_printf(o, "ERROR SUMMARY: %" PRIu64 " %s from %lu %s", r->occurrences,
-		   plural(r->occurrences, "error", "errors"), r->nreported,
-		   plural(r->nreported, "context", "contexts"));
+		ks_mtr_puts(o, "No heap memory errors found.\n");
+	ks_mtr_printf(o, "ERROR SUMMARY: %" PRIu64 " %s from %lu %s", r->occurrences,
+		      plural(r->occurrences, "error", "errors"), r->nreported,
+		      plural(r->nreported, "context", "contexts"));
 	{
 		unsigned long filtered = 0;
 
 		for (size_t i = 0; i < r->nerrors; i++)
 			filtered += r->errors[i].filtered;
 		if (filtered)
-			mtr_printf(o, " (filtered: %lu %s without a line number in the top "
-				   "three frames)", filtered,
-				   plural(filtered, "context", "contexts"));
+			ks_mtr_printf(o, " (filtered: %lu %s without a line number in the top "
+				      "three frames)", filtered,
+				      plural(filtered, "context", "contexts"));
 	}
-	mtr_puts(o, "\n");
+	ks_mtr_puts(o, "\n");
 }
 
 /* ------------------------------------------------------------------ */
 /* contention                                                          */
 /* ------------------------------------------------------------------ */
 
-static void put_totals(struct mtr_out *o, const struct mtr_run *r)
+static void put_totals(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
-	const struct mtr_counts *c = &r->sum;
+	const struct ks_mtr_counts *c = &r->sum;
 
 	if (r->has_contention && c->accesses)
-		mtr_printf(o, "Contention: %.2f%% of memory accesses (%" PRIu64
-			   " contention accesses / %" PRIu64 " memory accesses)\n",
-			   100.0 * (double)r->contention_accesses / (double)c->accesses,
-			   r->contention_accesses, c->accesses);
+		ks_mtr_printf(o, "Contention: %.2f%% of memory accesses (%" PRIu64
+			      " contention accesses / %" PRIu64 " memory accesses)\n",
+			      100.0 * (double)r->contention_accesses / (double)c->accesses,
+			      r->contention_accesses, c->accesses);
 	else if (r->has_contention)
-		mtr_puts(o, "Contention: no memory accesses were seen\n");
+		ks_mtr_puts(o, "Contention: no memory accesses were seen\n");
 	else
-		mtr_puts(o, "Contention: unknown (no total record; the figures below are "
-			 "the threads' sums)\n");
-	mtr_printf(o, "Accesses: %" PRIu64 " (%" PRIu64 " reads, %" PRIu64 " writes); cold "
-		   "misses %" PRIu64 ", misses %" PRIu64 ", invalidations %" PRIu64 "\n\n",
-		   c->accesses, c->reads, c->writes, c->cold_misses, c->misses,
-		   c->invalidations);
+		ks_mtr_puts(o, "Contention: unknown (no total record; the figures below are "
+			    "the threads' sums)\n");
+	ks_mtr_printf(o, "Accesses: %" PRIu64 " (%" PRIu64 " reads, %" PRIu64 " writes); cold "
+		      "misses %" PRIu64 ", misses %" PRIu64 ", invalidations %" PRIu64 "\n\n",
+		      c->accesses, c->reads, c->writes, c->cold_misses, c->misses,
+		      c->invalidations);
 }
 
-static void put_threads(struct mtr_out *o, const struct mtr_run *r)
+static void put_threads(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
-	mtr_puts(o, "Per thread:\n");
+	ks_mtr_puts(o, "Per thread:\n");
 	if (!r->nthreads) {
-		mtr_puts(o, "  (no thread records)\n\n");
+		ks_mtr_puts(o, "  (no thread records)\n\n");
 		return;
 	}
-	mtr_printf(o, "  %8s %12s %12s %12s %12s %12s %13s\n", "thread", "accesses", "reads",
-		   "writes", "cold misses", "misses", "invalidations");
+	ks_mtr_printf(o, "  %8s %12s %12s %12s %12s %12s %13s\n", "thread", "accesses", "reads",
+		      "writes", "cold misses", "misses", "invalidations");
 	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct mtr_thread *t = &r->threads[i];
+		const struct ks_mtr_thread *t = &r->threads[i];
 
-		mtr_printf(o, "  %8lld %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64
-			   " %12" PRIu64 " %13" PRIu64 "\n", t->tid, t->c.accesses, t->c.reads,
-			   t->c.writes, t->c.cold_misses, t->c.misses, t->c.invalidations);
+		ks_mtr_printf(o, "  %8lld %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64
+			      " %12" PRIu64 " %13" PRIu64 "\n", t->tid, t->c.accesses, t->c.reads,
+			      t->c.writes, t->c.cold_misses, t->c.misses, t->c.invalidations);
 	}
-	mtr_puts(o, "\n");
+	ks_mtr_puts(o, "\n");
 }
 
-static void put_shown(struct mtr_out *o, size_t n)
+static void put_shown(struct ks_mtr_out *o, size_t n)
 {
 	if (n > MTR_TOP_TEXT)
-		mtr_printf(o, " (top %d of %zu; report.json has all)", MTR_TOP_TEXT, n);
-	mtr_puts(o, ":\n");
+		ks_mtr_printf(o, " (top %d of %zu; report.json has all)", MTR_TOP_TEXT, n);
+	ks_mtr_puts(o, ":\n");
 }
 
-static void write_contention(struct mtr_out *o, const struct mtr_run *r)
+static void write_contention(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	char where[1024], ip[19];
 
 	put_totals(o, r);
 	put_threads(o, r);
-	mtr_puts(o, "Top sites by misses + invalidations");
+	ks_mtr_puts(o, "Top sites by misses + invalidations");
 	put_shown(o, r->nsites);
 	if (!r->nsites)
-		mtr_puts(o, "  (none: no access missed or invalidated a line)\n");
+		ks_mtr_puts(o, "  (none: no access missed or invalidated a line)\n");
 	else
-		mtr_printf(o, "  %12s %12s %13s %12s  %s\n", "misses+inv", "misses",
-			   "invalidations", "accesses", "site");
+		ks_mtr_printf(o, "  %12s %12s %13s %12s  %s\n", "misses+inv", "misses",
+			      "invalidations", "accesses", "site");
 	for (size_t i = 0; i < r->nsites && i < MTR_TOP_TEXT; i++) {
-		const struct mtr_site *s = &r->sites[r->site_order[i]];
-		const struct mtr_stack *st = &r->stacks[s->stack];
+		const struct ks_mtr_site *s = &r->sites[r->site_order[i]];
+		const struct ks_mtr_stack *st = &r->stacks[s->stack];
 
-		mtr_hex(ip, st->frames[0].ip);
-		mtr_frame_where(&st->frames[0], where, sizeof(where));
-		mtr_printf(o, "  %12" PRIu64 " %12" PRIu64 " %13" PRIu64 " %12" PRIu64 "  %s: ",
-			   mtr_score(&s->c), s->c.misses, s->c.invalidations, s->c.accesses, ip);
-		mtr_put_text(o, where);
-		mtr_puts(o, "\n");
+		ks_mtr_hex(ip, st->frames[0].ip);
+		ks_mtr_frame_where(&st->frames[0], where, sizeof(where));
+		ks_mtr_printf(o, "  %12" PRIu64 " %12" PRIu64 " %13" PRIu64 " %12" PRIu64 "  %s: ",
+			      ks_mtr_score(&s->c), s->c.misses, s->c.invalidations,
+			      s->c.accesses, ip);
+		ks_mtr_put_text(o, where);
+		ks_mtr_puts(o, "\n");
 	}
-	mtr_puts(o, "\nTop data objects by misses + invalidations");
+	ks_mtr_puts(o, "\nTop data objects by misses + invalidations");
 	put_shown(o, r->nobjects);
 	if (!r->nobjects)
-		mtr_puts(o, "  (none)\n");
+		ks_mtr_puts(o, "  (none)\n");
 	else
-		mtr_printf(o, "  %12s %12s %13s %12s  %s\n", "misses+inv", "misses",
-			   "invalidations", "cold misses", "object");
+		ks_mtr_printf(o, "  %12s %12s %13s %12s  %s\n", "misses+inv", "misses",
+			      "invalidations", "cold misses", "object");
 	for (size_t i = 0; i < r->nobjects && i < MTR_TOP_TEXT; i++) {
-		const struct mtr_object *ob = &r->objects[r->object_order[i]];
+		const struct ks_mtr_object *ob = &r->objects[r->object_order[i]];
 
-		mtr_var_name(r, &r->vars[ob->var], where, sizeof(where));
-		mtr_printf(o, "  %12" PRIu64 " %12" PRIu64 " %13" PRIu64 " %12" PRIu64 "  ",
-			   ob->misses + ob->invalidations, ob->misses, ob->invalidations,
-			   ob->cold_misses);
-		mtr_put_text(o, where);
-		mtr_puts(o, "\n");
+		ks_mtr_var_name(r, &r->vars[ob->var], where, sizeof(where));
+		ks_mtr_printf(o, "  %12" PRIu64 " %12" PRIu64 " %13" PRIu64 " %12" PRIu64 "  ",
+			      ob->misses + ob->invalidations, ob->misses, ob->invalidations,
+			      ob->cold_misses);
+		ks_mtr_put_text(o, where);
+		ks_mtr_puts(o, "\n");
 	}
 }
 
@@ -275,7 +276,7 @@ static bool mask_bit(const uint64_t *m, unsigned i)
 
 /* "words 0-1,4 (bytes 0-15, 32-39)": the words set in m, and where they
  * are relative to base (the object's start). */
-static void put_words(struct mtr_out *o, const struct mtr_line *l, const uint64_t *m,
+static void put_words(struct ks_mtr_out *o, const struct ks_mtr_line *l, const uint64_t *m,
 		      uint64_t base)
 {
 	unsigned i = 0;
@@ -283,7 +284,7 @@ static void put_words(struct mtr_out *o, const struct mtr_line *l, const uint64_
 	char bytes[512];
 	size_t bl = 0;
 
-	mtr_puts(o, "words ");
+	ks_mtr_puts(o, "words ");
 	bytes[0] = '\0';
 	while (i < l->nwords) {
 		unsigned j;
@@ -295,9 +296,9 @@ static void put_words(struct mtr_out *o, const struct mtr_line *l, const uint64_
 		for (j = i; j + 1 < l->nwords && mask_bit(m, j + 1); j++)
 			;
 		if (j > i)
-			mtr_printf(o, "%s%u-%u", first ? "" : ",", i, j);
+			ks_mtr_printf(o, "%s%u-%u", first ? "" : ",", i, j);
 		else
-			mtr_printf(o, "%s%u", first ? "" : ",", i);
+			ks_mtr_printf(o, "%s%u", first ? "" : ",", i);
 		long long a = (long long)(l->addr + (uint64_t)i * l->word_size - base);
 		long long b = (long long)(l->addr + (uint64_t)(j + 1) * l->word_size - 1 - base);
 
@@ -308,143 +309,143 @@ static void put_words(struct mtr_out *o, const struct mtr_line *l, const uint64_
 		first = false;
 		i = j + 1;
 	}
-	mtr_printf(o, " (bytes %s)", bytes);
+	ks_mtr_printf(o, " (bytes %s)", bytes);
 }
 
 /* One line's threads: who read and wrote which words. */
-static void put_line_threads(struct mtr_out *o, const struct mtr_line *l, uint64_t base,
+static void put_line_threads(struct ks_mtr_out *o, const struct ks_mtr_line *l, uint64_t base,
 			     const char *indent)
 {
 	for (uint32_t t = 0; t < l->nthreads; t++) {
-		const struct mtr_lthread *lt = &l->threads[t];
+		const struct ks_mtr_lthread *lt = &l->threads[t];
 		bool any_w = false, any_r = false;
 
 		for (unsigned k = 0; k < l->nmask; k++) {
 			any_w |= lt->write[k] != 0;
 			any_r |= lt->read[k] != 0;
 		}
-		mtr_printf(o, "%sthread %lld: ", indent, lt->tid);
+		ks_mtr_printf(o, "%sthread %lld: ", indent, lt->tid);
 		if (any_w) {
-			mtr_puts(o, "writes ");
+			ks_mtr_puts(o, "writes ");
 			put_words(o, l, lt->write, base);
 		}
 		if (any_r) {
-			mtr_puts(o, any_w ? "; reads " : "reads ");
+			ks_mtr_puts(o, any_w ? "; reads " : "reads ");
 			put_words(o, l, lt->read, base);
 		}
 		if (!any_r && !any_w)
-			mtr_puts(o, "no words");
-		mtr_printf(o, "; %" PRIu64 " reads, %" PRIu64 " writes\n", lt->reads,
-			   lt->writes);
+			ks_mtr_puts(o, "no words");
+		ks_mtr_printf(o, "; %" PRIu64 " reads, %" PRIu64 " writes\n", lt->reads,
+			      lt->writes);
 	}
 }
 
-static void put_entry(struct mtr_out *o, const struct mtr_run *r,
-		      const struct mtr_fentry *e)
+static void put_entry(struct ks_mtr_out *o, const struct ks_mtr_run *r,
+		      const struct ks_mtr_fentry *e)
 {
 	char name[1024], where[1024];
 
-	mtr_fobj_name(r, &r->fobjs[e->fobj], name, sizeof(name));
-	mtr_context_where(r, e->context, where, sizeof(where));
-	mtr_printf(o, "    %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "  ", e->reads + e->writes,
-		   e->reads, e->writes);
-	mtr_put_text(o, name);
-	mtr_puts(o, " @ ");
-	mtr_put_text(o, where);
-	mtr_puts(o, "\n");
+	ks_mtr_fobj_name(r, &r->fobjs[e->fobj], name, sizeof(name));
+	ks_mtr_context_where(r, e->context, where, sizeof(where));
+	ks_mtr_printf(o, "    %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "  ", e->reads + e->writes,
+		      e->reads, e->writes);
+	ks_mtr_put_text(o, name);
+	ks_mtr_puts(o, " @ ");
+	ks_mtr_put_text(o, where);
+	ks_mtr_puts(o, "\n");
 }
 
-static void put_entry_head(struct mtr_out *o)
+static void put_entry_head(struct ks_mtr_out *o)
 {
-	mtr_printf(o, "    %12s %12s %12s  %s\n", "count", "reads", "writes",
-		   "variable @ context");
+	ks_mtr_printf(o, "    %12s %12s %12s  %s\n", "count", "reads", "writes",
+		      "variable @ context");
 }
 
-static void put_views(struct mtr_out *o, const struct mtr_run *r)
+static void put_views(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	char name[1024];
 
-	mtr_puts(o, "Per thread (accesses to falsely shared lines, by count):\n");
+	ks_mtr_puts(o, "Per thread (accesses to falsely shared lines, by count):\n");
 	for (size_t i = 0; i < r->nper_thread;) {
 		long long tid = r->per_thread[i].tid;
 		size_t n = 0, shown = 0;
 
 		while (i + n < r->nper_thread && r->per_thread[i + n].tid == tid)
 			n++;
-		mtr_printf(o, "  thread %lld", tid);
+		ks_mtr_printf(o, "  thread %lld", tid);
 		if (n > MTR_TOP_TEXT)
-			mtr_printf(o, " (top %d of %zu)", MTR_TOP_TEXT, n);
-		mtr_puts(o, ":\n");
+			ks_mtr_printf(o, " (top %d of %zu)", MTR_TOP_TEXT, n);
+		ks_mtr_puts(o, ":\n");
 		put_entry_head(o);
 		for (; shown < n && shown < MTR_TOP_TEXT; shown++)
 			put_entry(o, r, &r->per_thread[i + shown]);
 		i += n;
 	}
-	mtr_puts(o, "\nglobal-all-threads-info (variable, context), by count");
+	ks_mtr_puts(o, "\nglobal-all-threads-info (variable, context), by count");
 	put_shown(o, r->nglobal);
 	put_entry_head(o);
 	for (size_t i = 0; i < r->nglobal && i < MTR_TOP_TEXT; i++)
 		put_entry(o, r, &r->global[i]);
-	mtr_puts(o, "\nglobal-all-threads-compact-info (per variable), by count");
+	ks_mtr_puts(o, "\nglobal-all-threads-compact-info (per variable), by count");
 	put_shown(o, r->nfobjs);
-	mtr_printf(o, "    %12s  %s\n", "count", "variable");
+	ks_mtr_printf(o, "    %12s  %s\n", "count", "variable");
 	for (size_t i = 0; i < r->nfobjs && i < MTR_TOP_TEXT; i++) {
-		const struct mtr_fobj *f = &r->fobjs[r->compact[i]];
+		const struct ks_mtr_fobj *f = &r->fobjs[r->compact[i]];
 
-		mtr_fobj_name(r, f, name, sizeof(name));
-		mtr_printf(o, "    %12" PRIu64 "  ", f->count);
-		mtr_put_text(o, name);
-		mtr_puts(o, "\n");
+		ks_mtr_fobj_name(r, f, name, sizeof(name));
+		ks_mtr_printf(o, "    %12" PRIu64 "  ", f->count);
+		ks_mtr_put_text(o, name);
+		ks_mtr_puts(o, "\n");
 	}
 }
 
-static void put_fobj(struct mtr_out *o, const struct mtr_run *r, size_t idx)
+static void put_fobj(struct ks_mtr_out *o, const struct ks_mtr_run *r, size_t idx)
 {
-	const struct mtr_fobj *f = &r->fobjs[idx];
+	const struct ks_mtr_fobj *f = &r->fobjs[idx];
 	char name[1024], where[1024];
 	uint64_t addr, size;
 
-	mtr_fobj_name(r, f, name, sizeof(name));
-	mtr_fobj_range(r, f, &addr, &size);
-	mtr_printf(o, "%zu. ", idx + 1);
-	mtr_put_text(o, name);
+	ks_mtr_fobj_name(r, f, name, sizeof(name));
+	ks_mtr_fobj_range(r, f, &addr, &size);
+	ks_mtr_printf(o, "%zu. ", idx + 1);
+	ks_mtr_put_text(o, name);
 	if (f->var != MTR_NONE && r->vars[f->var].obj) {
-		mtr_puts(o, " in ");
-		mtr_put_text(o, r->vars[f->var].obj);
+		ks_mtr_puts(o, " in ");
+		ks_mtr_put_text(o, r->vars[f->var].obj);
 	}
-	mtr_puts(o, "\n");
+	ks_mtr_puts(o, "\n");
 	if (size)
-		mtr_printf(o, "   address 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " bytes), ",
-			   addr, addr + size - 1, size);
+		ks_mtr_printf(o, "   address 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " bytes), ",
+			      addr, addr + size - 1, size);
 	else
-		mtr_printf(o, "   address 0x%" PRIx64 " (0 bytes), ", addr);
-	mtr_printf(o, "verdict %s\n", mtr_verdict_names[f->verdict]);
-	mtr_printf(o, "   potential invalidations %" PRIu64 "; misses %" PRIu64
-		   ", invalidations %" PRIu64 "; %" PRIu64 " accesses from %zu %s\n",
-		   f->potential, f->misses, f->invalidations, f->count, f->ncontexts,
-		   plural(f->ncontexts, "context", "contexts"));
+		ks_mtr_printf(o, "   address 0x%" PRIx64 " (0 bytes), ", addr);
+	ks_mtr_printf(o, "verdict %s\n", ks_mtr_verdict_names[f->verdict]);
+	ks_mtr_printf(o, "   potential invalidations %" PRIu64 "; misses %" PRIu64
+		      ", invalidations %" PRIu64 "; %" PRIu64 " accesses from %zu %s\n",
+		      f->potential, f->misses, f->invalidations, f->count, f->ncontexts,
+		      plural(f->ncontexts, "context", "contexts"));
 	for (size_t j = 0; j < f->nlines; j++) {
-		const struct mtr_line *l = &r->lines[f->lines[j]];
+		const struct ks_mtr_line *l = &r->lines[f->lines[j]];
 
-		mtr_printf(o, "   line 0x%" PRIx64 " (%s sharing, words of %u bytes; misses %"
-			   PRIu64 ", invalidations %" PRIu64 ", potential invalidations %"
-			   PRIu64 "):\n", l->addr, mtr_verdict_names[l->verdict], l->word_size,
-			   l->misses, l->invalidations, l->potential);
+		ks_mtr_printf(o, "   line 0x%" PRIx64 " (%s sharing, words of %u bytes; misses %"
+			      PRIu64 ", invalidations %" PRIu64 ", potential invalidations %"
+			      PRIu64 "):\n", l->addr, ks_mtr_verdict_names[l->verdict],
+			      l->word_size, l->misses, l->invalidations, l->potential);
 		put_line_threads(o, l, addr, "     ");
 	}
-	mtr_puts(o, "   source lines:");
+	ks_mtr_puts(o, "   source lines:");
 	if (!f->nsrclines)
-		mtr_puts(o, f->ncontexts ? " (no line information)" : " (no access records)");
+		ks_mtr_puts(o, f->ncontexts ? " (no line information)" : " (no access records)");
 	for (size_t j = 0; j < f->nsrclines; j++) {
 		snprintf(where, sizeof(where), "%s:%lu", f->srclines[j]->file,
 			 f->srclines[j]->line);
-		mtr_puts(o, j ? ", " : " ");
-		mtr_put_text(o, where);
+		ks_mtr_puts(o, j ? ", " : " ");
+		ks_mtr_put_text(o, where);
 	}
-	mtr_puts(o, "\n\n");
+	ks_mtr_puts(o, "\n\n");
 }
 
-static void write_falseshare(struct mtr_out *o, const struct mtr_run *r)
+static void write_falseshare(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	unsigned long mixed = 0;
 	char name[1024];
@@ -452,37 +453,37 @@ static void write_falseshare(struct mtr_out *o, const struct mtr_run *r)
 	for (size_t i = 0; i < r->nlines; i++)
 		mixed += r->lines[i].verdict == MTR_MIXED;
 	if (r->false_lines)
-		mtr_printf(o, "False sharing: %lu %s (%lu false, %lu mixed) in %zu %s",
-			   r->false_lines, plural(r->false_lines, "line", "lines"),
-			   r->false_lines - mixed, mixed, r->nfobjs,
-			   plural(r->nfobjs, "object", "objects"));
+		ks_mtr_printf(o, "False sharing: %lu %s (%lu false, %lu mixed) in %zu %s",
+			      r->false_lines, plural(r->false_lines, "line", "lines"),
+			      r->false_lines - mixed, mixed, r->nfobjs,
+			      plural(r->nfobjs, "object", "objects"));
 	else
-		mtr_puts(o, "False sharing: no false sharing found");
-	mtr_printf(o, "; %zu %s with true sharing\n", r->ntrue,
-		   plural(r->ntrue, "line", "lines"));
+		ks_mtr_puts(o, "False sharing: no false sharing found");
+	ks_mtr_printf(o, "; %zu %s with true sharing\n", r->ntrue,
+		      plural(r->ntrue, "line", "lines"));
 	put_totals(o, r);
 	if (r->false_lines) {
 		put_views(o, r);
-		mtr_puts(o, "\nFalsely shared objects:\n\n");
+		ks_mtr_puts(o, "\nFalsely shared objects:\n\n");
 		for (size_t i = 0; i < r->nfobjs; i++)
 			put_fobj(o, r, i);
 	}
-	mtr_puts(o, "True sharing (threads share the same words; not false sharing):\n");
+	ks_mtr_puts(o, "True sharing (threads share the same words; not false sharing):\n");
 	if (!r->ntrue)
-		mtr_puts(o, "  (none)\n");
+		ks_mtr_puts(o, "  (none)\n");
 	for (size_t i = 0; i < r->ntrue; i++) {
-		const struct mtr_line *l = &r->lines[r->true_lines[i]];
+		const struct ks_mtr_line *l = &r->lines[r->true_lines[i]];
 		uint64_t base = l->addr;
 
-		mtr_printf(o, "  line 0x%" PRIx64, l->addr);
+		ks_mtr_printf(o, "  line 0x%" PRIx64, l->addr);
 		if (l->var != MTR_NONE) {
-			mtr_var_name(r, &r->vars[l->var], name, sizeof(name));
-			mtr_puts(o, " in ");
-			mtr_put_text(o, name);
+			ks_mtr_var_name(r, &r->vars[l->var], name, sizeof(name));
+			ks_mtr_puts(o, " in ");
+			ks_mtr_put_text(o, name);
 			base = r->vars[l->var].addr;
 		}
-		mtr_printf(o, ": misses %" PRIu64 ", invalidations %" PRIu64 "\n", l->misses,
-			   l->invalidations);
+		ks_mtr_printf(o, ": misses %" PRIu64 ", invalidations %" PRIu64 "\n", l->misses,
+			      l->invalidations);
 		put_line_threads(o, l, base, "    ");
 	}
 }
@@ -491,18 +492,18 @@ static void write_falseshare(struct mtr_out *o, const struct mtr_run *r)
 /* Entry                                                               */
 /* ------------------------------------------------------------------ */
 
-int mtr_write_text(const struct mtr_run *r, const struct ks_mtr_opts *opts,
-		   struct ks_rundir *rd, FILE *text, struct ks_err *err)
+int ks_mtr_write_text(const struct ks_mtr_run *r, const struct ks_mtr_opts *opts,
+		      struct ks_rundir *rd, FILE *text, struct ks_err *err)
 {
 	struct ks_outfile of;
-	struct mtr_out *o = calloc(1, sizeof(*o)); /* 64 KiB: not on the stack */
+	struct ks_mtr_out *o = calloc(1, sizeof(*o)); /* 64 KiB: not on the stack */
 	int rc;
 
 	if (!o)
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	/* A failing tee (stderr closed) does not fail the report: the file
 	 * is the deliverable. */
-	rc = mtr_out_open(o, &of, text, rd, "report.txt", err);
+	rc = ks_mtr_out_open(o, &of, text, rd, "report.txt", err);
 	if (rc)
 		goto out;
 	put_header(o, r, opts);
@@ -518,7 +519,7 @@ int mtr_write_text(const struct mtr_run *r, const struct ks_mtr_opts *opts,
 		break;
 	}
 	put_truncated(o, r);
-	rc = mtr_out_commit(o, err);
+	rc = ks_mtr_out_commit(o, err);
 out:
 	free(o);
 	return rc;

@@ -19,18 +19,18 @@
 /* Arena                                                               */
 /* ------------------------------------------------------------------ */
 
-struct mtr_arena_chunk {
-	struct mtr_arena_chunk *next;
+struct ks_mtr_arena_chunk {
+	struct ks_mtr_arena_chunk *next;
 	alignas(max_align_t) unsigned char data[];
 };
 
 #define ARENA_CHUNK (256 * 1024)
 
-void *mtr_arena_alloc(struct mtr_arena *a, size_t size)
+void *ks_mtr_arena_alloc(struct ks_mtr_arena *a, size_t size)
 {
 	const size_t align = alignof(max_align_t);
 	size_t need = (size + align - 1) & ~(align - 1);
-	struct mtr_arena_chunk *c;
+	struct ks_mtr_arena_chunk *c;
 
 	if (need < size)
 		return NULL;
@@ -50,20 +50,20 @@ void *mtr_arena_alloc(struct mtr_arena *a, size_t size)
 	return c->data + a->used - need;
 }
 
-char *mtr_arena_strdup(struct mtr_arena *a, const char *s)
+char *ks_mtr_arena_strdup(struct ks_mtr_arena *a, const char *s)
 {
 	size_t n = strlen(s) + 1;
-	char *p = mtr_arena_alloc(a, n);
+	char *p = ks_mtr_arena_alloc(a, n);
 
 	if (p)
 		memcpy(p, s, n);
 	return p;
 }
 
-void mtr_arena_free(struct mtr_arena *a)
+void ks_mtr_arena_free(struct ks_mtr_arena *a)
 {
 	while (a->head) {
-		struct mtr_arena_chunk *next = a->head->next;
+		struct ks_mtr_arena_chunk *next = a->head->next;
 
 		free(a->head);
 		a->head = next;
@@ -87,7 +87,7 @@ static size_t map_slot(uint64_t key, size_t cap)
 	return (size_t)key & (cap - 1);
 }
 
-uint32_t mtr_map_get(const struct mtr_map *m, uint64_t key)
+uint32_t ks_mtr_map_get(const struct ks_mtr_map *m, uint64_t key)
 {
 	if (!m->cap)
 		return MTR_NONE;
@@ -99,7 +99,7 @@ uint32_t mtr_map_get(const struct mtr_map *m, uint64_t key)
 	}
 }
 
-static int map_grow(struct mtr_map *m)
+static int map_grow(struct ks_mtr_map *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 64;
 	uint64_t *keys = malloc(cap * sizeof(*keys));
@@ -129,7 +129,7 @@ static int map_grow(struct mtr_map *m)
 	return 0;
 }
 
-int mtr_map_put(struct mtr_map *m, uint64_t key, uint32_t val)
+int ks_mtr_map_put(struct ks_mtr_map *m, uint64_t key, uint32_t val)
 {
 	size_t i;
 
@@ -147,14 +147,14 @@ int mtr_map_put(struct mtr_map *m, uint64_t key, uint32_t val)
 	return 0;
 }
 
-void mtr_map_free(struct mtr_map *m)
+void ks_mtr_map_free(struct ks_mtr_map *m)
 {
 	free(m->keys);
 	free(m->vals);
 	memset(m, 0, sizeof(*m));
 }
 
-void *mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem)
+void *ks_mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem)
 {
 	void **pp = p;
 	unsigned char *base = *pp;
@@ -178,7 +178,7 @@ void *mtr_vec_push(void *p, size_t *n, size_t *cap, size_t elem)
 /* Buffered output                                                     */
 /* ------------------------------------------------------------------ */
 
-void mtr_flush(struct mtr_out *o)
+void ks_mtr_flush(struct ks_mtr_out *o)
 {
 	if (!o->len)
 		return;
@@ -188,9 +188,9 @@ void mtr_flush(struct mtr_out *o)
 	o->len = 0;
 }
 
-void mtr_put_slow(struct mtr_out *o, const char *s, size_t len)
+void ks_mtr_put_slow(struct ks_mtr_out *o, const char *s, size_t len)
 {
-	mtr_flush(o);
+	ks_mtr_flush(o);
 	if (len > sizeof(o->buf)) {
 		ks_outfile_write(o->of, s, len);
 		if (o->tee && !o->error && fwrite(s, 1, len, o->tee) != len)
@@ -201,7 +201,7 @@ void mtr_put_slow(struct mtr_out *o, const char *s, size_t len)
 	o->len = len;
 }
 
-void mtr_printf(struct mtr_out *o, const char *fmt, ...)
+void ks_mtr_printf(struct ks_mtr_out *o, const char *fmt, ...)
 {
 	char small[512];
 	va_list ap;
@@ -213,7 +213,7 @@ void mtr_printf(struct mtr_out *o, const char *fmt, ...)
 	if (n < 0)
 		return;
 	if ((size_t)n < sizeof(small)) {
-		mtr_put(o, small, (size_t)n);
+		ks_mtr_put(o, small, (size_t)n);
 		return;
 	}
 	char *big = malloc((size_t)n + 1);
@@ -225,11 +225,11 @@ void mtr_printf(struct mtr_out *o, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(big, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	mtr_put(o, big, (size_t)n);
+	ks_mtr_put(o, big, (size_t)n);
 	free(big);
 }
 
-void mtr_put_text(struct mtr_out *o, const char *s)
+void ks_mtr_put_text(struct ks_mtr_out *o, const char *s)
 {
 	const char *run = s;
 
@@ -238,15 +238,15 @@ void mtr_put_text(struct mtr_out *o, const char *s)
 
 		if (c >= 0x20 && c != 0x7f)
 			continue;
-		mtr_put(o, run, (size_t)(s - run));
-		mtr_printf(o, "\\x%02x", c);
+		ks_mtr_put(o, run, (size_t)(s - run));
+		ks_mtr_printf(o, "\\x%02x", c);
 		run = s + 1;
 	}
-	mtr_put(o, run, (size_t)(s - run));
+	ks_mtr_put(o, run, (size_t)(s - run));
 }
 
-int mtr_out_open(struct mtr_out *o, struct ks_outfile *of, FILE *tee,
-		 struct ks_rundir *rd, const char *name, struct ks_err *err)
+int ks_mtr_out_open(struct ks_mtr_out *o, struct ks_outfile *of, FILE *tee,
+		    struct ks_rundir *rd, const char *name, struct ks_err *err)
 {
 	o->of = of;
 	o->tee = tee;
@@ -255,9 +255,9 @@ int mtr_out_open(struct mtr_out *o, struct ks_outfile *of, FILE *tee,
 	return ks_outfile_open(rd, name, of, err);
 }
 
-int mtr_out_commit(struct mtr_out *o, struct ks_err *err)
+int ks_mtr_out_commit(struct ks_mtr_out *o, struct ks_err *err)
 {
-	mtr_flush(o);
+	ks_mtr_flush(o);
 	if (o->tee && !o->error && fflush(o->tee) != 0)
 		o->error = -EIO;
 	return ks_outfile_commit(o->of, KS_DELIVERABLE_MODE, err);
@@ -271,16 +271,16 @@ int mtr_out_commit(struct mtr_out *o, struct ks_err *err)
  * after the first by the writer's depth.  A newline never occurs inside
  * a dumped string (jansson escapes it), so each one starts a line. */
 struct jw_dump {
-	struct mtr_out *o;
+	struct ks_mtr_out *o;
 	int depth;
 };
 
-static void jw_indent(struct mtr_out *o, int depth)
+static void jw_indent(struct ks_mtr_out *o, int depth)
 {
 	static const char spaces[] = "                                ";
 
 	for (int n = depth * 2; n > 0; n -= (int)sizeof(spaces) - 1)
-		mtr_put(o, spaces, n < (int)sizeof(spaces) - 1 ? (size_t)n
+		ks_mtr_put(o, spaces, n < (int)sizeof(spaces) - 1 ? (size_t)n
 							     : sizeof(spaces) - 1);
 }
 
@@ -292,44 +292,41 @@ static int jw_dump_cb(const char *buf, size_t size, void *data)
 	while (size && (nl = memchr(buf, '\n', size))) {
 		size_t n = (size_t)(nl - buf) + 1;
 
-		mtr_put(d->o, buf, n);
+		ks_mtr_put(d->o, buf, n);
 		jw_indent(d->o, d->depth);
 		buf += n;
 		size -= n;
 	}
-	mtr_put(d->o, buf, size);
+	ks_mtr_put(d->o, buf, size);
 	return 0;
 }
 
 /* Separator and key before a member or element at the current level. */
-static void jw_lead(struct mtr_jw *w, const char *key)
+static void jw_lead(struct ks_mtr_jw *w, const char *key)
 {
 	int d = w->depth;
 
 	if (w->flat[d]) {
 		if (!w->first[d])
-			mtr_put(w->o, ",", 1);
+			ks_mtr_put(w->o, ", ", w->tight ? 1 : 2);
 	} else {
-		mtr_puts(w->o, w->first[d] ? "\n" : ",\n");
+		ks_mtr_puts(w->o, w->first[d] ? "\n" : ",\n");
 		jw_indent(w->o, d);
 	}
 	w->first[d] = false;
 	if (key && !w->array[d]) {
-		mtr_put(w->o, "\"", 1);
-		mtr_puts(w->o, key);
-		if (w->flat[d])
-			mtr_put(w->o, "\":", 2);
-		else
-			mtr_put(w->o, "\": ", 3);
+		ks_mtr_put(w->o, "\"", 1);
+		ks_mtr_puts(w->o, key);
+		ks_mtr_put(w->o, "\": ", w->flat[d] && w->tight ? 2 : 3);
 	}
 }
 
-static void jw_open(struct mtr_jw *w, const char *key, bool array, bool flat)
+static void jw_open(struct ks_mtr_jw *w, const char *key, bool array, bool flat)
 {
 	bool parent_flat = w->flat[w->depth];
 
 	jw_lead(w, key);
-	mtr_put(w->o, array ? "[" : "{", 1);
+	ks_mtr_put(w->o, array ? "[" : "{", 1);
 	/* Deeper than any report goes; stay in bounds regardless. */
 	if (w->depth + 1 < MTR_JW_DEPTH)
 		w->depth++;
@@ -338,31 +335,36 @@ static void jw_open(struct mtr_jw *w, const char *key, bool array, bool flat)
 	w->flat[w->depth] = flat || parent_flat;
 }
 
-void mtr_jw_init(struct mtr_jw *w, struct mtr_out *o)
+void ks_mtr_jw_init(struct ks_mtr_jw *w, struct ks_mtr_out *o)
 {
 	memset(w, 0, sizeof(*w));
 	w->o = o;
-	mtr_put(o, "{", 1);
+	ks_mtr_put(o, "{", 1);
 	w->depth = 1;
 	w->first[1] = true;
 }
 
-void mtr_jw_object(struct mtr_jw *w, const char *key)
+void ks_mtr_jw_object(struct ks_mtr_jw *w, const char *key)
 {
 	jw_open(w, key, false, false);
 }
 
-void mtr_jw_array(struct mtr_jw *w, const char *key)
+void ks_mtr_jw_array(struct ks_mtr_jw *w, const char *key)
 {
 	jw_open(w, key, true, false);
 }
 
-void mtr_jw_object_flat(struct mtr_jw *w, const char *key)
+void ks_mtr_jw_object_flat(struct ks_mtr_jw *w, const char *key)
 {
 	jw_open(w, key, false, true);
 }
 
-void mtr_jw_end(struct mtr_jw *w)
+void ks_mtr_jw_array_flat(struct ks_mtr_jw *w, const char *key)
+{
+	jw_open(w, key, true, true);
+}
+
+void ks_mtr_jw_end(struct ks_mtr_jw *w)
 {
 	int d = w->depth;
 	bool array = w->array[d], empty = w->first[d], flat = w->flat[d];
@@ -370,27 +372,27 @@ void mtr_jw_end(struct mtr_jw *w)
 	if (w->depth > 0)
 		w->depth--;
 	if (!empty && !flat) {
-		mtr_put(w->o, "\n", 1);
+		ks_mtr_put(w->o, "\n", 1);
 		jw_indent(w->o, w->depth);
 	}
-	mtr_put(w->o, array ? "]" : "}", 1);
+	ks_mtr_put(w->o, array ? "]" : "}", 1);
 }
 
-void mtr_jw_finish(struct mtr_jw *w)
+void ks_mtr_jw_finish(struct ks_mtr_jw *w)
 {
 	while (w->depth > 0)
-		mtr_jw_end(w);
-	mtr_put(w->o, "\n", 1);
+		ks_mtr_jw_end(w);
+	ks_mtr_put(w->o, "\n", 1);
 }
 
-void mtr_jw_put(struct mtr_jw *w, const char *key, json_t *v)
+void ks_mtr_jw_put(struct ks_mtr_jw *w, const char *key, json_t *v)
 {
 	struct jw_dump d = { w->o, w->flat[w->depth] ? 0 : w->depth };
 	size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6);
 
 	jw_lead(w, key);
 	if (!v) {
-		mtr_puts(w->o, "null");
+		ks_mtr_puts(w->o, "null");
 		return;
 	}
 	flags |= w->flat[w->depth] ? JSON_COMPACT : JSON_INDENT(2);
@@ -398,53 +400,98 @@ void mtr_jw_put(struct mtr_jw *w, const char *key, json_t *v)
 	json_decref(v);
 }
 
+size_t ks_mtr_utf8_seq(const char *p)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0; /* also stops at the NUL */
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0; /* overlong, out of range, or a surrogate */
+	return n;
+}
+
 /* A JSON string the way jansson dumps one (quote, backslash and control
  * characters escaped, UTF-8 as is), written directly: jansson escapes
  * only values it owns, and a json_t per string would be an allocation
- * for each of the millions of names in a large report.  The input came
- * through jansson's parser, so it is valid UTF-8 without NUL. */
-static void jw_string(struct mtr_out *o, const char *s)
+ * for each of the millions of names in a large report.  Names came
+ * through jansson's parser and are valid UTF-8; the kscope command line
+ * and texts cut to a buffer may not be, so a byte that starts no valid
+ * sequence becomes U+FFFD. */
+static void jw_string(struct ks_mtr_out *o, const char *s)
 {
 	const char *run = s;
 
-	mtr_put(o, "\"", 1);
+	ks_mtr_put(o, "\"", 1);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		char esc[8];
 
-		if (c >= 0x20 && c != '"' && c != '\\')
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\')
 			continue;
-		mtr_put(o, run, (size_t)(s - run));
+		if (c >= 0x80) {
+			size_t n = ks_mtr_utf8_seq(s);
+
+			if (n) {
+				s += n - 1;
+				continue;
+			}
+		}
+		ks_mtr_put(o, run, (size_t)(s - run));
 		switch (c) {
-		case '"': mtr_put(o, "\\\"", 2); break;
-		case '\\': mtr_put(o, "\\\\", 2); break;
-		case '\b': mtr_put(o, "\\b", 2); break;
-		case '\f': mtr_put(o, "\\f", 2); break;
-		case '\n': mtr_put(o, "\\n", 2); break;
-		case '\r': mtr_put(o, "\\r", 2); break;
-		case '\t': mtr_put(o, "\\t", 2); break;
+		case '"': ks_mtr_put(o, "\\\"", 2); break;
+		case '\\': ks_mtr_put(o, "\\\\", 2); break;
+		case '\b': ks_mtr_put(o, "\\b", 2); break;
+		case '\f': ks_mtr_put(o, "\\f", 2); break;
+		case '\n': ks_mtr_put(o, "\\n", 2); break;
+		case '\r': ks_mtr_put(o, "\\r", 2); break;
+		case '\t': ks_mtr_put(o, "\\t", 2); break;
 		default:
-			snprintf(esc, sizeof(esc), "\\u%04X", c);
-			mtr_put(o, esc, 6);
+			if (c >= 0x80) {
+				ks_mtr_put(o, "\xef\xbf\xbd", 3); /* U+FFFD */
+			} else {
+				snprintf(esc, sizeof(esc), "\\u%04X", c);
+				ks_mtr_put(o, esc, 6);
+			}
 			break;
 		}
 		run = s + 1;
 	}
-	mtr_put(o, run, (size_t)(s - run));
-	mtr_put(o, "\"", 1);
+	ks_mtr_put(o, run, (size_t)(s - run));
+	ks_mtr_put(o, "\"", 1);
 }
 
-void mtr_jw_str(struct mtr_jw *w, const char *key, const char *s)
+void ks_mtr_jw_str(struct ks_mtr_jw *w, const char *key, const char *s)
 {
 	jw_lead(w, key);
 	if (s)
 		jw_string(w->o, s);
 	else
-		mtr_puts(w->o, "null");
+		ks_mtr_puts(w->o, "null");
 }
 
 /* Decimal digits of v, without printf (the hot path of large reports). */
-static void jw_digits(struct mtr_out *o, uint64_t v, bool negative)
+static void jw_digits(struct ks_mtr_out *o, uint64_t v, bool negative)
 {
 	char buf[24], *p = buf + sizeof(buf);
 
@@ -454,29 +501,29 @@ static void jw_digits(struct mtr_out *o, uint64_t v, bool negative)
 	} while (v);
 	if (negative)
 		*--p = '-';
-	mtr_put(o, p, (size_t)(buf + sizeof(buf) - p));
+	ks_mtr_put(o, p, (size_t)(buf + sizeof(buf) - p));
 }
 
-void mtr_jw_uint(struct mtr_jw *w, const char *key, uint64_t v)
+void ks_mtr_jw_uint(struct ks_mtr_jw *w, const char *key, uint64_t v)
 {
 	jw_lead(w, key);
 	/* Counts were read as json_int_t; sums are clamped to stay one. */
 	jw_digits(w->o, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v, false);
 }
 
-void mtr_jw_int(struct mtr_jw *w, const char *key, long long v)
+void ks_mtr_jw_int(struct ks_mtr_jw *w, const char *key, long long v)
 {
 	jw_lead(w, key);
 	jw_digits(w->o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
-void mtr_jw_bool(struct mtr_jw *w, const char *key, bool v)
+void ks_mtr_jw_bool(struct ks_mtr_jw *w, const char *key, bool v)
 {
 	jw_lead(w, key);
-	mtr_puts(w->o, v ? "true" : "false");
+	ks_mtr_puts(w->o, v ? "true" : "false");
 }
 
-void mtr_jw_addr(struct mtr_jw *w, const char *key, uint64_t v)
+void ks_mtr_jw_addr(struct ks_mtr_jw *w, const char *key, uint64_t v)
 {
 	static const char hex[] = "0123456789abcdef";
 	char buf[24], *p = buf + sizeof(buf);
@@ -490,10 +537,10 @@ void mtr_jw_addr(struct mtr_jw *w, const char *key, uint64_t v)
 	*--p = 'x';
 	*--p = '0';
 	*--p = '"';
-	mtr_put(w->o, p, (size_t)(buf + sizeof(buf) - p));
+	ks_mtr_put(w->o, p, (size_t)(buf + sizeof(buf) - p));
 }
 
-json_t *mtr_json_u64(uint64_t v)
+json_t *ks_mtr_json_u64(uint64_t v)
 {
 	/* Counts were read as json_int_t, so they fit; sums are clamped. */
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
@@ -503,21 +550,21 @@ json_t *mtr_json_u64(uint64_t v)
 /* Wording                                                             */
 /* ------------------------------------------------------------------ */
 
-const char *const mtr_analysis_names[3] = { "memcheck", "contention", "falseshare" };
-const char *const mtr_ekind_names[MTR_E_COUNT] = {
+const char *const ks_mtr_analysis_names[3] = { "memcheck", "contention", "falseshare" };
+const char *const ks_mtr_ekind_names[MTR_E_COUNT] = {
 	"invalid-read", "invalid-write", "use-after-free", "uninit-cond",
 	"uninit-addr", "uninit-syscall", "double-free", "invalid-free",
 	"leak-definite", "leak-possible",
 };
-const char *const mtr_verdict_names[3] = { "false", "true", "mixed" };
-const char *const mtr_vkind_names[4] = { "heap", "global", "stack", "unknown" };
+const char *const ks_mtr_verdict_names[3] = { "false", "true", "mixed" };
+const char *const ks_mtr_vkind_names[4] = { "heap", "global", "stack", "unknown" };
 
-void mtr_hex(char buf[19], uint64_t v)
+void ks_mtr_hex(char buf[19], uint64_t v)
 {
 	snprintf(buf, 19, "0x%" PRIx64, v);
 }
 
-void mtr_error_what(const struct mtr_error *e, char *buf, size_t size)
+void ks_mtr_error_what(const struct ks_mtr_error *e, char *buf, size_t size)
 {
 	switch (e->kind) {
 	case MTR_E_INVALID_READ:
@@ -556,15 +603,15 @@ void mtr_error_what(const struct mtr_error *e, char *buf, size_t size)
 	}
 }
 
-void mtr_error_where(const struct mtr_error *e, char *buf, size_t size)
+void ks_mtr_error_where(const struct ks_mtr_error *e, char *buf, size_t size)
 {
 	char a[19];
-	const struct mtr_block *b = &e->block;
+	const struct ks_mtr_block *b = &e->block;
 
 	buf[0] = '\0';
 	if (!e->has_addr)
 		return;
-	mtr_hex(a, e->addr);
+	ks_mtr_hex(a, e->addr);
 	if (!e->has_block) {
 		snprintf(buf, size, "Address %s is not inside a known heap block", a);
 		return;
@@ -582,7 +629,7 @@ void mtr_error_where(const struct mtr_error *e, char *buf, size_t size)
 			 PRIu64 " %s", a, (uint64_t)b->offset - b->size, b->size, state);
 }
 
-const char *mtr_xml_kind(enum mtr_ekind k, bool write)
+const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write)
 {
 	switch (k) {
 	case MTR_E_INVALID_READ: return "InvalidRead";
@@ -599,13 +646,13 @@ const char *mtr_xml_kind(enum mtr_ekind k, bool write)
 	}
 }
 
-void mtr_leak_what(const struct mtr_leak *l, char *buf, size_t size)
+void ks_mtr_leak_what(const struct ks_mtr_leak *l, char *buf, size_t size)
 {
 	snprintf(buf, size, "%" PRIu64 " bytes in %" PRIu64 " blocks are %s lost", l->bytes,
 		 l->blocks, l->kind == MTR_E_LEAK_POSSIBLE ? "possibly" : "definitely");
 }
 
-const struct mtr_frame *mtr_stack_line_frame(const struct mtr_stack *s)
+const struct ks_mtr_frame *ks_mtr_stack_line_frame(const struct ks_mtr_stack *s)
 {
 	for (uint32_t i = 0; i < s->nframes; i++)
 		if (s->frames[i].line && s->frames[i].file)
@@ -613,7 +660,7 @@ const struct mtr_frame *mtr_stack_line_frame(const struct mtr_stack *s)
 	return NULL;
 }
 
-void mtr_frame_where(const struct mtr_frame *f, char *buf, size_t size)
+void ks_mtr_frame_where(const struct ks_mtr_frame *f, char *buf, size_t size)
 {
 	const char *fn = f->fn ? f->fn : "???";
 
@@ -627,18 +674,18 @@ void mtr_frame_where(const struct mtr_frame *f, char *buf, size_t size)
 		snprintf(buf, size, "%s", fn);
 }
 
-void mtr_context_where(const struct mtr_run *r, uint32_t stack, char *buf,
-		       size_t size)
+void ks_mtr_context_where(const struct ks_mtr_run *r, uint32_t stack, char *buf,
+			  size_t size)
 {
-	const struct mtr_stack *s = &r->stacks[stack];
-	const struct mtr_frame *f = mtr_stack_line_frame(s);
+	const struct ks_mtr_stack *s = &r->stacks[stack];
+	const struct ks_mtr_frame *f = ks_mtr_stack_line_frame(s);
 
-	mtr_frame_where(f ? f : &s->frames[0], buf, size);
+	ks_mtr_frame_where(f ? f : &s->frames[0], buf, size);
 }
 
-void mtr_exit_text(const struct mtr_run *r, char *buf, size_t size)
+void ks_mtr_exit_text(const struct ks_mtr_run *r, char *buf, size_t size)
 {
-	const struct mtr_end *e = &r->end;
+	const struct ks_mtr_end *e = &r->end;
 
 	if (!e->present) {
 		snprintf(buf, size, "Process %lld did not finish normally: findings.jsonl "
@@ -659,7 +706,7 @@ void mtr_exit_text(const struct mtr_run *r, char *buf, size_t size)
 	}
 }
 
-char *mtr_frame_path(const struct mtr_frame *f, char *buf, size_t size)
+char *ks_mtr_frame_path(const struct ks_mtr_frame *f, char *buf, size_t size)
 {
 	if (!f->file)
 		return NULL;
@@ -671,27 +718,27 @@ char *mtr_frame_path(const struct mtr_frame *f, char *buf, size_t size)
 	return buf;
 }
 
-void mtr_var_name(const struct mtr_run *r, const struct mtr_var *v, char *buf,
-		  size_t size)
+void ks_mtr_var_name(const struct ks_mtr_run *r, const struct ks_mtr_var *v, char *buf,
+		     size_t size)
 {
 	char a[19], where[512];
 
-	mtr_hex(a, v->addr);
+	ks_mtr_hex(a, v->addr);
 	switch (v->kind) {
 	case MTR_V_HEAP: {
-		const struct mtr_frame *f = NULL;
+		const struct ks_mtr_frame *f = NULL;
 
 		if (v->alloc_stack != MTR_NONE) {
-			const struct mtr_stack *s = &r->stacks[v->alloc_stack];
+			const struct ks_mtr_stack *s = &r->stacks[v->alloc_stack];
 
 			/* Skip malloc itself: the first frame with a line is
 			 * the program's allocation site. */
-			f = mtr_stack_line_frame(s);
+			f = ks_mtr_stack_line_frame(s);
 			if (!f)
 				f = &s->frames[s->nframes > 1 ? 1 : 0];
 		}
 		if (f) {
-			mtr_frame_where(f, where, sizeof(where));
+			ks_mtr_frame_where(f, where, sizeof(where));
 			snprintf(buf, size, "heap block of %" PRIu64 " bytes allocated at %s",
 				 v->size, where);
 		} else {
@@ -721,21 +768,21 @@ void mtr_var_name(const struct mtr_run *r, const struct mtr_var *v, char *buf,
 	}
 }
 
-void mtr_fobj_name(const struct mtr_run *r, const struct mtr_fobj *f, char *buf,
-		   size_t size)
+void ks_mtr_fobj_name(const struct ks_mtr_run *r, const struct ks_mtr_fobj *f, char *buf,
+		      size_t size)
 {
 	char a[19];
 
 	if (f->var != MTR_NONE) {
-		mtr_var_name(r, &r->vars[f->var], buf, size);
+		ks_mtr_var_name(r, &r->vars[f->var], buf, size);
 		return;
 	}
-	mtr_hex(a, r->lines[f->line].addr);
+	ks_mtr_hex(a, r->lines[f->line].addr);
 	snprintf(buf, size, "unknown object on line %s", a);
 }
 
-void mtr_fobj_range(const struct mtr_run *r, const struct mtr_fobj *f, uint64_t *addr,
-		    uint64_t *size)
+void ks_mtr_fobj_range(const struct ks_mtr_run *r, const struct ks_mtr_fobj *f, uint64_t *addr,
+		       uint64_t *size)
 {
 	if (f->var != MTR_NONE) {
 		*addr = r->vars[f->var].addr;
@@ -746,7 +793,7 @@ void mtr_fobj_range(const struct mtr_run *r, const struct mtr_fobj *f, uint64_t 
 	}
 }
 
-uint64_t mtr_score(const struct mtr_counts *c)
+uint64_t ks_mtr_score(const struct ks_mtr_counts *c)
 {
 	return c->misses + c->invalidations;
 }

@@ -26,9 +26,9 @@
 
 static int cmp_leak(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
-	const struct mtr_leak *x = &r->leaks[*(const uint32_t *)a];
-	const struct mtr_leak *y = &r->leaks[*(const uint32_t *)b];
+	const struct ks_mtr_run *r = ctx;
+	const struct ks_mtr_leak *x = &r->leaks[*(const uint32_t *)a];
+	const struct ks_mtr_leak *y = &r->leaks[*(const uint32_t *)b];
 
 	/* Valgrind's order: smallest first, so the largest ends up next to
 	 * the summary.  Ties keep the file's order. */
@@ -41,23 +41,23 @@ static int cmp_leak(const void *a, const void *b, void *ctx)
 
 static int cmp_site(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
-	uint64_t x = mtr_score(&r->sites[*(const uint32_t *)a].c);
-	uint64_t y = mtr_score(&r->sites[*(const uint32_t *)b].c);
+	const struct ks_mtr_run *r = ctx;
+	uint64_t x = ks_mtr_score(&r->sites[*(const uint32_t *)a].c);
+	uint64_t y = ks_mtr_score(&r->sites[*(const uint32_t *)b].c);
 
 	if (x != y)
 		return x > y ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static uint64_t object_score(const struct mtr_object *o)
+static uint64_t object_score(const struct ks_mtr_object *o)
 {
 	return o->misses + o->invalidations;
 }
 
 static int cmp_object(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
+	const struct ks_mtr_run *r = ctx;
 	uint64_t x = object_score(&r->objects[*(const uint32_t *)a]);
 	uint64_t y = object_score(&r->objects[*(const uint32_t *)b]);
 
@@ -79,7 +79,7 @@ static uint32_t *iota(size_t n)
 /* True if one of the top three frames has a line number: what the filter
  * keeps (an error deep in a library without debug information is rarely
  * the program's). */
-static bool has_line_on_top(const struct mtr_stack *s)
+static bool has_line_on_top(const struct ks_mtr_stack *s)
 {
 	for (uint32_t i = 0; i < s->nframes && i < 3; i++)
 		if (s->frames[i].line)
@@ -87,10 +87,10 @@ static bool has_line_on_top(const struct mtr_stack *s)
 	return false;
 }
 
-static void views_memcheck(struct mtr_run *r, const struct ks_mtr_opts *o)
+static void views_memcheck(struct ks_mtr_run *r, const struct ks_mtr_opts *o)
 {
 	for (size_t i = 0; i < r->nerrors; i++) {
-		struct mtr_error *e = &r->errors[i];
+		struct ks_mtr_error *e = &r->errors[i];
 
 		e->filtered = o->filter && !has_line_on_top(&r->stacks[e->stack]);
 		if (e->filtered)
@@ -104,7 +104,7 @@ static void views_memcheck(struct mtr_run *r, const struct ks_mtr_opts *o)
 	qsort_r(r->leak_order, r->nleaks, sizeof(uint32_t), cmp_leak, r);
 }
 
-static void views_contention(struct mtr_run *r)
+static void views_contention(struct ks_mtr_run *r)
 {
 	if (r->total.present) {
 		r->sum = r->total.c;
@@ -113,7 +113,7 @@ static void views_contention(struct mtr_run *r)
 	} else {
 		/* A truncated run: the threads' own counts are all there is. */
 		for (size_t i = 0; i < r->nthreads; i++) {
-			const struct mtr_counts *c = &r->threads[i].c;
+			const struct ks_mtr_counts *c = &r->threads[i].c;
 
 			r->sum.accesses += c->accesses;
 			r->sum.reads += c->reads;
@@ -132,24 +132,24 @@ static void views_contention(struct mtr_run *r)
 /* ------------------------------------------------------------------ */
 
 struct fs_build {
-	struct mtr_run *r;
+	struct ks_mtr_run *r;
 	uint32_t *by_var;        /* var index -> fobj, or MTR_NONE */
 	uint32_t *by_line;       /* line index -> fobj for variable-less lines */
-	struct mtr_map has_line; /* (fobj << 32 | line) already in fobj->lines */
+	struct ks_mtr_map has_line; /* (fobj << 32 | line) already in fobj->lines */
 	size_t cap_fobjs;
-	struct mtr_fentry *raw;  /* one per access record on a false/mixed line */
+	struct ks_mtr_fentry *raw;  /* one per access record on a false/mixed line */
 	size_t nraw, cap_raw;
 };
 
 static uint32_t fobj_for(struct fs_build *b, uint32_t var, uint32_t line)
 {
-	struct mtr_run *r = b->r;
+	struct ks_mtr_run *r = b->r;
 	uint32_t *slot = var != MTR_NONE ? &b->by_var[var] : &b->by_line[line];
-	struct mtr_fobj *f;
+	struct ks_mtr_fobj *f;
 
 	if (*slot != MTR_NONE)
 		return *slot;
-	f = mtr_vec_push(&r->fobjs, &r->nfobjs, &b->cap_fobjs, sizeof(*f));
+	f = ks_mtr_vec_push(&r->fobjs, &r->nfobjs, &b->cap_fobjs, sizeof(*f));
 	if (!f)
 		return MTR_NONE;
 	f->var = var;
@@ -161,34 +161,34 @@ static uint32_t fobj_for(struct fs_build *b, uint32_t var, uint32_t line)
 
 static int fobj_add_line(struct fs_build *b, uint32_t fi, uint32_t line)
 {
-	struct mtr_fobj *f = &b->r->fobjs[fi];
+	struct ks_mtr_fobj *f = &b->r->fobjs[fi];
 	uint64_t key = (uint64_t)fi << 32 | line;
 	uint32_t *p;
 
-	if (mtr_map_get(&b->has_line, key) != MTR_NONE)
+	if (ks_mtr_map_get(&b->has_line, key) != MTR_NONE)
 		return 0;
-	if (mtr_map_put(&b->has_line, key, 1))
+	if (ks_mtr_map_put(&b->has_line, key, 1))
 		return -ENOMEM;
-	p = mtr_vec_push(&f->lines, &f->nlines, &f->cap_lines, sizeof(*p));
+	p = ks_mtr_vec_push(&f->lines, &f->nlines, &f->cap_lines, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	*p = line;
 	return 0;
 }
 
-static bool line_is_false(const struct mtr_line *l)
+static bool line_is_false(const struct ks_mtr_line *l)
 {
 	return l->verdict != MTR_TRUE;
 }
 
-static uint64_t entry_count(const struct mtr_fentry *e)
+static uint64_t entry_count(const struct ks_mtr_fentry *e)
 {
 	return e->reads + e->writes;
 }
 
 static int cmp_u32_addr(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
+	const struct ks_mtr_run *r = ctx;
 	uint64_t x = r->lines[*(const uint32_t *)a].addr, y = r->lines[*(const uint32_t *)b].addr;
 
 	return x < y ? -1 : x > y;
@@ -196,9 +196,9 @@ static int cmp_u32_addr(const void *a, const void *b, void *ctx)
 
 static int cmp_fobj(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
-	const struct mtr_fobj *x = &r->fobjs[*(const uint32_t *)a];
-	const struct mtr_fobj *y = &r->fobjs[*(const uint32_t *)b];
+	const struct ks_mtr_run *r = ctx;
+	const struct ks_mtr_fobj *x = &r->fobjs[*(const uint32_t *)a];
+	const struct ks_mtr_fobj *y = &r->fobjs[*(const uint32_t *)b];
 	uint64_t xa, ya, xs, ys;
 
 	/* The costliest first: potential invalidations are what padding
@@ -207,8 +207,8 @@ static int cmp_fobj(const void *a, const void *b, void *ctx)
 		return x->potential > y->potential ? -1 : 1;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
-	mtr_fobj_range(r, x, &xa, &xs);
-	mtr_fobj_range(r, y, &ya, &ys);
+	ks_mtr_fobj_range(r, x, &xa, &xs);
+	ks_mtr_fobj_range(r, y, &ya, &ys);
 	if (xa != ya)
 		return xa < ya ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
@@ -217,7 +217,7 @@ static int cmp_fobj(const void *a, const void *b, void *ctx)
 /* Grouping order: (fobj, context, tid). */
 static int cmp_key_global(const void *a, const void *b)
 {
-	const struct mtr_fentry *x = a, *y = b;
+	const struct ks_mtr_fentry *x = a, *y = b;
 
 	if (x->fobj != y->fobj)
 		return x->fobj < y->fobj ? -1 : 1;
@@ -229,7 +229,7 @@ static int cmp_key_global(const void *a, const void *b)
 /* Grouping order: (tid, fobj, context). */
 static int cmp_key_thread(const void *a, const void *b)
 {
-	const struct mtr_fentry *x = a, *y = b;
+	const struct ks_mtr_fentry *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
@@ -248,7 +248,7 @@ static int cmp_count_global(const void *a, const void *b)
 
 static int cmp_count_thread(const void *a, const void *b)
 {
-	const struct mtr_fentry *x = a, *y = b;
+	const struct ks_mtr_fentry *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
@@ -257,7 +257,7 @@ static int cmp_count_thread(const void *a, const void *b)
 
 static int cmp_compact(const void *a, const void *b, void *ctx)
 {
-	const struct mtr_run *r = ctx;
+	const struct ks_mtr_run *r = ctx;
 	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
 
 	if (r->fobjs[i].count != r->fobjs[j].count)
@@ -267,12 +267,12 @@ static int cmp_compact(const void *a, const void *b, void *ctx)
 
 /* Sorts src (n entries) with keycmp, merges runs equal under same and
  * returns them sorted with showcmp in *out. */
-static int merge_entries(const struct mtr_fentry *src, size_t n,
+static int merge_entries(const struct ks_mtr_fentry *src, size_t n,
 			 int (*keycmp)(const void *, const void *), bool keep_tid,
 			 int (*showcmp)(const void *, const void *),
-			 struct mtr_fentry **out, size_t *nout)
+			 struct ks_mtr_fentry **out, size_t *nout)
 {
-	struct mtr_fentry *v = malloc((n ? n : 1) * sizeof(*v));
+	struct ks_mtr_fentry *v = malloc((n ? n : 1) * sizeof(*v));
 	size_t m = 0;
 
 	if (!v)
@@ -299,7 +299,7 @@ static int merge_entries(const struct mtr_fentry *src, size_t n,
 }
 
 struct srcline {
-	const struct mtr_frame *f;
+	const struct ks_mtr_frame *f;
 	size_t order;            /* the first context it came from */
 };
 
@@ -323,7 +323,7 @@ static int cmp_srcline_order(const void *a, const void *b)
 }
 
 /* The distinct file:line of an object's contexts, in context order. */
-static int source_lines(struct mtr_run *r, struct mtr_fobj *f)
+static int source_lines(struct ks_mtr_run *r, struct ks_mtr_fobj *f)
 {
 	struct srcline *v = malloc((f->ncontexts ? f->ncontexts : 1) * sizeof(*v));
 	size_t n = 0, m = 0;
@@ -331,7 +331,8 @@ static int source_lines(struct mtr_run *r, struct mtr_fobj *f)
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < f->ncontexts; i++) {
-		const struct mtr_frame *fr = mtr_stack_line_frame(&r->stacks[f->contexts[i].stack]);
+		const struct ks_mtr_frame *fr =
+			ks_mtr_stack_line_frame(&r->stacks[f->contexts[i].stack]);
 
 		if (fr)
 			v[n++] = (struct srcline){ fr, i };
@@ -354,7 +355,7 @@ static int source_lines(struct mtr_run *r, struct mtr_fobj *f)
 	return 0;
 }
 
-static int views_falseshare(struct mtr_run *r)
+static int views_falseshare(struct ks_mtr_run *r)
 {
 	struct fs_build b = { .r = r };
 	uint32_t *order = NULL, *rank = NULL;
@@ -370,7 +371,7 @@ static int views_falseshare(struct mtr_run *r)
 
 	/* Lines: each false or mixed line belongs to its variable's object. */
 	for (size_t i = 0; i < r->nlines; i++) {
-		const struct mtr_line *l = &r->lines[i];
+		const struct ks_mtr_line *l = &r->lines[i];
 		uint32_t fi;
 
 		if (!line_is_false(l)) {
@@ -386,9 +387,9 @@ static int views_falseshare(struct mtr_run *r)
 
 	/* Accesses: the variable they name, else their line's. */
 	for (size_t i = 0; i < r->naccesses; i++) {
-		const struct mtr_access *a = &r->accesses[i];
-		const struct mtr_line *l = &r->lines[a->line];
-		struct mtr_fentry *e;
+		const struct ks_mtr_access *a = &r->accesses[i];
+		const struct ks_mtr_line *l = &r->lines[a->line];
+		struct ks_mtr_fentry *e;
 		uint32_t fi;
 
 		if (!line_is_false(l))
@@ -396,7 +397,7 @@ static int views_falseshare(struct mtr_run *r)
 		fi = fobj_for(&b, a->var != MTR_NONE ? a->var : l->var, a->line);
 		if (fi == MTR_NONE || fobj_add_line(&b, fi, a->line))
 			goto out;
-		e = mtr_vec_push(&b.raw, &b.nraw, &b.cap_raw, sizeof(*e));
+		e = ks_mtr_vec_push(&b.raw, &b.nraw, &b.cap_raw, sizeof(*e));
 		if (!e)
 			goto out;
 		e->tid = a->tid;
@@ -409,11 +410,11 @@ static int views_falseshare(struct mtr_run *r)
 
 	/* Per-object totals over its lines. */
 	for (size_t i = 0; i < r->nfobjs; i++) {
-		struct mtr_fobj *f = &r->fobjs[i];
+		struct ks_mtr_fobj *f = &r->fobjs[i];
 
 		qsort_r(f->lines, f->nlines, sizeof(uint32_t), cmp_u32_addr, r);
 		for (size_t j = 0; j < f->nlines; j++) {
-			const struct mtr_line *l = &r->lines[f->lines[j]];
+			const struct ks_mtr_line *l = &r->lines[f->lines[j]];
 
 			if (l->verdict == MTR_MIXED)
 				f->verdict = MTR_MIXED;
@@ -430,7 +431,7 @@ static int views_falseshare(struct mtr_run *r)
 		goto out;
 	qsort_r(order, r->nfobjs, sizeof(uint32_t), cmp_fobj, r);
 	{
-		struct mtr_fobj *sorted = malloc((r->nfobjs ? r->nfobjs : 1) * sizeof(*sorted));
+		struct ks_mtr_fobj *sorted = malloc((r->nfobjs ? r->nfobjs : 1) * sizeof(*sorted));
 
 		if (!sorted)
 			goto out;
@@ -452,9 +453,9 @@ static int views_falseshare(struct mtr_run *r)
 
 	/* Each object's contexts, by count (the global view is so sorted). */
 	for (size_t i = 0; i < r->nglobal; i++) {
-		struct mtr_fobj *f = &r->fobjs[r->global[i].fobj];
-		struct mtr_fctx *p = mtr_vec_push(&f->contexts, &f->ncontexts,
-						  &f->cap_contexts, sizeof(*p));
+		struct ks_mtr_fobj *f = &r->fobjs[r->global[i].fobj];
+		struct ks_mtr_fctx *p = ks_mtr_vec_push(&f->contexts, &f->ncontexts,
+							&f->cap_contexts, sizeof(*p));
 
 		if (!p)
 			goto out;
@@ -476,11 +477,11 @@ out:
 	free(b.by_var);
 	free(b.by_line);
 	free(b.raw);
-	mtr_map_free(&b.has_line);
+	ks_mtr_map_free(&b.has_line);
 	return rc;
 }
 
-int mtr_views(struct mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err)
+int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err)
 {
 	r->leak_order = iota(r->nleaks);
 	r->site_order = iota(r->nsites);

@@ -28,10 +28,10 @@
 /* Writes s as XML character data: the five markup characters as
  * entities, tab, newline and carriage return as character references,
  * and the other control characters, which XML 1.0 forbids even as
- * references, as the visible text \xNN.  U+FFFE and U+FFFF, also
- * forbidden, become U+FFFD.  (jansson has already rejected invalid
- * UTF-8 and NUL.) */
-static void xml_text(struct mtr_out *o, const char *s)
+ * references, as the visible text \xNN.  A byte that starts no valid
+ * UTF-8 sequence (the kscope command line may hold one), and U+FFFE and
+ * U+FFFF, which XML also forbids, become U+FFFD. */
+static void xml_text(struct ks_mtr_out *o, const char *s)
 {
 	const char *run = s;
 
@@ -43,6 +43,20 @@ static void xml_text(struct mtr_out *o, const char *s)
 		if (c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' && c != '"' &&
 		    c != '\'')
 			continue; /* the common case */
+		if (c >= 0x80) {
+			size_t n = ks_mtr_utf8_seq(s);
+
+			if (n && !(n == 3 && c == 0xef && (unsigned char)s[1] == 0xbf &&
+				   (unsigned char)s[2] >= 0xbe)) {
+				s += n - 1;
+				continue;
+			}
+			ks_mtr_put(o, run, (size_t)(s - run));
+			ks_mtr_puts(o, "\xef\xbf\xbd");
+			s += n ? n - 1 : 0;
+			run = s + 1;
+			continue;
+		}
 		switch (c) {
 		case '&': rep = "&amp;"; break;
 		case '<': rep = "&lt;"; break;
@@ -53,51 +67,39 @@ static void xml_text(struct mtr_out *o, const char *s)
 		case '\n': rep = "&#10;"; break;
 		case '\r': rep = "&#13;"; break;
 		default:
-			if (c < 0x20 || c == 0x7f) {
-				snprintf(num, sizeof(num), "\\x%02x", c);
-				rep = num;
-			}
+			snprintf(num, sizeof(num), "\\x%02x", c);
+			rep = num;
 			break;
 		}
-		if (c == 0xef && (unsigned char)s[1] == 0xbf &&
-		    ((unsigned char)s[2] == 0xbe || (unsigned char)s[2] == 0xbf)) {
-			mtr_put(o, run, (size_t)(s - run));
-			mtr_puts(o, "\xef\xbf\xbd");
-			s += 2;
-			run = s + 1;
-			continue;
-		}
-		if (!rep)
-			continue;
-		mtr_put(o, run, (size_t)(s - run));
-		mtr_puts(o, rep);
+		ks_mtr_put(o, run, (size_t)(s - run));
+		ks_mtr_puts(o, rep);
 		run = s + 1;
 	}
-	mtr_put(o, run, (size_t)(s - run));
+	ks_mtr_put(o, run, (size_t)(s - run));
 }
 
 /* <tag>text</tag> on its own line.  (Plain puts, not printf: a large
  * report has millions of these.) */
-static void xml_elem(struct mtr_out *o, const char *indent, const char *tag,
+static void xml_elem(struct ks_mtr_out *o, const char *indent, const char *tag,
 		     const char *text)
 {
-	mtr_puts(o, indent);
-	mtr_put(o, "<", 1);
-	mtr_puts(o, tag);
-	mtr_put(o, ">", 1);
+	ks_mtr_puts(o, indent);
+	ks_mtr_put(o, "<", 1);
+	ks_mtr_puts(o, tag);
+	ks_mtr_put(o, ">", 1);
 	xml_text(o, text);
-	mtr_put(o, "</", 2);
-	mtr_puts(o, tag);
-	mtr_put(o, ">\n", 2);
+	ks_mtr_put(o, "</", 2);
+	ks_mtr_puts(o, tag);
+	ks_mtr_put(o, ">\n", 2);
 }
 
-static void xml_stack(struct mtr_out *o, const struct mtr_stack *s)
+static void xml_stack(struct ks_mtr_out *o, const struct ks_mtr_stack *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
-	mtr_puts(o, "  <stack>\n");
+	ks_mtr_puts(o, "  <stack>\n");
 	for (uint32_t i = 0; i < s->nframes; i++) {
-		const struct mtr_frame *f = &s->frames[i];
+		const struct ks_mtr_frame *f = &s->frames[i];
 		char ip[40], *p = ip + sizeof(ip);
 		uint64_t v = f->ip;
 
@@ -110,7 +112,7 @@ static void xml_stack(struct mtr_out *o, const struct mtr_stack *s)
 		} while (v);
 		p -= sizeof("    <frame>\n      <ip>0x") - 1;
 		memcpy(p, "    <frame>\n      <ip>0x", sizeof("    <frame>\n      <ip>0x") - 1);
-		mtr_put(o, p, (size_t)(ip + sizeof(ip) - p));
+		ks_mtr_put(o, p, (size_t)(ip + sizeof(ip) - p));
 		if (f->obj)
 			xml_elem(o, "      ", "obj", f->obj);
 		if (f->fn)
@@ -120,23 +122,23 @@ static void xml_stack(struct mtr_out *o, const struct mtr_stack *s)
 		if (f->file)
 			xml_elem(o, "      ", "file", f->file);
 		if (f->line)
-			mtr_printf(o, "      <line>%lu</line>\n", f->line);
-		mtr_puts(o, "    </frame>\n");
+			ks_mtr_printf(o, "      <line>%lu</line>\n", f->line);
+		ks_mtr_puts(o, "    </frame>\n");
 	}
-	mtr_puts(o, "  </stack>\n");
+	ks_mtr_puts(o, "  </stack>\n");
 }
 
-static void xml_error(struct mtr_out *o, const struct mtr_run *r,
-		      const struct mtr_error *e, unsigned long unique)
+static void xml_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
+		      const struct ks_mtr_error *e, unsigned long unique)
 {
 	char buf[1024];
 
-	mtr_printf(o, "<error>\n  <unique>0x%lx</unique>\n  <tid>%lld</tid>\n  <kind>%s</kind>\n",
-		   unique, e->tid, mtr_xml_kind(e->kind, e->write));
-	mtr_error_what(e, buf, sizeof(buf));
+	ks_mtr_printf(o, "<error>\n  <unique>0x%lx</unique>\n  <tid>%lld</tid>\n"
+		      "  <kind>%s</kind>\n", unique, e->tid, ks_mtr_xml_kind(e->kind, e->write));
+	ks_mtr_error_what(e, buf, sizeof(buf));
 	xml_elem(o, "  ", "what", buf);
 	xml_stack(o, &r->stacks[e->stack]);
-	mtr_error_where(e, buf, sizeof(buf));
+	ks_mtr_error_where(e, buf, sizeof(buf));
 	if (buf[0])
 		xml_elem(o, "  ", "auxwhat", buf);
 	if (e->has_block) {
@@ -149,27 +151,27 @@ static void xml_error(struct mtr_out *o, const struct mtr_run *r,
 		}
 		xml_stack(o, &r->stacks[e->block.alloc_stack]);
 	}
-	mtr_puts(o, "</error>\n\n");
+	ks_mtr_puts(o, "</error>\n\n");
 }
 
-static void xml_leak(struct mtr_out *o, const struct mtr_run *r, const struct mtr_leak *l,
+static void xml_leak(struct ks_mtr_out *o, const struct ks_mtr_run *r, const struct ks_mtr_leak *l,
 		     unsigned long unique, size_t nth)
 {
 	char buf[256];
 
-	mtr_leak_what(l, buf, sizeof(buf));
-	mtr_printf(o, "<error>\n  <unique>0x%lx</unique>\n  <tid>1</tid>\n  <kind>%s</kind>\n"
-		   "  <xwhat>\n    <text>%s in loss record %zu of %zu</text>\n"
-		   "    <leakedbytes>%" PRIu64 "</leakedbytes>\n"
-		   "    <leakedblocks>%" PRIu64 "</leakedblocks>\n  </xwhat>\n",
-		   unique, mtr_xml_kind(l->kind, false), buf, nth + 1, r->nleaks, l->bytes,
-		   l->blocks);
+	ks_mtr_leak_what(l, buf, sizeof(buf));
+	ks_mtr_printf(o, "<error>\n  <unique>0x%lx</unique>\n  <tid>1</tid>\n  <kind>%s</kind>\n"
+		      "  <xwhat>\n    <text>%s in loss record %zu of %zu</text>\n"
+		      "    <leakedbytes>%" PRIu64 "</leakedbytes>\n"
+		      "    <leakedblocks>%" PRIu64 "</leakedblocks>\n  </xwhat>\n",
+		      unique, ks_mtr_xml_kind(l->kind, false), buf, nth + 1, r->nleaks, l->bytes,
+		      l->blocks);
 	xml_stack(o, &r->stacks[l->stack]);
-	mtr_puts(o, "</error>\n\n");
+	ks_mtr_puts(o, "</error>\n\n");
 }
 
 /* The kscope command line's words after the first (kscope itself). */
-static void xml_vargs(struct mtr_out *o, const char *command)
+static void xml_vargs(struct ks_mtr_out *o, const char *command)
 {
 	const char *p = command;
 	char *word;
@@ -192,68 +194,69 @@ static void xml_vargs(struct mtr_out *o, const char *command)
 	}
 }
 
-static void write_xml(struct mtr_out *o, const struct mtr_run *r,
+static void write_xml(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		      const struct ks_mtr_opts *opts)
 {
-	const struct mtr_start *s = &r->start;
+	const struct ks_mtr_start *s = &r->start;
 	unsigned long unique = 0;
 
-	mtr_puts(o, "<?xml version=\"1.0\"?>\n\n<valgrindoutput>\n\n"
-		 "<protocolversion>4</protocolversion>\n"
-		 "<protocoltool>memcheck</protocoltool>\n\n<preamble>\n");
-	mtr_puts(o, "  <line>kscope memcheck, a heap memory error detector</line>\n");
-	mtr_puts(o, "  <line>Using kscope " KS_VERSION "</line>\n");
-	mtr_puts(o, "  <line>Command:");
+	ks_mtr_puts(o, "<?xml version=\"1.0\"?>\n\n<valgrindoutput>\n\n"
+		    "<protocolversion>4</protocolversion>\n"
+		    "<protocoltool>memcheck</protocoltool>\n\n<preamble>\n");
+	ks_mtr_puts(o, "  <line>kscope memcheck, a heap memory error detector</line>\n");
+	ks_mtr_puts(o, "  <line>Using kscope " KS_VERSION "</line>\n");
+	ks_mtr_puts(o, "  <line>Command:");
 	for (size_t i = 0; i < s->argc; i++) {
-		mtr_puts(o, " ");
+		ks_mtr_puts(o, " ");
 		xml_text(o, s->argv[i]);
 	}
-	mtr_puts(o, "</line>\n");
+	ks_mtr_puts(o, "</line>\n");
 	if (r->truncated)
-		mtr_puts(o, "  <line>The run ended early: findings.jsonl has no end record, "
-			 "so these results are incomplete</line>\n");
-	mtr_printf(o, "</preamble>\n\n<pid>%lld</pid>\n<ppid>0</ppid>\n<tool>memcheck</tool>\n\n",
-		   s->pid);
-	mtr_puts(o, "<args>\n  <vargv>\n    <exe>kscope</exe>\n");
+		ks_mtr_puts(o, "  <line>The run ended early: findings.jsonl has no end record, "
+			    "so these results are incomplete</line>\n");
+	ks_mtr_printf(o, "</preamble>\n\n<pid>%lld</pid>\n<ppid>0</ppid>\n"
+		      "<tool>memcheck</tool>\n\n", s->pid);
+	ks_mtr_puts(o, "<args>\n  <vargv>\n    <exe>kscope</exe>\n");
 	xml_vargs(o, opts->command);
-	mtr_puts(o, "  </vargv>\n  <argv>\n");
+	ks_mtr_puts(o, "  </vargv>\n  <argv>\n");
 	xml_elem(o, "    ", "exe", s->argc ? s->argv[0] : s->exe);
 	for (size_t i = 1; i < s->argc; i++)
 		xml_elem(o, "    ", "arg", s->argv[i]);
-	mtr_puts(o, "  </argv>\n</args>\n\n<status>\n  <state>RUNNING</state>\n</status>\n\n");
+	ks_mtr_puts(o, "  </argv>\n</args>\n\n<status>\n  <state>RUNNING</state>\n</status>\n\n");
 
 	for (size_t i = 0; i < r->nerrors; i++)
 		if (!r->errors[i].filtered)
 			xml_error(o, r, &r->errors[i], unique++);
-	mtr_puts(o, "\n<status>\n  <state>FINISHED</state>\n</status>\n\n");
+	ks_mtr_puts(o, "\n<status>\n  <state>FINISHED</state>\n</status>\n\n");
 	for (size_t i = 0; i < r->nleaks; i++)
 		xml_leak(o, r, &r->leaks[r->leak_order[i]], unique++, i);
 
 	/* Counts of the errors proper (Memcheck gives none for leaks). */
-	mtr_puts(o, "<errorcounts>\n");
+	ks_mtr_puts(o, "<errorcounts>\n");
 	unique = 0;
 	for (size_t i = 0; i < r->nerrors; i++) {
 		if (r->errors[i].filtered)
 			continue;
-		mtr_printf(o, "  <pair>\n    <count>%" PRIu64 "</count>\n    <unique>0x%lx</unique>\n"
-			   "  </pair>\n", r->errors[i].count, unique++);
+		ks_mtr_printf(o, "  <pair>\n    <count>%" PRIu64 "</count>\n"
+			      "    <unique>0x%lx</unique>\n  </pair>\n", r->errors[i].count,
+			      unique++);
 	}
-	mtr_puts(o, "</errorcounts>\n\n<suppcounts>\n</suppcounts>\n\n</valgrindoutput>\n\n");
+	ks_mtr_puts(o, "</errorcounts>\n\n<suppcounts>\n</suppcounts>\n\n</valgrindoutput>\n\n");
 }
 
-int mtr_write_xml(const struct mtr_run *r, const struct ks_mtr_opts *o,
-		  struct ks_rundir *rd, struct ks_err *err)
+int ks_mtr_write_xml(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		     struct ks_rundir *rd, struct ks_err *err)
 {
-	struct mtr_out *out = calloc(1, sizeof(*out));
+	struct ks_mtr_out *out = calloc(1, sizeof(*out));
 	struct ks_outfile of;
 	int rc;
 
 	if (!out)
 		return ks_err_set(err, -ENOMEM, "out of memory");
-	rc = mtr_out_open(out, &of, NULL, rd, "memcheck.xml", err);
+	rc = ks_mtr_out_open(out, &of, NULL, rd, "memcheck.xml", err);
 	if (!rc) {
 		write_xml(out, r, o);
-		rc = mtr_out_commit(out, err);
+		rc = ks_mtr_out_commit(out, err);
 	}
 	free(out);
 	return rc;

@@ -181,67 +181,72 @@ static inline uint64_t vbits_to_bytes(ULong v, UInt n)
 }
 
 /* info: bits 0-7 this part's size, 8-15 the whole access's size, 16-23
- * this part's offset in it.  Part 0 checks and reports for the whole
- * access. */
+ * this part's offset in it.  Wide accesses come in 8-byte parts; the part
+ * holding the first bad byte of the whole access reports it, once. */
 #define MC_INFO(part, total, off) ((UWord)(part) | ((UWord)(total) << 8) | ((UWord)(off) << 16))
+
+/* Whether the part at a (offset off of a total-byte access) must report
+ * the bad access, and as which state. */
+static enum ks_hs_state whole_access_bad(Addr a, UInt part, UInt total, UInt off,
+					 Bool load)
+{
+	uint64_t u;
+	unsigned bad = 0;
+	Addr start = a - off;
+	enum ks_hs_state st = ks_hs_load(kst_hs, start, total, &u, &bad);
+	if (st < KS_HS_NOACCESS || bad < off || bad >= off + part)
+		return KS_HS_UNTRACKED;
+	/* Naturally aligned loads of 8 bytes or more that are partly
+	 * addressable are how optimized string and memory functions scan;
+	 * like Valgrind's memcheck, they are not errors, and the bytes
+	 * outside read as undefined. */
+	if (load && total >= 8 && (start & (total - 1)) == 0) {
+		UInt i;
+		for (i = 0; i < total; i++) {
+			uint64_t u1;
+			unsigned b1;
+			if (ks_hs_load(kst_hs, start + i, 1, &u1, &b1) < KS_HS_NOACCESS)
+				return KS_HS_UNTRACKED; /* some byte is addressable */
+		}
+	}
+	return st;
+}
 
 static VG_REGPARM(3) ULong mc_load(Addr a, UWord info, Addr iaddr)
 {
 	UInt part = info & 0xFF, total = (info >> 8) & 0xFF, off = (info >> 16) & 0xFF;
 	uint64_t undef = 0;
 	unsigned bad = 0;
-	enum ks_hs_state st;
+	enum ks_hs_state st = ks_hs_load(kst_hs, a, part, &undef, &bad);
 
-	if (off == 0 && total > part) {
-		uint64_t u;
-		st = ks_hs_load(kst_hs, a, total, &u, &bad);
-		if (st >= KS_HS_NOACCESS) {
-			/* Naturally aligned wide loads that are partly
-			 * addressable are how optimized string and memory
-			 * functions scan; like Valgrind's memcheck, they are
-			 * not errors, and the bytes outside are undefined. */
-			Bool partial_ok = (a & (total - 1)) == 0 && bad > 0;
-			if (!partial_ok)
-				access_error(False, st, a, total, iaddr);
-		}
-	}
-	st = ks_hs_load(kst_hs, a, part, &undef, &bad);
 	if (st >= KS_HS_NOACCESS) {
-		if (total == part) {
-			Bool partial_ok = part >= 8 && (a & (part - 1)) == 0 && bad > 0;
-			if (!partial_ok)
-				access_error(False, st, a, part, iaddr);
-		}
-		/* Unaddressable bytes read as undefined; the error (if any)
-		 * was reported once above. */
-		{
-			UInt i;
-			for (i = 0; i < part; i++) {
-				uint64_t u1;
-				unsigned b1;
-				if (ks_hs_load(kst_hs, a + i, 1, &u1, &b1) >= KS_HS_NOACCESS)
-					undef |= 1ULL << i;
-			}
+		enum ks_hs_state wst = whole_access_bad(a, part, total, off, True);
+		UInt i;
+		if (wst >= KS_HS_NOACCESS)
+			access_error(False, wst, a - off, total, iaddr);
+		/* Unaddressable bytes read as undefined. */
+		for (i = 0; i < part; i++) {
+			uint64_t u1;
+			unsigned b1;
+			if (ks_hs_load(kst_hs, a + i, 1, &u1, &b1) >= KS_HS_NOACCESS)
+				undef |= 1ULL << i;
 		}
 	}
-	return bytes_to_vbits(undef);
+	return undef ? bytes_to_vbits(undef) : 0;
 }
 
 static VG_REGPARM(3) void mc_store(Addr a, UWord info, ULong vbits, Addr iaddr)
 {
 	UInt part = info & 0xFF, total = (info >> 8) & 0xFF, off = (info >> 16) & 0xFF;
 	unsigned bad = 0;
-	uint64_t u;
-	enum ks_hs_state st;
+	enum ks_hs_state st = ks_hs_store(kst_hs, a, part,
+					  vbits ? vbits_to_bytes(vbits, part) : 0, &bad);
 
-	if (off == 0 && total > part) {
-		st = ks_hs_load(kst_hs, a, total, &u, &bad);
-		if (st >= KS_HS_NOACCESS)
-			access_error(True, st, a, total, iaddr);
+	if (st >= KS_HS_NOACCESS) {
+		enum ks_hs_state wst = whole_access_bad(a, part, total, off, False);
+		if (wst >= KS_HS_NOACCESS)
+			access_error(True, wst, a - off, total, iaddr);
 	}
-	st = ks_hs_store(kst_hs, a, part, vbits_to_bytes(vbits, part), &bad);
-	if (st >= KS_HS_NOACCESS && total == part)
-		access_error(True, st, a, part, iaddr);
 }
 
 static VG_REGPARM(1) void mc_err_cond(Addr iaddr)

@@ -375,20 +375,15 @@ static void test_memcheck_json(void **state)
 	assert_int_equal(jint(j, "heap.allocs"), 5);
 	json_decref(j);
 
-	/* Same findings, same bytes. */
+	/* Same findings, same bytes; a frame is one line. */
 	run_fixture(&again, "memcheck.jsonl", &default_opts);
 	a = read_out(&r, "report.json");
 	b = read_out(&again, "report.json");
 	assert_string_equal(a, b);
-	/* jansson's own layout of the same document: indent 2, key order kept. */
-	j = json_loads(a, 0, NULL);
-	assert_non_null(j);
-	free(b);
-	b = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	assert_non_null(b);
-	assert_int_equal(strncmp(a, b, strlen(b)), 0);
-	assert_string_equal(a + strlen(b), "\n");
-	json_decref(j);
+	assert_contains(a, "\n  \"errors\": [\n    {\n      \"kind\": \"invalid-read\",\n");
+	assert_contains(a, "\n      \"stack\": [\n        {\"ip\": \"0x401156\", \"fn\": \"main\", "
+			   "\"obj\": \"/home/u/oob\", \"dir\": \"/home/u\", \"file\": \"oob.c\", "
+			   "\"line\": 12},\n");
 	free(a);
 	free(b);
 	run_done(&again);
@@ -1017,6 +1012,37 @@ static void test_two_variables_on_a_line(void **state)
 	free(dir);
 }
 
+/* The kscope command line is the caller's, not checked by jansson: invalid
+ * UTF-8 and control characters in it must not break the files. */
+static void test_command_line_bytes(void **state)
+{
+	struct ks_mtr_opts o = default_opts;
+	struct run r;
+	json_t *j;
+	char *s;
+
+	(void)state;
+	o.command = "kscope memcheck --xml -- ./a\xff\xc3 <b>&\x01";
+	run_fixture(&r, "memcheck_clean.jsonl", &o);
+	j = load_json(&r, "report.json"); /* jansson rejects invalid UTF-8 */
+	assert_string_equal(jstr(j, "command"),
+			    "kscope memcheck --xml -- ./a\xef\xbf\xbd\xef\xbf\xbd <b>&\x01");
+	json_decref(j);
+	j = load_json(&r, "findings.sarif");
+	assert_non_null(jpath(j, "runs.0.invocations.0.commandLine"));
+	json_decref(j);
+	s = read_out(&r, "memcheck.xml");
+	assert_contains(s, "<arg>./a\xef\xbf\xbd\xef\xbf\xbd</arg>\n    <arg>&lt;b&gt;&amp;\\x01</arg>");
+	free(s);
+	s = read_out(&r, "report.txt");
+	assert_contains(s, "kscope command: kscope memcheck --xml -- ./a\xff\xc3 <b>&\\x01\n");
+	free(s);
+	if (have_python())
+		assert_int_equal(run_checker("check_xml.py", out_path(&r, "memcheck.xml"),
+					     "--expect-errors 0"), 0);
+	run_done(&r);
+}
+
 /* A missing file is an error of its own, not a damaged one. */
 static void test_missing_file(void **state)
 {
@@ -1094,6 +1120,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_optional_fields),
 		cmocka_unit_test(test_two_variables_on_a_line),
+		cmocka_unit_test(test_command_line_bytes),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_large),
 	};
