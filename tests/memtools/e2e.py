@@ -306,7 +306,12 @@ def contention():
     top = rep["sites"][0]["location"]
     check(top.get("file") == fname and top.get("line") == line,
           f"contention: the top site is {top}, expected {fname}:{line}")
-    check(len(rep["threads"]) >= 4, "contention: per-thread counts missing")
+    # Valgrind reuses the number of a thread that ended, so how many
+    # thread records there are depends on scheduling; the counts must add
+    # up whatever it was.
+    check(len(rep["threads"]) >= 2, "contention: per-thread counts missing")
+    check(sum(t["accesses"] for t in rep["threads"]) == sm["accesses"],
+          "contention: the per-thread accesses do not add up to the total")
     validate_sarif(rundir)
 
 

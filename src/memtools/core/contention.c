@@ -356,6 +356,29 @@ static uint64_t *thread_block(struct ks_mt *m, unsigned tid)
 	return b;
 }
 
+void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writes)
+{
+	uint64_t *c;
+	size_t st;
+
+	if (tid >= m->cfg.max_threads || (reads | writes) == 0)
+		return;
+	if (m->blk) {
+		c = m->blk[tid];
+		if (!c && !(c = thread_block(m, tid)))
+			return;
+		st = 1;
+	} else {
+		c = m->ileave + tid;
+		st = m->stride;
+	}
+	if (tid >= m->nseen)
+		m->nseen = tid + 1;
+	c[KS_MT_F_ACC * st] += reads + writes;
+	c[KS_MT_F_RD * st] += reads;
+	c[KS_MT_F_WR * st] += writes;
+}
+
 /* Adds one access and its events to a thread's counters and its site. */
 static inline void count(uint64_t *c, size_t st, struct ks_mt_site *site,
 			 bool write, unsigned ncold, unsigned nmiss, unsigned ninv)

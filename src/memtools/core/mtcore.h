@@ -111,6 +111,13 @@ void ks_mt_fini(struct ks_mt *m);
 unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 		      unsigned size, bool write, struct ks_mt_site *site);
 
+/* Credits a thread with accesses a front-end resolved itself as hits
+ * that change nothing: a thread re-reading the line it touched last, or
+ * re-writing the line it wrote last, with no other thread in between
+ * (contention only; falseshare needs every access).  The caller counts
+ * them into the sites itself. */
+void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writes);
+
 /* Counts of one thread (all zero for a thread never seen). */
 void ks_mt_thread_counts(const struct ks_mt *m, unsigned tid,
 			 struct ks_mt_counts *out);

@@ -193,6 +193,15 @@ struct ks_mtr_total {
 	bool present;
 	struct ks_mtr_counts c;
 	uint64_t contention_accesses;
+	bool has_stack, has_quiet;       /* the optional fields below were given */
+	uint64_t stack_accesses;         /* counted, not simulated */
+	uint64_t quiet_lines, min_accesses; /* falseshare: shared lines left out */
+};
+
+/* memcheck's `suppressed` records, summed. */
+struct ks_mtr_suppressed {
+	uint64_t count;
+	const char *reason;              /* the first record's, or NULL */
 };
 
 struct ks_mtr_end {
@@ -267,6 +276,7 @@ struct ks_mtr_run {
 	struct ks_mtr_site *sites;    size_t nsites, cap_sites;
 	struct ks_mtr_object *objects; size_t nobjects, cap_objects;
 	struct ks_mtr_total total;
+	struct ks_mtr_suppressed suppressed;
 	struct ks_mtr_line *lines;    size_t nlines, cap_lines;
 	struct ks_mtr_map line_addrs;
 	struct ks_mtr_access *accesses; size_t naccesses, cap_accesses;

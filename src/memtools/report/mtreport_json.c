@@ -15,7 +15,8 @@
  *   thread_isolation?}}, summary {...}, then per analysis:
  *
  *   memcheck: summary {contexts, occurrences, error_contexts, leaks,
- *     filtered, definitely_lost{bytes, blocks}, possibly_lost{...}};
+ *     filtered, suppressed, suppressed_reason?, definitely_lost{bytes,
+ *     blocks}, possibly_lost{...}};
  *     errors[] {kind (the findings kind), xml_kind (Valgrind's), what,
  *     tid, count, size?, addr?, access?, syscall?, param?, stack[],
  *     auxwhat? (the block sentence), block? {addr, size, offset, state,
@@ -26,7 +27,8 @@
  *   contention and falseshare: summary {accesses, reads, writes,
  *     cold_misses, misses, invalidations, contention_accesses (null
  *     without a total record), contention_percent (null likewise, or
- *     with no accesses)}; threads[] {tid, counts}; sites[] {location
+ *     with no accesses), stack_accesses?, quiet_lines? and min_accesses?
+ *     (falseshare)}; threads[] {tid, counts}; sites[] {location
  *     (frame), stack[], counts, score = misses + invalidations}, by
  *     score; objects[] {name, variable (VAR), cold_misses, misses,
  *     invalidations, score}, by score.
@@ -191,6 +193,9 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	ks_mtr_jw_uint(w, "error_contexts", r->nreported - r->nleaks);
 	ks_mtr_jw_uint(w, "leaks", r->nleaks);
 	ks_mtr_jw_uint(w, "filtered", filtered);
+	ks_mtr_jw_uint(w, "suppressed", r->suppressed.count);
+	if (r->suppressed.reason)
+		ks_mtr_jw_str(w, "suppressed_reason", r->suppressed.reason);
 	jw_lost(w, "definitely_lost", lost[0][0], lost[0][1]);
 	jw_lost(w, "possibly_lost", lost[1][0], lost[1][1]);
 	ks_mtr_jw_end(w);
@@ -281,6 +286,12 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			   ? json_real(100.0 * (double)r->contention_accesses /
 				       (double)r->sum.accesses)
 			   : json_null());
+	if (r->total.has_stack)
+		ks_mtr_jw_uint(w, "stack_accesses", r->total.stack_accesses);
+	if (r->total.has_quiet) {
+		ks_mtr_jw_uint(w, "quiet_lines", r->total.quiet_lines);
+		ks_mtr_jw_uint(w, "min_accesses", r->total.min_accesses);
+	}
 	ks_mtr_jw_end(w);
 
 	ks_mtr_jw_array(w, "threads");

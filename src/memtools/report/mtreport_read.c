@@ -655,7 +655,33 @@ static int rec_total(struct rd *d, json_t *o)
 	if ((rc = get_counts(d, o, &t->c)) ||
 	    (rc = get_count(d, o, "contention_accesses", true, &t->contention_accesses)))
 		return rc;
+	rc = get_count(d, o, "stack_accesses", false, &t->stack_accesses);
+	if (rc < 0)
+		return rc;
+	t->has_stack = rc == 0;
+	rc = get_count(d, o, "quiet_lines", false, &t->quiet_lines);
+	if (rc < 0)
+		return rc;
+	t->has_quiet = rc == 0;
+	if (t->has_quiet && (rc = get_count(d, o, "min_accesses", true, &t->min_accesses)))
+		return rc;
 	t->present = true;
+	return 0;
+}
+
+static int rec_suppressed(struct rd *d, json_t *o)
+{
+	struct ks_mtr_suppressed *s = &d->r->suppressed;
+	const char *reason = NULL;
+	uint64_t n;
+	int rc;
+
+	if ((rc = get_count(d, o, "count", true, &n)) ||
+	    (rc = get_str(d, o, "reason", false, &reason)) < 0)
+		return rc;
+	s->count += n;
+	if (!s->reason)
+		s->reason = reason;
 	return 0;
 }
 
@@ -774,6 +800,7 @@ static const struct rec_kind rec_kinds[] = {
 	{ "start", rec_start, ALL },   { "stack", rec_stack, ALL },
 	{ "var", rec_var, ALL },       { "end", rec_end, ALL },
 	{ "error", rec_error, MC },    { "leak", rec_leak, MC },
+	{ "suppressed", rec_suppressed, MC },
 	{ "thread", rec_thread, CONT }, { "site", rec_site, CONT },
 	{ "object", rec_object, CONT }, { "total", rec_total, CONT },
 	{ "line", rec_line, FS },      { "access", rec_access, FS },

@@ -153,6 +153,16 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			      "   definitely lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
 			      "     possibly lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n\n",
 			      lost[0][0], lost[0][1], lost[1][0], lost[1][1]);
+	if (r->suppressed.count) {
+		ks_mtr_printf(o, "Not reported: %" PRIu64 " %s", r->suppressed.count,
+			      plural(r->suppressed.count, "error", "errors"));
+		if (r->suppressed.reason) {
+			ks_mtr_puts(o, " (");
+			ks_mtr_put_text(o, r->suppressed.reason);
+			ks_mtr_puts(o, ")");
+		}
+		ks_mtr_puts(o, "\n");
+	}
 	if (!r->nreported)
 		ks_mtr_puts(o, "No heap memory errors found.\n");
 	ks_mtr_printf(o, "ERROR SUMMARY: %" PRIu64 " %s from %lu %s", r->occurrences,
@@ -190,9 +200,18 @@ static void put_totals(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 		ks_mtr_puts(o, "Contention: unknown (no total record; the figures below are "
 			    "the threads' sums)\n");
 	ks_mtr_printf(o, "Accesses: %" PRIu64 " (%" PRIu64 " reads, %" PRIu64 " writes); cold "
-		      "misses %" PRIu64 ", misses %" PRIu64 ", invalidations %" PRIu64 "\n\n",
+		      "misses %" PRIu64 ", misses %" PRIu64 ", invalidations %" PRIu64 "\n",
 		      c->accesses, c->reads, c->writes, c->cold_misses, c->misses,
 		      c->invalidations);
+	if (r->total.has_stack)
+		ks_mtr_printf(o, "Stack accesses: %" PRIu64 " (counted, not simulated)\n",
+			      r->total.stack_accesses);
+	if (r->total.has_quiet)
+		ks_mtr_printf(o, "Quiet lines: %" PRIu64 " shared %s left out (not two threads "
+			      "with %" PRIu64 " accesses or more)\n", r->total.quiet_lines,
+			      plural(r->total.quiet_lines, "line", "lines"),
+			      r->total.min_accesses);
+	ks_mtr_puts(o, "\n");
 }
 
 static void put_threads(struct ks_mtr_out *o, const struct ks_mtr_run *r)

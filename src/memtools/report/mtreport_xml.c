@@ -241,7 +241,15 @@ static void write_xml(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			      "    <unique>0x%lx</unique>\n  </pair>\n", r->errors[i].count,
 			      unique++);
 	}
-	ks_mtr_puts(o, "</errorcounts>\n\n<suppcounts>\n</suppcounts>\n\n</valgrindoutput>\n\n");
+	/* The tool's own suppression, counted like one of Valgrind's. */
+	ks_mtr_puts(o, "</errorcounts>\n\n<suppcounts>\n");
+	if (r->suppressed.count) {
+		ks_mtr_printf(o, "  <pair>\n    <count>%" PRIu64 "</count>\n", r->suppressed.count);
+		xml_elem(o, "    ", "name", r->suppressed.reason ? r->suppressed.reason
+							     : "kscope");
+		ks_mtr_puts(o, "  </pair>\n");
+	}
+	ks_mtr_puts(o, "</suppcounts>\n\n</valgrindoutput>\n\n");
 }
 
 int ks_mtr_write_xml(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,

@@ -33,6 +33,33 @@ static UInt next_site_id = 1, next_var_id = 1;
 static ULong stack_accesses; /* stack-pointer-relative accesses, not simulated */
 static ULong lines_quiet;    /* shared lines below --min-accesses */
 
+/* The contention fast path, kept by instrumented code itself: the
+ * running thread's last line, whether it last wrote it, and the hits
+ * resolved without calling the analysis.  Valgrind runs one thread at a
+ * time, and the line is forgotten whenever a thread (re)starts, so no
+ * other thread can have touched that line in between: re-reading it, or
+ * re-writing it after writing it, changes no state.  The hits are
+ * credited to the thread when it stops (ks_mt_add_hits). */
+static ULong last_line = ~0ULL, last_write;
+static ULong fast_reads, fast_writes;
+static ThreadId fast_tid;
+
+static void fast_flush(void)
+{
+	if (fast_reads | fast_writes)
+		ks_mt_add_hits(mt, fast_tid, fast_reads, fast_writes);
+	fast_reads = fast_writes = 0;
+}
+
+static void fast_switch(ThreadId tid, ULong blocks_done)
+{
+	if (tid != fast_tid) {
+		fast_flush();
+		fast_tid = tid;
+	}
+	last_line = ~0ULL;
+}
+
 struct site {
 	struct site *next;
 	UWord key;
@@ -179,7 +206,17 @@ static void write_var(struct object *o)
 static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 {
 	ThreadId tid = VG_(get_running_tid)();
-	unsigned ev = ks_mt_access(mt, tid, a, info & 0xFFFF, (info >> 16) & 1, &s->s);
+	UInt size = info & 0xFFFF;
+	Bool write = (info >> 16) & 1;
+	unsigned ev = ks_mt_access(mt, tid, a, size, write, &s->s);
+	Addr mask = kst_clo.line_size - 1;
+
+	if (tid != fast_tid) { /* a thread's first access since it started */
+		fast_flush();
+		fast_tid = tid;
+	}
+	last_line = (a & mask) + size <= kst_clo.line_size ? (ULong)(a / kst_clo.line_size) : ~0ULL;
+	last_write = write;
 	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL)) {
 		struct object *o = object_of(a);
 		if (o) {
@@ -191,9 +228,14 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 	}
 }
 
-static VG_REGPARM(1) void count_stack(UWord n)
+/* Stack accesses made by the running thread since the last count:
+ * reads in the low 32 bits, writes in the high ones.  They are hits for
+ * the analysis (the stack is the thread's own) but count as accesses. */
+static VG_REGPARM(1) void count_stack(UWord rw)
 {
-	stack_accesses += n;
+	ULong r = rw & 0xFFFFFFFFu, w = rw >> 32;
+	stack_accesses += r + w;
+	ks_mt_add_hits(mt, VG_(get_running_tid)(), r, w);
 }
 
 /* The access context of a (thread, site) entry on a shared line. */
@@ -222,16 +264,81 @@ static struct site *site_for(Addr ip, UInt idx)
 	return s;
 }
 
+static IRAtom *cassign(IRSB *sb, IRType ty, IRExpr *e)
+{
+	IRTemp t = newIRTemp(sb->tyenv, ty);
+	addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
+	return IRExpr_RdTmp(t);
+}
+
+static IRExpr *cptr(const void *p)
+{
+	return IRExpr_Const(IRConst_U64((ULong)(UWord)p));
+}
+
+/* counter += bit (an I1), in the generated code. */
+static void cadd(IRSB *sb, ULong *counter, IRAtom *bit)
+{
+	IRAtom *old = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(counter)));
+	IRAtom *inc = cassign(sb, Ity_I64, IRExpr_Unop(Iop_1Uto64, bit));
+	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, cptr(counter),
+				       cassign(sb, Ity_I64, IRExpr_Binop(Iop_Add64, old, inc))));
+}
+
+/* The contention fast path's test: this access is a hit that changes
+ * nothing (see last_line).  Returns the I1 "hit". */
+static IRAtom *fast_hit(IRSB *sb, IRAtom *addr, Int size, Bool write)
+{
+	ULong ls = kst_clo.line_size;
+	UInt shift = 0;
+	IRAtom *line, *last, *hit, *within;
+
+	while ((1ULL << shift) < ls)
+		shift++;
+	line = cassign(sb, Ity_I64, IRExpr_Binop(Iop_Shr64, addr, IRExpr_Const(IRConst_U8(shift))));
+	last = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(&last_line)));
+	hit = cassign(sb, Ity_I1, IRExpr_Binop(Iop_CmpEQ64, line, last));
+	/* Within one line: (addr & (ls-1)) <= ls - size. */
+	within = cassign(sb, Ity_I1,
+			 IRExpr_Binop(Iop_CmpLE64U,
+				      cassign(sb, Ity_I64, IRExpr_Binop(Iop_And64, addr,
+									IRExpr_Const(IRConst_U64(ls - 1)))),
+				      IRExpr_Const(IRConst_U64(ls - (ULong)size))));
+	hit = cassign(sb, Ity_I1, IRExpr_Binop(Iop_And1, hit, within));
+	if (write) {
+		IRAtom *lw = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(&last_write)));
+		hit = cassign(sb, Ity_I1,
+			      IRExpr_Binop(Iop_And1, hit,
+					   cassign(sb, Ity_I1, IRExpr_Binop(Iop_CmpNE64, lw,
+									    IRExpr_Const(IRConst_U64(0))))));
+	}
+	return hit;
+}
+
 static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
 		       UInt *idx, IRAtom *guard)
 {
 	struct site *s = site_for(ip, (*idx)++);
-	IRDirty *d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
+	IRAtom *hit = NULL;
+	IRDirty *d;
+
+	/* The fast path needs an unconditional access of at most a line
+	 * (guarded ones are rare: they always take the call). */
+	if (kst_clo.analysis == KST_CONTENTION && !guard && size > 0 &&
+	    (ULong)size <= kst_clo.line_size) {
+		hit = fast_hit(sb, addr, size, write);
+		cadd(sb, write ? &fast_writes : &fast_reads, hit);
+		cadd(sb, (ULong *)&s->s.c.accesses, hit);
+		cadd(sb, (ULong *)(write ? &s->s.c.writes : &s->s.c.reads), hit);
+	}
+	d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
 				       mkIRExprVec_3(addr,
 						     IRExpr_Const(IRConst_U64((UWord)size | ((UWord)write << 16))),
 						     IRExpr_Const(IRConst_U64((UWord)s))));
 	if (guard)
 		d->guard = guard;
+	else if (hit)
+		d->guard = cassign(sb, Ity_I1, IRExpr_Unop(Iop_Not1, hit));
 	addStmtToIRSB(sb, IRStmt_Dirty(d));
 }
 
@@ -241,7 +348,8 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 	IRSB *sb = deepCopyIRSBExceptStmts(in);
 	struct kst_sp sp;
 	Addr ip = 0;
-	UInt idx = 0, nstack = 0;
+	UInt idx = 0;
+	ULong nstack = 0; /* reads + (writes << 32) */
 	Bool skip = False;
 	Int i;
 
@@ -271,7 +379,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 			kst_sp_note(&sp, st);
 			if (e->tag == Iex_Load) {
 				if (kst_sp_atom(&sp, e->Iex.Load.addr))
-					nstack++;
+					nstack += 1;
 				else
 					add_access(sb, e->Iex.Load.addr, sizeofIRType(e->Iex.Load.ty),
 						   False, ip, &idx, NULL);
@@ -281,7 +389,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 		case Ist_Store: {
 			IRType ty = typeOfIRExpr(in->tyenv, st->Ist.Store.data);
 			if (kst_sp_atom(&sp, st->Ist.Store.addr))
-				nstack++;
+				nstack += 1ULL << 32;
 			else
 				add_access(sb, st->Ist.Store.addr, sizeofIRType(ty), True, ip,
 					   &idx, NULL);
@@ -381,6 +489,8 @@ void kst_cache_init(void)
 		}
 	}
 	sites = VG_(HT_construct)("kst.sites");
+	if (kst_clo.analysis == KST_CONTENTION)
+		VG_(track_start_client_code)(fast_switch);
 	objects = VG_(HT_construct)("kst.objects");
 }
 
@@ -465,6 +575,8 @@ void kst_cache_fini(void)
 	struct site *s;
 	struct object *o;
 
+	fast_flush();
+	nt = ks_mt_threads_seen(mt);
 	for (t = 0; t < nt; t++) {
 		ks_mt_thread_counts(mt, t, &c);
 		if (!c.accesses)
@@ -495,7 +607,6 @@ void kst_cache_fini(void)
 	if (kst_clo.analysis == KST_FALSESHARE)
 		ks_mt_for_each_shared_line(mt, line_out, NULL);
 	ks_mt_total_counts(mt, &tot);
-	tot.accesses += stack_accesses;
 	kst_out_printf("{\"rec\":\"total\",");
 	counts_out(&tot);
 	kst_out_printf(",\"stack_accesses\":%llu,\"contention_accesses\":%llu,\"shadow_bytes\":%lu,"

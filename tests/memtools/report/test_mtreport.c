@@ -288,7 +288,9 @@ static void test_memcheck_text(void **state)
 	assert_order(txt, "loss record 3 of 3", "LEAK SUMMARY");
 	assert_contains(txt, "LEAK SUMMARY:\n   definitely lost: 57 bytes in 2 blocks\n"
 			     "     possibly lost: 128 bytes in 2 blocks\n");
-	assert_contains(txt, "ERROR SUMMARY: 15 errors from 12 contexts (filtered: 1 context "
+	assert_contains(txt, "Not reported: 7 errors (uses of undefined bytes inside the C "
+			     "library's assembly string routines)\n"
+			     "ERROR SUMMARY: 15 errors from 12 contexts (filtered: 1 context "
 			     "without a line number in the top three frames)\n");
 	assert_lacks(txt, "ended early");
 
@@ -346,6 +348,7 @@ static void test_memcheck_json(void **state)
 	assert_int_equal(jint(j, "summary.contexts"), 12);
 	assert_int_equal(jint(j, "summary.occurrences"), 15);
 	assert_int_equal(jint(j, "summary.filtered"), 1);
+	assert_int_equal(jint(j, "summary.suppressed"), 7);
 	assert_int_equal(jint(j, "summary.definitely_lost.bytes"), 57);
 	assert_int_equal(json_array_size(jpath(j, "errors")), 9);
 	assert_string_equal(jstr(j, "errors.0.kind"), "invalid-read");
@@ -415,6 +418,9 @@ static void test_memcheck_xml(void **state)
 			   "blocks are possibly lost in loss record 3 of 3</text>\n"
 			   "    <leakedbytes>128</leakedbytes>\n    <leakedblocks>2</leakedblocks>");
 	assert_contains(x, "<pair>\n    <count>3</count>\n    <unique>0x1</unique>\n  </pair>");
+	assert_contains(x, "<suppcounts>\n  <pair>\n    <count>7</count>\n    <name>uses of "
+			   "undefined bytes inside the C library&apos;s assembly string "
+			   "routines</name>\n  </pair>\n</suppcounts>\n");
 	assert_order(x, "<state>RUNNING</state>", "<kind>InvalidRead</kind>");
 	assert_order(x, "<state>FINISHED</state>", "<kind>Leak_DefinitelyLost</kind>");
 	assert_lacks(x, "memcpy");
@@ -655,6 +661,9 @@ static void test_falseshare(void **state)
 	assert_contains(txt, "Process 999 was killed by signal 11 (SIGSEGV)\n");
 	assert_contains(txt, "False sharing: 4 lines (3 false, 1 mixed) in 3 objects; 1 line "
 			     "with true sharing\n");
+	assert_contains(txt, "Stack accesses: 400 (counted, not simulated)\n"
+			     "Quiet lines: 12 shared lines left out (not two threads with 100 "
+			     "accesses or more)\n");
 	/* Per thread, then the two global views. */
 	assert_contains(txt, "  thread 1:\n           count        reads       writes  "
 			     "variable @ context\n"
@@ -703,6 +712,8 @@ static void test_falseshare(void **state)
 
 	j = load_json(&r, "report.json");
 	assert_int_equal(jint(j, "false_sharing.lines"), 4);
+	assert_int_equal(jint(j, "summary.quiet_lines"), 12);
+	assert_int_equal(jint(j, "summary.stack_accesses"), 400);
 	assert_int_equal(jint(j, "false_sharing.mixed_lines"), 1);
 	assert_int_equal(jint(j, "false_sharing.global_all_threads_info.0.count"), 1000);
 	assert_string_equal(jstr(j, "false_sharing.global_all_threads_info.0.context.0.file"), "fs.c");
