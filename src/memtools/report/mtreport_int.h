@@ -416,7 +416,7 @@ void ks_mtr_var_name(const struct ks_mtr_run *r, const struct ks_mtr_var *v,
 /* "fn (file:line)", "fn (in obj)", "???" */
 void ks_mtr_frame_where(const struct ks_mtr_frame *f, char *buf, size_t size);
 /* Where a context stack points: its first frame with a line, else its
- * first frame, as ks_mtr_frame_where says it. */
+ * first frame, as "0xIP: " and what ks_mtr_frame_where says. */
 void ks_mtr_context_where(const struct ks_mtr_run *r, uint32_t stack, char *buf,
 			  size_t size);
 /* "Process 1234 exited with code 0", "... was killed by signal 11

@@ -189,11 +189,15 @@ static void put_totals(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	const struct ks_mtr_counts *c = &r->sum;
 
-	if (r->has_contention && c->accesses)
-		ks_mtr_printf(o, "Contention: %.2f%% of memory accesses (%" PRIu64
-			      " contention accesses / %" PRIu64 " memory accesses)\n",
-			      100.0 * (double)r->contention_accesses / (double)c->accesses,
-			      r->contention_accesses, c->accesses);
+	if (r->has_contention && c->accesses) {
+		double pct = 100.0 * (double)r->contention_accesses / (double)c->accesses;
+
+		/* Two decimals, or two significant digits below 0.01%. */
+		ks_mtr_printf(o, pct > 0 && pct < 0.01 ? "Contention: %.2g%%" : "Contention: %.2f%%",
+			      pct);
+		ks_mtr_printf(o, " of memory accesses (%" PRIu64 " contention accesses / %" PRIu64
+			      " memory accesses)\n", r->contention_accesses, c->accesses);
+	}
 	else if (r->has_contention)
 		ks_mtr_puts(o, "Contention: no memory accesses were seen\n");
 	else
@@ -206,7 +210,7 @@ static void put_totals(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 	if (r->total.has_stack)
 		ks_mtr_printf(o, "Stack accesses: %" PRIu64 " (counted, not simulated)\n",
 			      r->total.stack_accesses);
-	if (r->total.has_quiet)
+	if (r->total.has_quiet && r->start.analysis == MTR_FALSESHARE)
 		ks_mtr_printf(o, "Quiet lines: %" PRIu64 " shared %s left out (not two threads "
 			      "with %" PRIu64 " accesses or more)\n", r->total.quiet_lines,
 			      plural(r->total.quiet_lines, "line", "lines"),

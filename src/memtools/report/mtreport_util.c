@@ -679,8 +679,14 @@ void ks_mtr_context_where(const struct ks_mtr_run *r, uint32_t stack, char *buf,
 {
 	const struct ks_mtr_stack *s = &r->stacks[stack];
 	const struct ks_mtr_frame *f = ks_mtr_stack_line_frame(s);
+	int n;
 
-	ks_mtr_frame_where(f ? f : &s->frames[0], buf, size);
+	/* The address tells apart two contexts on one source line (a load
+	 * and a store of the same statement). */
+	f = f ? f : &s->frames[0];
+	n = snprintf(buf, size, "0x%" PRIx64 ": ", f->ip);
+	if (n > 0 && (size_t)n < size)
+		ks_mtr_frame_where(f, buf + n, size - (size_t)n);
 }
 
 void ks_mtr_exit_text(const struct ks_mtr_run *r, char *buf, size_t size)

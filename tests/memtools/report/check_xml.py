@@ -159,6 +159,9 @@ def check(path, args):
                      "<errorcounts> has a malformed <pair>")
                 counted.append(pair.findtext("unique"))
         elif el.tag == "suppcounts":
+            for pair in el:
+                need(pair.tag == "pair" and is_int(pair.findtext("count"), 0) and
+                     pair.find("name") is not None, "<suppcounts> has a malformed <pair>")
             saw_supp = True
         else:
             raise Bad("unexpected <%s> in <valgrindoutput>" % el.tag)

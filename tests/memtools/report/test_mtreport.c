@@ -668,18 +668,18 @@ static void test_falseshare(void **state)
 	assert_contains(txt, "  thread 1:\n           count        reads       writes  "
 			     "variable @ context\n"
 			     "            1000          500          500  counters (global, 64 "
-			     "bytes) @ worker (fs.c:20)\n"
+			     "bytes) @ 0x401150: worker (fs.c:20)\n"
 			     "             150          100           50  heap block of 128 bytes "
-			     "allocated at make (fs.c:10) @ reader (fs.c:30)\n");
+			     "allocated at make (fs.c:10) @ 0x401170: reader (fs.c:30)\n");
 	assert_contains(txt, "  thread 3:\n");
 	assert_contains(txt, "global-all-threads-info (variable, context), by count:\n"
 			     "           count        reads       writes  variable @ context\n"
 			     "            1000          500          500  counters (global, 64 bytes)"
-			     " @ worker (fs.c:20)\n"
+			     " @ 0x401150: worker (fs.c:20)\n"
 			     "            1000            0         1000  counters (global, 64 bytes)"
-			     " @ worker (fs.c:21)\n"
+			     " @ 0x401160: worker (fs.c:21)\n"
 			     "             200          120           80  heap block of 128 bytes "
-			     "allocated at make (fs.c:10) @ reader (fs.c:30)\n");
+			     "allocated at make (fs.c:10) @ 0x401170: reader (fs.c:30)\n");
 	assert_contains(txt, "global-all-threads-compact-info (per variable), by count:\n"
 			     "           count  variable\n"
 			     "            2000  counters (global, 64 bytes)\n"
