@@ -33,6 +33,27 @@ static UInt next_site_id = 1, next_var_id = 1;
 static ULong stack_accesses; /* stack-pointer-relative accesses, not simulated */
 static ULong lines_quiet;    /* shared lines below --min-accesses */
 
+/* Threads by creation order (the main thread is 1): Valgrind gives a
+ * new thread the number of one that ended, which would merge threads
+ * that never ran at the same time into one row and one bitmap bit.  A
+ * program that creates more than KS_MT_MAX_THREADS-1 threads over its
+ * life falls back to Valgrind's numbers for the rest. */
+static UInt *serial_of;    /* Valgrind thread id -> serial */
+static ThreadId *vg_of;    /* serial -> Valgrind thread id (while alive) */
+static UInt next_serial = 2;
+
+void kst_cache_thread_create(ThreadId parent, ThreadId child)
+{
+	UInt s = next_serial < KS_MT_MAX_THREADS ? next_serial++ : child;
+	serial_of[child] = s;
+	vg_of[s] = child;
+}
+
+static inline UInt serial(ThreadId tid)
+{
+	return serial_of[tid];
+}
+
 /* The contention fast path, kept by instrumented code itself: the
  * running thread's last line, whether it last wrote it, and the hits
  * resolved without calling the analysis.  Valgrind runs one thread at a
@@ -42,7 +63,7 @@ static ULong lines_quiet;    /* shared lines below --min-accesses */
  * credited to the thread when it stops (ks_mt_add_hits). */
 static ULong last_line = ~0ULL, last_write;
 static ULong fast_reads, fast_writes;
-static ThreadId fast_tid;
+static UInt fast_tid;
 
 static void fast_flush(void)
 {
@@ -51,8 +72,9 @@ static void fast_flush(void)
 	fast_reads = fast_writes = 0;
 }
 
-static void fast_switch(ThreadId tid, ULong blocks_done)
+static void fast_switch(ThreadId vtid, ULong blocks_done)
 {
+	UInt tid = serial(vtid);
 	if (tid != fast_tid) {
 		fast_flush();
 		fast_tid = tid;
@@ -205,7 +227,7 @@ static void write_var(struct object *o)
 /* info: access size in bits 0-15, 1 << 16 for a write. */
 static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 {
-	ThreadId tid = VG_(get_running_tid)();
+	UInt tid = serial(VG_(get_running_tid)());
 	UInt size = info & 0xFFFF;
 	Bool write = (info >> 16) & 1;
 	unsigned ev = ks_mt_access(mt, tid, a, size, write, &s->s);
@@ -235,14 +257,19 @@ static VG_REGPARM(1) void count_stack(UWord rw)
 {
 	ULong r = rw & 0xFFFFFFFFu, w = rw >> 32;
 	stack_accesses += r + w;
-	ks_mt_add_hits(mt, VG_(get_running_tid)(), r, w);
+	ks_mt_add_hits(mt, serial(VG_(get_running_tid)()), r, w);
 }
 
 /* The access context of a (thread, site) entry on a shared line. */
 static void *site_context(void *ctx, unsigned tid, struct ks_mt_site *ms)
 {
 	struct site *s = ms->user;
-	return kst_stack_here(tid, s ? s->ip : 0);
+	ThreadId vt = tid < KS_MT_MAX_THREADS ? vg_of[tid] : 0;
+	/* The thread's own stack if it is still alive under that number,
+	 * else the running thread's; the innermost frame is the site. */
+	if (!vt || serial_of[vt] != tid)
+		vt = VG_(get_running_tid)();
+	return kst_stack_here(vt, s ? s->ip : 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -471,7 +498,7 @@ void kst_cache_init(void)
 {
 	struct ks_mt_config cfg = {
 		.line_size = kst_clo.line_size,
-		.max_threads = VG_N_THREADS + 1,
+		.max_threads = KS_MT_MAX_THREADS,
 		.falseshare = kst_clo.analysis == KST_FALSESHARE,
 		.min_write = kst_clo.min_write,
 		.pad_smu = kst_clo.pad_smu,
@@ -479,8 +506,11 @@ void kst_cache_init(void)
 		.context = site_context,
 		.context_ctx = NULL,
 	};
-	if (cfg.max_threads > KS_MT_MAX_THREADS)
-		cfg.max_threads = KS_MT_MAX_THREADS;
+	serial_of = VG_(calloc)("kst.serial", VG_N_THREADS + 1, sizeof(*serial_of));
+	vg_of = VG_(calloc)("kst.serial", KS_MT_MAX_THREADS, sizeof(*vg_of));
+	serial_of[1] = 1; /* the main thread */
+	vg_of[1] = 1;
+
 	{
 		int rc = ks_mt_init(&mt, &cfg, &kst_core_alloc);
 		if (rc != 0) {

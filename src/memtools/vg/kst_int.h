@@ -81,6 +81,8 @@ void kst_cache_init(void);
 IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 			   IRType gWordTy, IRType hWordTy);
 void kst_cache_fini(void);
+/* A thread is being created (called from kst_main.c's one handler). */
+void kst_cache_thread_create(ThreadId parent, ThreadId child);
 
 /* ---- IR helpers shared by both instrumenters (kst_main.c) ---- */
 /* Which temporaries of a (flat) input block hold the stack pointer plus

@@ -46,6 +46,8 @@ static void kst_thread_create(ThreadId parent, ThreadId child)
 {
 	if (child > threads_seen)
 		threads_seen = child;
+	if (kst_clo.analysis != KST_MEMCHECK)
+		kst_cache_thread_create(parent, child);
 }
 
 /* ------------------------------------------------------------------ */
@@ -212,6 +214,7 @@ static void kst_post_clo_init(void)
 		       kst_clo.min_write ? "true" : "false",
 		       kst_clo.pad_smu ? "true" : "false",
 		       kst_clo.thread_isolation ? "true" : "false");
+	VG_(track_pre_thread_ll_create)(kst_thread_create);
 	if (kst_clo.analysis == KST_MEMCHECK)
 		kst_mc_init();
 	else
@@ -254,7 +257,6 @@ static void kst_pre_clo_init(void)
 	VG_(basic_tool_funcs)(kst_post_clo_init, kst_instrument, kst_fini);
 	VG_(needs_command_line_options)(kst_process_cmd_line_option,
 					kst_print_usage, kst_print_debug_usage);
-	VG_(track_pre_thread_ll_create)(kst_thread_create);
 	VG_(needs_libc_freeres)();
 	VG_(needs_cxx_freeres)();
 	kst_heap_init();
