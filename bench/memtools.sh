@@ -95,8 +95,8 @@ mode_cmd() {
 	native) ;;
 	vg-memcheck) echo "valgrind --tool=memcheck --log-file=$work/valgrind.log" ;;
 	vg-none) echo "valgrind --tool=none --log-file=$work/valgrind.log" ;;
-	*--*) echo "$KSCOPE ${1%%--*} --${1#*--} --output $out --" ;;
-	*) echo "$KSCOPE $1 --output $out --" ;;
+	*--*) echo "$KSCOPE ${1%%--*} --${1#*--} --output $out --error-exitcode 0 --" ;;
+	*) echo "$KSCOPE $1 --output $out --error-exitcode 0 --" ;;
 	esac
 }
 
