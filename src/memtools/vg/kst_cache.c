@@ -586,13 +586,14 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		       (ULong)li->potential_invalidations);
 	for (i = 0; i < li->nsites; i++) {
 		const struct ks_mt_line_site *s = &li->sites[i];
-		UInt cid = s->context ? kst_out_stack(s->context) : 0;
+		/* The entry collecting a thread's accesses beyond
+		 * KS_MT_MAX_LINE_SITES sites has no context of its own; the
+		 * record format requires one, so it gets the empty place 0x0. */
+		UInt cid = s->context ? kst_out_stack(s->context) : kst_out_stack_ip(0);
 		kst_out_printf("{\"rec\":\"access\",\"line\":\"%#lx\",", (Addr)li->line_addr);
 		if (o)
 			kst_out_printf("\"var\":%u,", o->id);
-		kst_out_printf("\"tid\":%u,", s->tid);
-		if (cid)
-			kst_out_printf("\"context\":%u,", cid);
+		kst_out_printf("\"tid\":%u,\"context\":%u,", s->tid, cid);
 		kst_out_printf("\"reads\":%llu,\"writes\":%llu}\n", (ULong)s->reads,
 			       (ULong)s->writes);
 	}
