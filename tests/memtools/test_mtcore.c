@@ -924,6 +924,128 @@ static void random_run(const struct ks_mt_config *c, uint64_t seed, unsigned nop
 	ref_free(r);
 }
 
+/* A front-end that resolves repeated accesses itself, as kscope's
+ * Valgrind tool does: entries (line, site, kind) with the words
+ * ks_mt_quiet allows and the accesses taken, credited with
+ * ks_mt_add_quiet when evicted or when another thread runs.  Every count
+ * and verdict must come out as in the model, which sees every access. */
+struct qent {
+	bool used, write;
+	uintptr_t line;
+	int site;
+	uint64_t mask, n;
+};
+
+static void qflush(struct ks_mt *m, unsigned tid, struct qent *e, unsigned ls,
+		   struct ks_mt_site *sites)
+{
+	if (e->used && e->n)
+		ks_mt_add_quiet(m, tid, e->line << ls, e->write,
+				e->site >= 0 ? &sites[e->site] : NULL, e->n);
+	e->used = false;
+	e->n = 0;
+}
+
+static void random_run_quiet(const struct ks_mt_config *c, uint64_t seed, unsigned nops)
+{
+	static const unsigned sizes[] = { 1, 2, 4, 8, 16 };
+	uintptr_t L = c->line_size;
+	unsigned ls = 0, ws;
+	struct ks_mt_site sites[8];
+	struct qent q[16];
+	struct tracker t;
+	struct ks_mt *m;
+	struct ref *r;
+	unsigned i, j, tid = 0, cur = ~0u, size, ev, next = 0;
+	uint64_t taken = 0;
+	uintptr_t addr, off, last;
+	bool write;
+	int site;
+
+	while (((uintptr_t)1 << ls) < L)
+		ls++;
+	tracker_init(&t);
+	m = mt_new(&t, c);
+	ws = ks_mt_word_size(m);
+	r = ref_new(c->line_size, c->max_threads);
+	memset(sites, 0, sizeof(sites));
+	memset(q, 0, sizeof(q));
+	rng_state = seed;
+	for (i = 0; i < nops; i++) {
+		/* Threads run in bursts over a few lines, as they do. */
+		if (rnd() % 30 == 0)
+			tid = rnd() % 4 == 0 ? 60 + rnd() % 8 : rnd() % 4;
+		tid %= c->max_threads;
+		addr = 0x10000 + rnd() % (2 * L);
+		size = sizes[rnd() % 5];
+		site = (int)(rnd() % 5) - 1;
+		write = site == 0 || (site < 0 && rnd() % 2);
+		if (tid != cur) {
+			for (j = 0; j < 16; j++)
+				qflush(m, cur, &q[j], ls, sites);
+			cur = tid;
+		}
+		off = addr & (L - 1);
+		last = off + size - 1;
+		for (j = 0; j < 16; j++) {
+			uint64_t bits;
+
+			if (!q[j].used || q[j].line != addr >> ls || q[j].site != site ||
+			    q[j].write != write || last >= L)
+				continue;
+			bits = (UINT64_C(2) << (last / ws)) - (UINT64_C(1) << (off / ws));
+			if ((bits & ~q[j].mask) == 0)
+				break;
+		}
+		if (j < 16) {
+			q[j].n++;
+			taken++;
+			assert_int_equal(ref_access(r, tid, addr, size, write, site), 0);
+			continue;
+		}
+		ev = ks_mt_access(m, tid, addr, size, write, site >= 0 ? &sites[site] : NULL);
+		assert_int_equal(ev, ref_access(r, tid, addr, size, write, site));
+		if (last < L) {
+			uint64_t mask = ks_mt_quiet(m, tid, addr, write);
+			uint64_t bits = (UINT64_C(2) << (last / ws)) - (UINT64_C(1) << (off / ws));
+
+			/* The access just made is always allowed again, except
+			 * where the optimization is off or the thread has no
+			 * inline bit. */
+			if (c->min_write && tid < 63)
+				assert_true((bits & ~mask) == 0);
+			else
+				assert_true(mask == 0);
+			if (mask) {
+				j = next++ % 16;
+				qflush(m, tid, &q[j], ls, sites);
+				q[j] = (struct qent){ true, write, addr >> ls, site, mask, 0 };
+			}
+		}
+	}
+	for (j = 0; j < 16; j++)
+		qflush(m, cur, &q[j], ls, sites);
+	/* The test means something only if many accesses took the filter. */
+	if (c->min_write)
+		assert_true(taken > nops / 3);
+	ref_check(r, m, sites, c->falseshare);
+	mt_done(&t, m);
+	ref_free(r);
+}
+
+static void test_quiet_filter(void **state)
+{
+	struct ks_mt_config c;
+	unsigned mode;
+
+	(void)state;
+	for (mode = 0; mode < 8; mode++) {
+		c = cfg_make(mode & 4 ? 256 : 64, 70, mode & 1);
+		c.min_write = !(mode & 2);
+		random_run_quiet(&c, 77 + mode, 20000);
+	}
+}
+
 /* The ablation switches change how the shadow is stored, never a count. */
 static void test_random_all_modes(void **state)
 {
@@ -1784,6 +1906,7 @@ int main(void)
 		cmocka_unit_test(test_many_threads),
 		cmocka_unit_test(test_random_all_modes),
 		cmocka_unit_test(test_random_line_sizes),
+		cmocka_unit_test(test_quiet_filter),
 		cmocka_unit_test(test_layout_costs),
 		cmocka_unit_test(test_min_write_stores),
 		cmocka_unit_test(test_access_oom),

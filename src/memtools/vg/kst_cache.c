@@ -54,40 +54,75 @@ static inline UInt serial(ThreadId tid)
 	return serial_of[tid];
 }
 
-/* The contention fast path, kept by instrumented code itself: the
- * running thread's last line, whether it last wrote it, and the hits
- * resolved without calling the analysis.  Valgrind runs one thread at a
- * time, and the line is forgotten whenever a thread (re)starts, so no
- * other thread can have touched that line in between: re-reading it, or
- * re-writing it after writing it, changes no state.  The hits are
- * credited to the thread when it stops (ks_mt_add_hits). */
-static ULong last_line = ~0ULL, last_write;
-static ULong fast_reads, fast_writes;
-static UInt fast_tid;
+/* Repeated accesses resolved by the instrumented code itself.  Valgrind
+ * runs one thread at a time, so between two thread switches no other
+ * thread touches a line: once the analysis says (ks_mt_quiet) that the
+ * running thread may read, or write, given words of a line again with
+ * nothing changing but counts, further such accesses from the same site
+ * only need counting.  The quiet table holds those (line, site) pairs,
+ * found by a multiplicative hash of key = line << 20 | site id; the
+ * generated code compares the key (and, for falseshare, the words),
+ * counts into the entry and calls the analysis only when it does not
+ * match.  The counts go to the analysis (ks_mt_add_quiet) when an entry
+ * is replaced and when another thread starts running.  This is the
+ * paper's test-before-write (min-write) taken into the generated code:
+ * with --no-min-write it stays empty. */
+#define QF_BITS 11
+#define QF_N (1u << QF_BITS)
+#define QF_SID_BITS 20
+#define QF_ADDR_LIMIT (1ULL << (64 - QF_SID_BITS)) /* keys are exact below */
+#define QF_MUL 0x9E3779B97F4A7C15ULL
+#define QF_NONE (~0ULL)
 
-static void fast_flush(void)
-{
-	if (fast_reads | fast_writes)
-		ks_mt_add_hits(mt, fast_tid, fast_reads, fast_writes);
-	fast_reads = fast_writes = 0;
-}
-
-static void fast_switch(ThreadId vtid, ULong blocks_done)
-{
-	UInt tid = serial(vtid);
-	if (tid != fast_tid) {
-		fast_flush();
-		fast_tid = tid;
-	}
-	last_line = ~0ULL;
-}
+struct site;
+struct qent {
+	ULong key;          /* QF_NONE: empty */
+	ULong mask;         /* words allowed (falseshare) */
+	ULong n;            /* accesses taken, not yet credited */
+	struct site *site;
+};
+static struct qent qf[QF_N];
+static UInt qf_tid;         /* the thread the entries belong to */
+static UInt line_shift;
 
 struct site {
 	struct site *next;
 	UWord key;
 	Addr ip;
+	Bool write;
 	struct ks_mt_site s;
 };
+
+static inline UInt qf_slot(ULong key)
+{
+	return (UInt)((key * QF_MUL) >> (64 - QF_BITS));
+}
+
+static void qf_credit(struct qent *e)
+{
+	if (e->n && e->key != QF_NONE)
+		ks_mt_add_quiet(mt, qf_tid, (Addr)((e->key >> QF_SID_BITS) << line_shift),
+				e->site->write, &e->site->s, e->n);
+	e->n = 0;
+}
+
+static void qf_flush(void)
+{
+	UInt i;
+	for (i = 0; i < QF_N; i++) {
+		qf_credit(&qf[i]);
+		qf[i].key = QF_NONE;
+	}
+}
+
+static void qf_switch(ThreadId vtid, ULong blocks_done)
+{
+	UInt tid = serial(vtid);
+	if (tid != qf_tid) {
+		qf_flush();
+		qf_tid = tid;
+	}
+}
 
 /* A data object: a heap allocation stack or a global symbol. */
 struct object {
@@ -224,21 +259,30 @@ static void write_var(struct object *o)
 /* Run-time helpers                                                    */
 /* ------------------------------------------------------------------ */
 
-/* info: access size in bits 0-15, 1 << 16 for a write. */
+/* info: access size in bits 0-15, 1 << 16 for a write, QF_INLINE when
+ * the generated code tried the quiet table (and counted into the slot). */
+#define QF_INLINE (1u << 17)
+
 static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 {
 	UInt tid = serial(VG_(get_running_tid)());
 	UInt size = info & 0xFFFF;
 	Bool write = (info >> 16) & 1;
-	unsigned ev = ks_mt_access(mt, tid, a, size, write, &s->s);
-	Addr mask = kst_clo.line_size - 1;
+	ULong key = 0;
+	UInt slot = 0;
+	unsigned ev;
 
-	if (tid != fast_tid) { /* a thread's first access since it started */
-		fast_flush();
-		fast_tid = tid;
+	if (info & QF_INLINE) {
+		/* The generated code counted this access into its slot. */
+		key = ((ULong)(a >> line_shift) << QF_SID_BITS) | s->s.id;
+		slot = qf_slot(key);
+		qf[slot].n--;
 	}
-	last_line = (a & mask) + size <= kst_clo.line_size ? (ULong)(a / kst_clo.line_size) : ~0ULL;
-	last_write = write;
+	if (tid != qf_tid) { /* a thread's first access since it started */
+		qf_flush();
+		qf_tid = tid;
+	}
+	ev = ks_mt_access(mt, tid, a, size, write, &s->s);
 	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL)) {
 		struct object *o = object_of(a);
 		if (o) {
@@ -246,6 +290,17 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 				o->misses++;
 			if (ev & KS_MT_EV_INVAL)
 				o->invals++;
+		}
+	}
+	if ((info & QF_INLINE) && a < QF_ADDR_LIMIT &&
+	    (a & (kst_clo.line_size - 1)) + size <= kst_clo.line_size) {
+		ULong mask = ks_mt_quiet(mt, tid, a, write);
+		if (mask) {
+			struct qent *e = &qf[slot];
+			qf_credit(e);
+			e->key = key;
+			e->mask = mask;
+			e->site = s;
 		}
 	}
 }
@@ -298,47 +353,74 @@ static IRAtom *cassign(IRSB *sb, IRType ty, IRExpr *e)
 	return IRExpr_RdTmp(t);
 }
 
-static IRExpr *cptr(const void *p)
+static IRAtom *cbin(IRSB *sb, IRType ty, IROp op, IRAtom *x, IRAtom *y)
 {
-	return IRExpr_Const(IRConst_U64((ULong)(UWord)p));
+	return cassign(sb, ty, IRExpr_Binop(op, x, y));
 }
 
-/* counter += bit (an I1), in the generated code. */
-static void cadd(IRSB *sb, ULong *counter, IRAtom *bit)
+static IRExpr *c64(ULong v)
 {
-	IRAtom *old = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(counter)));
-	IRAtom *inc = cassign(sb, Ity_I64, IRExpr_Unop(Iop_1Uto64, bit));
-	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, cptr(counter),
-				       cassign(sb, Ity_I64, IRExpr_Binop(Iop_Add64, old, inc))));
+	return IRExpr_Const(IRConst_U64(v));
 }
 
-/* The contention fast path's test: this access is a hit that changes
- * nothing (see last_line).  Returns the I1 "hit". */
-static IRAtom *fast_hit(IRSB *sb, IRAtom *addr, Int size, Bool write)
+/* The quiet-table test in the generated code (see struct qent): counts
+ * the access into its slot and returns the I1 "taken". */
+static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 {
 	ULong ls = kst_clo.line_size;
-	UInt shift = 0;
-	IRAtom *line, *last, *hit, *within;
+	IRAtom *line, *key, *slot, *ea, *hit, *off = NULL, *np;
 
-	while ((1ULL << shift) < ls)
-		shift++;
-	line = cassign(sb, Ity_I64, IRExpr_Binop(Iop_Shr64, addr, IRExpr_Const(IRConst_U8(shift))));
-	last = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(&last_line)));
-	hit = cassign(sb, Ity_I1, IRExpr_Binop(Iop_CmpEQ64, line, last));
-	/* Within one line: (addr & (ls-1)) <= ls - size. */
-	within = cassign(sb, Ity_I1,
-			 IRExpr_Binop(Iop_CmpLE64U,
-				      cassign(sb, Ity_I64, IRExpr_Binop(Iop_And64, addr,
-									IRExpr_Const(IRConst_U64(ls - 1)))),
-				      IRExpr_Const(IRConst_U64(ls - (ULong)size))));
-	hit = cassign(sb, Ity_I1, IRExpr_Binop(Iop_And1, hit, within));
-	if (write) {
-		IRAtom *lw = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, cptr(&last_write)));
-		hit = cassign(sb, Ity_I1,
-			      IRExpr_Binop(Iop_And1, hit,
-					   cassign(sb, Ity_I1, IRExpr_Binop(Iop_CmpNE64, lw,
-									    IRExpr_Const(IRConst_U64(0))))));
+	line = cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(line_shift)));
+	key = cbin(sb, Ity_I64, Iop_Or64,
+		   cbin(sb, Ity_I64, Iop_Shl64, line, IRExpr_Const(IRConst_U8(QF_SID_BITS))),
+		   c64(s->s.id));
+	slot = cbin(sb, Ity_I64, Iop_Shr64, cbin(sb, Ity_I64, Iop_Mul64, key, c64(QF_MUL)),
+		    IRExpr_Const(IRConst_U8(64 - QF_BITS)));
+	ea = cbin(sb, Ity_I64, Iop_Add64,
+		  cbin(sb, Ity_I64, Iop_Shl64, slot, IRExpr_Const(IRConst_U8(5))),
+		  c64((ULong)(UWord)qf));
+	hit = cbin(sb, Ity_I1, Iop_CmpEQ64,
+		   cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, ea)), key);
+	/* Below the limit where keys are exact. */
+	hit = cbin(sb, Ity_I1, Iop_And1, hit,
+		   cbin(sb, Ity_I1, Iop_CmpLT64U, addr, c64(QF_ADDR_LIMIT)));
+	if (size > 1 || kst_clo.analysis == KST_FALSESHARE)
+		off = cbin(sb, Ity_I64, Iop_And64, addr, c64(ls - 1));
+	if (size > 1) /* within the line: off <= ls - size */
+		hit = cbin(sb, Ity_I1, Iop_And1, hit,
+			   cbin(sb, Ity_I1, Iop_CmpLE64U, off, c64(ls - (ULong)size)));
+	if (kst_clo.analysis == KST_FALSESHARE) {
+		/* The words touched, first..last, all in the entry's mask. */
+		UInt ws = 0;
+		IRAtom *first, *bits, *em;
+		while ((1u << ws) < ks_mt_word_size(mt))
+			ws++;
+		first = cassign(sb, Ity_I8, IRExpr_Unop(Iop_64to8,
+			cbin(sb, Ity_I64, Iop_Shr64, off, IRExpr_Const(IRConst_U8(ws)))));
+		if (size == 1) {
+			bits = cbin(sb, Ity_I64, Iop_Shl64, c64(1), first);
+		} else {
+			IRAtom *last = cassign(sb, Ity_I8, IRExpr_Unop(Iop_64to8,
+				cbin(sb, Ity_I64, Iop_Shr64,
+				     cbin(sb, Ity_I64, Iop_Add64, off, c64((ULong)size - 1)),
+				     IRExpr_Const(IRConst_U8(ws)))));
+			/* (2 << last) - (1 << first); 2 << 63 wraps to 0, as wanted. */
+			bits = cbin(sb, Ity_I64, Iop_Sub64, cbin(sb, Ity_I64, Iop_Shl64, c64(2), last),
+				    cbin(sb, Ity_I64, Iop_Shl64, c64(1), first));
+		}
+		em = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64,
+			cbin(sb, Ity_I64, Iop_Add64, ea, c64(8))));
+		hit = cbin(sb, Ity_I1, Iop_And1, hit,
+			   cbin(sb, Ity_I1, Iop_CmpEQ64,
+				cbin(sb, Ity_I64, Iop_And64, bits,
+				     cassign(sb, Ity_I64, IRExpr_Unop(Iop_Not64, em))),
+				c64(0)));
 	}
+	/* n += 1 whatever the outcome; the call takes it back on a miss. */
+	np = cbin(sb, Ity_I64, Iop_Add64, ea, c64(16));
+	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, np,
+		cbin(sb, Ity_I64, Iop_Add64,
+		     cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, np)), c64(1))));
 	return hit;
 }
 
@@ -347,21 +429,19 @@ static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
 {
 	struct site *s = site_for(ip, (*idx)++);
 	IRAtom *hit = NULL;
+	UWord info = (UWord)size | ((UWord)write << 16);
 	IRDirty *d;
 
-	/* The fast path needs an unconditional access of at most a line
+	s->write = write;
+	/* The table serves unconditional accesses of at most a line
 	 * (guarded ones are rare: they always take the call). */
-	if (kst_clo.analysis == KST_CONTENTION && !guard && size > 0 &&
-	    (ULong)size <= kst_clo.line_size) {
-		hit = fast_hit(sb, addr, size, write);
-		cadd(sb, write ? &fast_writes : &fast_reads, hit);
-		cadd(sb, (ULong *)&s->s.c.accesses, hit);
-		cadd(sb, (ULong *)(write ? &s->s.c.writes : &s->s.c.reads), hit);
+	if (!guard && size > 0 && (ULong)size <= kst_clo.line_size &&
+	    s->s.id < (1u << QF_SID_BITS)) {
+		hit = qf_test(sb, addr, size, s);
+		info |= QF_INLINE;
 	}
 	d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
-				       mkIRExprVec_3(addr,
-						     IRExpr_Const(IRConst_U64((UWord)size | ((UWord)write << 16))),
-						     IRExpr_Const(IRConst_U64((UWord)s))));
+			      mkIRExprVec_3(addr, c64(info), c64((ULong)(UWord)s)));
 	if (guard)
 		d->guard = guard;
 	else if (hit)
@@ -519,8 +599,14 @@ void kst_cache_init(void)
 		}
 	}
 	sites = VG_(HT_construct)("kst.sites");
-	if (kst_clo.analysis == KST_CONTENTION)
-		VG_(track_start_client_code)(fast_switch);
+	while ((1u << line_shift) < kst_clo.line_size)
+		line_shift++;
+	{
+		UInt i;
+		for (i = 0; i < QF_N; i++)
+			qf[i].key = QF_NONE;
+	}
+	VG_(track_start_client_code)(qf_switch);
 	objects = VG_(HT_construct)("kst.objects");
 }
 
@@ -606,7 +692,7 @@ void kst_cache_fini(void)
 	struct site *s;
 	struct object *o;
 
-	fast_flush();
+	qf_flush();
 	nt = ks_mt_threads_seen(mt);
 	for (t = 0; t < nt; t++) {
 		ks_mt_thread_counts(mt, t, &c);
