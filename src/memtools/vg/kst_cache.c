@@ -90,6 +90,7 @@ struct site {
 	UWord key;
 	Addr ip;
 	Bool write;
+	Bool rmw;           /* a read and a write of the same bytes (x += y) */
 	struct ks_mt_site s;
 };
 
@@ -100,9 +101,12 @@ static inline UInt qf_slot(ULong key)
 
 static void qf_credit(struct qent *e)
 {
-	if (e->n && e->key != QF_NONE)
-		ks_mt_add_quiet(mt, qf_tid, (Addr)((e->key >> QF_SID_BITS) << line_shift),
-				e->site->write, &e->site->s, e->n);
+	if (e->n && e->key != QF_NONE) {
+		Addr a = (Addr)((e->key >> QF_SID_BITS) << line_shift);
+		if (e->site->rmw)
+			ks_mt_add_quiet(mt, qf_tid, a, False, &e->site->s, e->n);
+		ks_mt_add_quiet(mt, qf_tid, a, e->site->write, &e->site->s, e->n);
+	}
 	e->n = 0;
 }
 
@@ -260,8 +264,23 @@ static void write_var(struct object *o)
 /* ------------------------------------------------------------------ */
 
 /* info: access size in bits 0-15, 1 << 16 for a write, QF_INLINE when
- * the generated code tried the quiet table (and counted into the slot). */
+ * the generated code tried the quiet table (and counted into the slot),
+ * QF_RMW for a read then a write of the same bytes by one instruction. */
 #define QF_INLINE (1u << 17)
+#define QF_RMW (1u << 18)
+
+static void charge(Addr a, unsigned ev)
+{
+	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL)) {
+		struct object *o = object_of(a);
+		if (o) {
+			if (ev & KS_MT_EV_MISS)
+				o->misses++;
+			if (ev & KS_MT_EV_INVAL)
+				o->invals++;
+		}
+	}
+}
 
 static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 {
@@ -270,7 +289,6 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 	Bool write = (info >> 16) & 1;
 	ULong key = 0;
 	UInt slot = 0;
-	unsigned ev;
 
 	if (info & QF_INLINE) {
 		/* The generated code counted this access into its slot. */
@@ -282,19 +300,14 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 		qf_flush();
 		qf_tid = tid;
 	}
-	ev = ks_mt_access(mt, tid, a, size, write, &s->s);
-	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL)) {
-		struct object *o = object_of(a);
-		if (o) {
-			if (ev & KS_MT_EV_MISS)
-				o->misses++;
-			if (ev & KS_MT_EV_INVAL)
-				o->invals++;
-		}
-	}
+	if (info & QF_RMW)
+		charge(a, ks_mt_access(mt, tid, a, size, False, &s->s));
+	charge(a, ks_mt_access(mt, tid, a, size, write, &s->s));
 	if ((info & QF_INLINE) && a < QF_ADDR_LIMIT &&
 	    (a & (kst_clo.line_size - 1)) + size <= kst_clo.line_size) {
 		ULong mask = ks_mt_quiet(mt, tid, a, write);
+		if (info & QF_RMW)
+			mask &= ks_mt_quiet(mt, tid, a, False);
 		if (mask) {
 			struct qent *e = &qf[slot];
 			qf_credit(e);
@@ -364,11 +377,12 @@ static IRExpr *c64(ULong v)
 }
 
 /* The quiet-table test in the generated code (see struct qent): counts
- * the access into its slot and returns the I1 "taken". */
+ * the access into its slot and returns the I1 "not taken", the guard of
+ * the call.  The conditions are or'ed together as 64-bit values, each
+ * zero when it holds, so the code tests once. */
 static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 {
-	ULong ls = kst_clo.line_size;
-	IRAtom *line, *key, *slot, *ea, *hit, *off = NULL, *np;
+	IRAtom *line, *key, *slot, *ea, *x, *np;
 
 	line = cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(line_shift)));
 	key = cbin(sb, Ity_I64, Iop_Or64,
@@ -379,22 +393,26 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 	ea = cbin(sb, Ity_I64, Iop_Add64,
 		  cbin(sb, Ity_I64, Iop_Shl64, slot, IRExpr_Const(IRConst_U8(5))),
 		  c64((ULong)(UWord)qf));
-	hit = cbin(sb, Ity_I1, Iop_CmpEQ64,
-		   cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, ea)), key);
-	/* Below the limit where keys are exact. */
-	hit = cbin(sb, Ity_I1, Iop_And1, hit,
-		   cbin(sb, Ity_I1, Iop_CmpLT64U, addr, c64(QF_ADDR_LIMIT)));
-	if (size > 1 || kst_clo.analysis == KST_FALSESHARE)
-		off = cbin(sb, Ity_I64, Iop_And64, addr, c64(ls - 1));
-	if (size > 1) /* within the line: off <= ls - size */
-		hit = cbin(sb, Ity_I1, Iop_And1, hit,
-			   cbin(sb, Ity_I1, Iop_CmpLE64U, off, c64(ls - (ULong)size)));
+	/* The entry's key differs from this access's. */
+	x = cbin(sb, Ity_I64, Iop_Xor64,
+		 cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, ea)), key);
+	/* The address is at or above the limit where keys are exact. */
+	x = cbin(sb, Ity_I64, Iop_Or64, x,
+		 cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(64 - QF_SID_BITS))));
+	/* The last byte is on another line. */
+	if (size > 1)
+		x = cbin(sb, Ity_I64, Iop_Or64, x,
+			 cbin(sb, Ity_I64, Iop_Shr64,
+			      cbin(sb, Ity_I64, Iop_Xor64, addr,
+				   cbin(sb, Ity_I64, Iop_Add64, addr, c64((ULong)size - 1))),
+			      IRExpr_Const(IRConst_U8(line_shift))));
 	if (kst_clo.analysis == KST_FALSESHARE) {
-		/* The words touched, first..last, all in the entry's mask. */
+		/* Words touched (first..last) outside the entry's mask. */
 		UInt ws = 0;
-		IRAtom *first, *bits, *em;
+		IRAtom *off, *first, *bits, *em;
 		while ((1u << ws) < ks_mt_word_size(mt))
 			ws++;
+		off = cbin(sb, Ity_I64, Iop_And64, addr, c64(kst_clo.line_size - 1));
 		first = cassign(sb, Ity_I8, IRExpr_Unop(Iop_64to8,
 			cbin(sb, Ity_I64, Iop_Shr64, off, IRExpr_Const(IRConst_U8(ws)))));
 		if (size == 1) {
@@ -404,49 +422,85 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 				cbin(sb, Ity_I64, Iop_Shr64,
 				     cbin(sb, Ity_I64, Iop_Add64, off, c64((ULong)size - 1)),
 				     IRExpr_Const(IRConst_U8(ws)))));
-			/* (2 << last) - (1 << first); 2 << 63 wraps to 0, as wanted. */
+			/* (2 << last) - (1 << first); 2 << 63 wraps to 0, as
+			 * wanted; a last word past the line was caught above. */
 			bits = cbin(sb, Ity_I64, Iop_Sub64, cbin(sb, Ity_I64, Iop_Shl64, c64(2), last),
 				    cbin(sb, Ity_I64, Iop_Shl64, c64(1), first));
 		}
 		em = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64,
 			cbin(sb, Ity_I64, Iop_Add64, ea, c64(8))));
-		hit = cbin(sb, Ity_I1, Iop_And1, hit,
-			   cbin(sb, Ity_I1, Iop_CmpEQ64,
-				cbin(sb, Ity_I64, Iop_And64, bits,
-				     cassign(sb, Ity_I64, IRExpr_Unop(Iop_Not64, em))),
-				c64(0)));
+		x = cbin(sb, Ity_I64, Iop_Or64, x,
+			 cbin(sb, Ity_I64, Iop_And64, bits,
+			      cassign(sb, Ity_I64, IRExpr_Unop(Iop_Not64, em))));
 	}
 	/* n += 1 whatever the outcome; the call takes it back on a miss. */
 	np = cbin(sb, Ity_I64, Iop_Add64, ea, c64(16));
 	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, np,
 		cbin(sb, Ity_I64, Iop_Add64,
 		     cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, np)), c64(1))));
-	return hit;
+	return cbin(sb, Ity_I1, Iop_CmpNE64, x, c64(0));
 }
 
+/* flags: QF_RMW for a read and a write of the same bytes. */
 static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
-		       UInt *idx, IRAtom *guard)
+		       UInt *idx, IRAtom *guard, UWord flags)
 {
 	struct site *s = site_for(ip, (*idx)++);
-	IRAtom *hit = NULL;
-	UWord info = (UWord)size | ((UWord)write << 16);
+	UWord info = (UWord)size | ((UWord)write << 16) | flags;
 	IRDirty *d;
 
 	s->write = write;
+	s->rmw = (flags & QF_RMW) != 0;
+	d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
+			      mkIRExprVec_3(addr, c64(info | QF_INLINE), c64((ULong)(UWord)s)));
 	/* The table serves unconditional accesses of at most a line
 	 * (guarded ones are rare: they always take the call). */
 	if (!guard && size > 0 && (ULong)size <= kst_clo.line_size &&
 	    s->s.id < (1u << QF_SID_BITS)) {
-		hit = qf_test(sb, addr, size, s);
-		info |= QF_INLINE;
+		d->guard = qf_test(sb, addr, size, s);
+	} else {
+		d->args[1] = c64(info);
+		if (guard)
+			d->guard = guard;
 	}
-	d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
-			      mkIRExprVec_3(addr, c64(info), c64((ULong)(UWord)s)));
-	if (guard)
-		d->guard = guard;
-	else if (hit)
-		d->guard = cassign(sb, Ity_I1, IRExpr_Unop(Iop_Not1, hit));
 	addStmtToIRSB(sb, IRStmt_Dirty(d));
+}
+
+/* The store in in->stmts[i+1..] that writes the bytes the load at
+ * stmts[i] read, within the same instruction and with nothing in between
+ * that could leave the instruction early: the x += y of compiled code.
+ * Returns its index, or -1. */
+static Int rmw_store(const IRSB *in, Int i)
+{
+	const IRExpr *ld = in->stmts[i]->Ist.WrTmp.data;
+	Int j;
+
+	for (j = i + 1; j < in->stmts_used; j++) {
+		const IRStmt *st = in->stmts[j];
+		switch (st->tag) {
+		case Ist_IMark:
+		case Ist_Exit:
+		case Ist_Dirty:
+		case Ist_CAS:
+		case Ist_LLSC:
+		case Ist_StoreG:
+		case Ist_LoadG:
+		case Ist_MBE:
+			return -1;
+		case Ist_WrTmp:
+			if (st->Ist.WrTmp.data->tag == Iex_Load)
+				return -1;
+			break;
+		case Ist_Store:
+			if (eqIRAtom(st->Ist.Store.addr, ld->Iex.Load.addr) &&
+			    typeOfIRExpr(in->tyenv, st->Ist.Store.data) == ld->Iex.Load.ty)
+				return j;
+			return -1;
+		default:
+			break;
+		}
+	}
+	return -1;
 }
 
 IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
@@ -458,7 +512,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 	UInt idx = 0;
 	ULong nstack = 0; /* reads + (writes << 32) */
 	Bool skip = False;
-	Int i;
+	Int i, rmw_at = -1; /* the store already instrumented with its load */
 
 	kst_sp_begin(&sp, in, layout);
 	for (i = 0; i < in->stmts_used; i++) {
@@ -485,34 +539,41 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 			IRExpr *e = st->Ist.WrTmp.data;
 			kst_sp_note(&sp, st);
 			if (e->tag == Iex_Load) {
-				if (kst_sp_atom(&sp, e->Iex.Load.addr))
+				if (kst_sp_atom(&sp, e->Iex.Load.addr)) {
 					nstack += 1;
-				else
+				} else if ((rmw_at = rmw_store(in, i)) >= 0) {
+					/* Load and store of x += y: one test. */
 					add_access(sb, e->Iex.Load.addr, sizeofIRType(e->Iex.Load.ty),
-						   False, ip, &idx, NULL);
+						   True, ip, &idx, NULL, QF_RMW);
+				} else {
+					add_access(sb, e->Iex.Load.addr, sizeofIRType(e->Iex.Load.ty),
+						   False, ip, &idx, NULL, 0);
+				}
 			}
 			break;
 		}
 		case Ist_Store: {
 			IRType ty = typeOfIRExpr(in->tyenv, st->Ist.Store.data);
-			if (kst_sp_atom(&sp, st->Ist.Store.addr))
+			if (i == rmw_at)
+				rmw_at = -1; /* counted with its load */
+			else if (kst_sp_atom(&sp, st->Ist.Store.addr))
 				nstack += 1ULL << 32;
 			else
 				add_access(sb, st->Ist.Store.addr, sizeofIRType(ty), True, ip,
-					   &idx, NULL);
+					   &idx, NULL, 0);
 			break;
 		}
 		case Ist_StoreG: {
 			IRStoreG *g = st->Ist.StoreG.details;
 			add_access(sb, g->addr, sizeofIRType(typeOfIRExpr(in->tyenv, g->data)),
-				   True, ip, &idx, g->guard);
+				   True, ip, &idx, g->guard, 0);
 			break;
 		}
 		case Ist_LoadG: {
 			IRLoadG *g = st->Ist.LoadG.details;
 			IRType rty, lty;
 			typeOfIRLoadGOp(g->cvt, &rty, &lty);
-			add_access(sb, g->addr, sizeofIRType(lty), False, ip, &idx, g->guard);
+			add_access(sb, g->addr, sizeofIRType(lty), False, ip, &idx, g->guard, 0);
 			break;
 		}
 		case Ist_CAS: {
@@ -522,7 +583,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 				sz *= 2;
 			/* A locked read-modify-write: one write (it needs the
 			 * line exclusively), whether or not it succeeds. */
-			add_access(sb, c->addr, sz, True, ip, &idx, NULL);
+			add_access(sb, c->addr, sz, True, ip, &idx, NULL, 0);
 			break;
 		}
 		case Ist_LLSC:
@@ -530,7 +591,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 				   sizeofIRType(st->Ist.LLSC.storedata
 							? typeOfIRExpr(in->tyenv, st->Ist.LLSC.storedata)
 							: typeOfIRTemp(in->tyenv, st->Ist.LLSC.result)),
-				   st->Ist.LLSC.storedata != NULL, ip, &idx, NULL);
+				   st->Ist.LLSC.storedata != NULL, ip, &idx, NULL, 0);
 			break;
 		case Ist_Dirty: {
 			IRDirty *d = st->Ist.Dirty.details;
@@ -538,7 +599,8 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 				Int sz = d->mSize;
 				while (sz > 0) {
 					Int n = sz > 64 ? 64 : sz;
-					add_access(sb, d->mAddr, n, d->mFx != Ifx_Read, ip, &idx, d->guard);
+					add_access(sb, d->mAddr, n, d->mFx != Ifx_Read, ip, &idx,
+						   d->guard, 0);
 					sz -= n;
 					break; /* the first 64 bytes stand for the block */
 				}
