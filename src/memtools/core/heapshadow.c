@@ -300,3 +300,13 @@ void ks_hs_copy(struct ks_hs *h, uintptr_t dst, uintptr_t src, size_t len)
 		}
 	}
 }
+
+struct ks_hs_direct ks_hs_direct_table(const struct ks_hs *h)
+{
+	struct ks_hs_direct d;
+
+	d.chunks = (unsigned char *const *)h->tab.l1;
+	d.n = h->tab.l1_n;
+	d.shift = KS_HS_SHIFT;
+	return d;
+}

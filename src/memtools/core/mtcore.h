@@ -247,4 +247,17 @@ enum ks_hs_state ks_hs_store(struct ks_hs *h, uintptr_t addr, unsigned size,
 void ks_hs_copy(struct ks_hs *h, uintptr_t dst, uintptr_t src, size_t len);
 size_t ks_hs_shadow_bytes(const struct ks_hs *h);
 
+/* The heap shadow's direct table, for front-ends that test the common
+ * case in generated code: the states of byte a (a < n << shift) are at
+ * chunks[a >> shift][a & ((1 << shift) - 1)], or untracked when that
+ * chunk is NULL.  The array stays where it is until ks_hs_fini, and so
+ * does every chunk once present; addresses from n << shift up are kept
+ * elsewhere (use ks_hs_load / ks_hs_store). */
+struct ks_hs_direct {
+	unsigned char *const *chunks;
+	uintptr_t n;
+	unsigned shift;
+};
+struct ks_hs_direct ks_hs_direct_table(const struct ks_hs *h);
+
 #endif

@@ -67,7 +67,7 @@ static inline UInt serial(ThreadId tid)
  * is replaced and when another thread starts running.  This is the
  * paper's test-before-write (min-write) taken into the generated code:
  * with --no-min-write it stays empty. */
-#define QF_BITS 11
+#define QF_BITS 16
 #define QF_N (1u << QF_BITS)
 #define QF_SID_BITS 20
 #define QF_ADDR_LIMIT (1ULL << (64 - QF_SID_BITS)) /* keys are exact below */
@@ -82,6 +82,8 @@ struct qent {
 	struct site *site;
 };
 static struct qent qf[QF_N];
+static UInt qf_used[QF_N];  /* slots filled since the last flush */
+static UInt qf_nused;
 static UInt qf_tid;         /* the thread the entries belong to */
 static UInt line_shift;
 
@@ -113,10 +115,12 @@ static void qf_credit(struct qent *e)
 static void qf_flush(void)
 {
 	UInt i;
-	for (i = 0; i < QF_N; i++) {
-		qf_credit(&qf[i]);
-		qf[i].key = QF_NONE;
+	for (i = 0; i < qf_nused; i++) {
+		struct qent *e = &qf[qf_used[i]];
+		qf_credit(e);
+		e->key = QF_NONE;
 	}
+	qf_nused = 0;
 }
 
 static void qf_switch(ThreadId vtid, ULong blocks_done)
@@ -310,7 +314,10 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 			mask &= ks_mt_quiet(mt, tid, a, False);
 		if (mask) {
 			struct qent *e = &qf[slot];
-			qf_credit(e);
+			if (e->key == QF_NONE)
+				qf_used[qf_nused++] = slot;
+			else
+				qf_credit(e);
 			e->key = key;
 			e->mask = mask;
 			e->site = s;

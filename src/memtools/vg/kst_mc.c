@@ -420,6 +420,11 @@ struct mce {
 	Int sh_off;      /* offset of the shadow guest state */
 	Addr iaddr;      /* guest address of the current instruction */
 	struct kst_sp sp;
+	/* The last plain load of this instruction and its common-case
+	 * test: x += y stores where it loaded, and nothing in between can
+	 * change the bytes' states, so the store reuses the test. */
+	IRAtom *memo_addr, *memo_ok;
+	UInt memo_part;
 };
 
 static IRType shty(IRType t)
@@ -854,18 +859,93 @@ static void complain_if_undefined(struct mce *m, IRAtom *sh, IRType ty,
 	addStmtToIRSB(m->sb, IRStmt_Dirty(d));
 }
 
+/* The common case, tested in the generated code (where Valgrind's
+ * memcheck tests it in its helpers): a naturally aligned access of 1, 2, 4 or 8 bytes
+ * to memory that is untracked or whose heap bytes are all defined, in
+ * the heap shadow's direct table (ks_hs_direct_table).  Then a load's
+ * value is defined and a store of defined data changes nothing, so no
+ * call is needed.  Returns the I1 "common case". */
+/* Stands for an absent (untracked) chunk in the generated code, so the
+ * states can be loaded without a branch: all "defined". */
+static UChar *defined_chunk;
+
+static IRAtom *all_defined(struct mce *m, IRAtom *ea, UInt part)
+{
+	struct ks_hs_direct dt = ks_hs_direct_table(kst_hs);
+	IRAtom *idx, *ch, *bad, *pat;
+	IRType lty;
+	ULong def;
+	UInt nbits = 0;
+
+	switch (part) {
+	case 1: lty = Ity_I8; def = KS_HS_DEFINED; break;
+	case 2: lty = Ity_I16; def = 0x0101u * KS_HS_DEFINED; break;
+	case 4: lty = Ity_I32; def = 0x01010101u * KS_HS_DEFINED; break;
+	case 8: lty = Ity_I64; def = 0x0101010101010101ULL * KS_HS_DEFINED; break;
+	default: return NULL;
+	}
+	while (((uintptr_t)1 << nbits) < dt.n)
+		nbits++;
+	if (((uintptr_t)1 << nbits) != dt.n)
+		return NULL; /* the masking below needs a power of two */
+	if (!defined_chunk) {
+		defined_chunk = VG_(malloc)("kst.mc.defined", (SizeT)1 << dt.shift);
+		VG_(memset)(defined_chunk, KS_HS_DEFINED, (SizeT)1 << dt.shift);
+	}
+	/* chunk = chunks[idx mod n] (the bound is tested below), and the
+	 * defined chunk for NULL, so the states load needs no branch. */
+	idx = binop(m, Ity_I64, Iop_Shr64, ea, IRExpr_Const(IRConst_U8(dt.shift)));
+	ch = assign(m, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64,
+		binop(m, Ity_I64, Iop_Add64, IRExpr_Const(IRConst_U64((ULong)(UWord)dt.chunks)),
+		      binop(m, Ity_I64, Iop_Shl64,
+			    binop(m, Ity_I64, Iop_And64, idx, IRExpr_Const(IRConst_U64(dt.n - 1))),
+			    IRExpr_Const(IRConst_U8(3))))));
+	ch = assign(m, Ity_I64, IRExpr_ITE(binop(m, Ity_I1, Iop_CmpEQ64, ch, IRExpr_Const(IRConst_U64(0))),
+					   IRExpr_Const(IRConst_U64((ULong)(UWord)defined_chunk)), ch));
+	pat = assign(m, lty, IRExpr_Load(Iend_LE, lty,
+		binop(m, Ity_I64, Iop_Add64, ch,
+		      binop(m, Ity_I64, Iop_And64, ea,
+			    IRExpr_Const(IRConst_U64(((ULong)1 << dt.shift) - 1))))));
+	if (part < 8)
+		pat = unop(m, Ity_I64, part == 4 ? Iop_32Uto64 : part == 2 ? Iop_16Uto64 : Iop_8Uto64, pat);
+	/* Everything that must hold, or'ed as "bad" bits: the states all
+	 * defined, the chunk in the direct table, the access aligned (so
+	 * within one chunk). */
+	bad = binop(m, Ity_I64, Iop_Xor64, pat, IRExpr_Const(IRConst_U64(def)));
+	bad = binop(m, Ity_I64, Iop_Or64, bad,
+		    binop(m, Ity_I64, Iop_Shr64, idx, IRExpr_Const(IRConst_U8(nbits))));
+	if (part > 1)
+		bad = binop(m, Ity_I64, Iop_Or64, bad,
+			    binop(m, Ity_I64, Iop_And64, ea, IRExpr_Const(IRConst_U64(part - 1))));
+	return binop(m, Ity_I1, Iop_CmpEQ64, bad, IRExpr_Const(IRConst_U64(0)));
+}
+
 static IRAtom *load_part(struct mce *m, IRAtom *addr, Int off, UInt part,
 			 UInt total, IRAtom *guard)
 {
 	IRTemp t = newIRTemp(m->sb->tyenv, Ity_I64);
 	IRAtom *ea = off ? binop(m, Ity_I64, Iop_Add64, addr, IRExpr_Const(IRConst_U64(off)))
 			 : addr;
-	IRDirty *d = unsafeIRDirty_1_N(t, 3, "mc_load", VG_(fnptr_to_fnentry)(mc_load),
+	IRAtom *ok = guard ? NULL : all_defined(m, ea, part);
+	IRDirty *d;
+
+	m->memo_addr = NULL;
+	if (ok && off == 0 && part == total) {
+		m->memo_addr = addr;
+		m->memo_ok = ok;
+		m->memo_part = part;
+	}
+	d = unsafeIRDirty_1_N(t, 3, "mc_load", VG_(fnptr_to_fnentry)(mc_load),
 				       mkIRExprVec_3(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off))),
 						     IRExpr_Const(IRConst_U64(m->iaddr))));
 	if (guard)
 		d->guard = guard;
+	else if (ok)
+		d->guard = unop(m, Ity_I1, Iop_Not1, ok);
 	addStmtToIRSB(m->sb, IRStmt_Dirty(d));
+	if (ok) /* a call not made leaves 0x5555...: the value is defined */
+		return assign(m, Ity_I64, IRExpr_ITE(ok, IRExpr_Const(IRConst_U64(0)),
+						     IRExpr_RdTmp(t)));
 	return IRExpr_RdTmp(t);
 }
 
@@ -920,11 +1000,25 @@ static void store_part(struct mce *m, IRAtom *addr, Int off, UInt part, UInt tot
 {
 	IRAtom *ea = off ? binop(m, Ity_I64, Iop_Add64, addr, IRExpr_Const(IRConst_U64(off)))
 			 : addr;
-	IRDirty *d = unsafeIRDirty_0_N(3, "mc_store", VG_(fnptr_to_fnentry)(mc_store),
+	IRAtom *ok;
+	IRDirty *d;
+
+	if (!guard && off == 0 && part == total && m->memo_addr &&
+	    eqIRAtom(m->memo_addr, addr) && m->memo_part == part)
+		ok = m->memo_ok;
+	else
+		ok = guard ? NULL : all_defined(m, ea, part);
+	m->memo_addr = NULL; /* this store may change states */
+	d = unsafeIRDirty_0_N(3, "mc_store", VG_(fnptr_to_fnentry)(mc_store),
 				       mkIRExprVec_4(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off))),
 						     vbits64, IRExpr_Const(IRConst_U64(m->iaddr))));
+	if (ok && !is_zero_const(vbits64)) /* and the data stored is defined */
+		ok = binop(m, Ity_I1, Iop_And1, ok,
+			   binop(m, Ity_I1, Iop_CmpEQ64, vbits64, IRExpr_Const(IRConst_U64(0))));
 	if (guard)
 		d->guard = guard;
+	else if (ok)
+		d->guard = unop(m, Ity_I1, Iop_Not1, ok);
 	addStmtToIRSB(m->sb, IRStmt_Dirty(d));
 }
 
@@ -1104,6 +1198,7 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 	for (i = 0; i < m.n_in; i++)
 		m.shadow[i] = IRTemp_INVALID;
 	m.sh_off = layout->total_sizeB;
+	m.memo_addr = NULL;
 	m.iaddr = 0;
 	kst_sp_begin(&m.sp, in, layout);
 
@@ -1112,6 +1207,7 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 		switch (st->tag) {
 		case Ist_IMark:
 			m.iaddr = st->Ist.IMark.addr + st->Ist.IMark.delta;
+			m.memo_addr = NULL;
 			break;
 		case Ist_WrTmp: {
 			IRTemp t = st->Ist.WrTmp.tmp;
@@ -1204,6 +1300,7 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 			continue;
 		}
 		case Ist_Dirty:
+			m.memo_addr = NULL;
 			addStmtToIRSB(m.sb, st);
 			instrument_dirty(&m, st->Ist.Dirty.details);
 			instrument_dirty_after(&m, st->Ist.Dirty.details);
