@@ -509,33 +509,25 @@ general:
 	return access_general(m, tid, addr, size, write, site);
 }
 
-uint64_t ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write)
+bool ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write)
 {
 	uintptr_t line = addr >> m->line_shift;
 	const unsigned char *ch;
 	const struct ks_mt_smu *s;
-	const struct ks_mt_smu_fs *f;
 	uint64_t own;
 
 	if (tid >= KS_MT_INLINE_TIDS || !m->cfg.min_write ||
 	    (ch = ks_mt_tab_get(&m->tab, line >> m->lc_shift)) == NULL)
-		return 0;
+		return false;
 	s = (const struct ks_mt_smu *)(const void *)(ch + (line & m->lc_mask) * m->smu_size);
 	own = s->own;
-	if (write ? own != (UINT64_C(1) << tid) : !((own >> tid) & 1))
-		return 0;
-	if (!m->cfg.falseshare)
-		return ~UINT64_C(0);
-	f = (const struct ks_mt_smu_fs *)(const void *)s;
-	if (f->rt & KS_MT_FS_SHARED)
-		return ks_mt_fs_quiet(f, tid, write);
-	if ((f->rt >> KS_MT_FS_TID_SHIFT) != tid)
-		return 0;
-	return write ? f->wmask : f->rmask;
+	/* With falseshare, holding the line means the thread is its first
+	 * thread or has an entry in its detail: ks_mt_add_quiet finds it. */
+	return write ? own == (UINT64_C(1) << tid) : ((own >> tid) & 1) != 0;
 }
 
 void ks_mt_add_quiet(struct ks_mt *m, unsigned tid, uintptr_t addr, bool write,
-		     struct ks_mt_site *site, uint64_t n)
+		     struct ks_mt_site *site, uint64_t n, uint64_t words)
 {
 	uintptr_t line = addr >> m->line_shift;
 	unsigned char *ch;
@@ -557,11 +549,13 @@ void ks_mt_add_quiet(struct ks_mt *m, unsigned tid, uintptr_t addr, bool write,
 		return;
 	f = (struct ks_mt_smu_fs *)(void *)(ch + (line & m->lc_mask) * m->smu_size);
 	if (f->rt & KS_MT_FS_SHARED) {
-		ks_mt_fs_add(m, f, tid, write, site, n);
+		ks_mt_fs_add(m, f, tid, write, site, n, words);
 	} else if ((f->rt >> KS_MT_FS_TID_SHIFT) == tid) {
 		if (write) {
+			f->wmask |= words;
 			f->writes += n;
 		} else {
+			f->rmask |= words;
 			/* The read count saturates, as on the access path. */
 			r = (f->rt & KS_MT_FS_READS) + n;
 			if (r > KS_MT_FS_READS || r < n)

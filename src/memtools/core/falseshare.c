@@ -207,25 +207,8 @@ void ks_mt_fs_record(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
 	}
 }
 
-uint64_t ks_mt_fs_quiet(const struct ks_mt_smu_fs *f, unsigned tid, bool write)
-{
-	const struct ks_mt_detail *d = f->u.d;
-	unsigned lo = 0, hi = d->nthr, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (d->thr[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == d->nthr || d->thr[lo].tid != tid)
-		return 0;
-	return write ? d->thr[lo].wmask : d->thr[lo].rmask;
-}
-
 void ks_mt_fs_add(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
-		  bool write, struct ks_mt_site *site, uint64_t n)
+		  bool write, struct ks_mt_site *site, uint64_t n, uint64_t words)
 {
 	struct ks_mt_detail *d = f->u.d;
 	struct ks_mt_line_thread *t = detail_thread(m, d, tid);
@@ -234,10 +217,12 @@ void ks_mt_fs_add(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
 	if (!t)
 		return;
 	if (write) {
+		t->wmask |= words;
 		t->writes += n;
 		if (e)
 			e->writes += n;
 	} else {
+		t->rmask |= words;
 		t->reads += n;
 		if (e)
 			e->reads += n;

@@ -119,20 +119,21 @@ unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writes);
 
 /* For front-ends that resolve repeated accesses themselves (kscope's
- * Valgrind tool keeps a small table of them in generated code): the
- * words of addr's line that tid may now read (write false) or write
- * (write true) any number of times with nothing changing but counts, as
- * long as no other thread accesses the line in between.  Bit w is word w
- * (see ks_mt_word_size); without falseshare, all ones or 0 (the thread
- * holds the line; holds it alone, for a write).  0 for threads >= 63 and
- * with min_write off: testing before updating is that optimization. */
-uint64_t ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write);
-/* Credits n such accesses, all within addr's line and within the words
- * ks_mt_quiet gave, to tid, the site (may be NULL) and, with falseshare,
- * the line: the same result as n calls of ks_mt_access.  The front-end
- * must credit them before another thread accesses the line. */
+ * Valgrind tool keeps a table of them in generated code): whether tid
+ * may now read (write false) or write (write true) addr's line any
+ * number of times with nothing changing but counts and, with falseshare,
+ * the words it touched, as long as no other thread accesses the line in
+ * between: the thread holds the line (holds it alone, for a write).
+ * Always false for threads >= 63 and with min_write off: testing before
+ * updating is that optimization. */
+bool ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write);
+/* Credits n such accesses within addr's line to tid, the site (may be
+ * NULL) and, with falseshare, the line, where they touched the words in
+ * `words` (bit w: word w, see ks_mt_word_size): the same result as n
+ * calls of ks_mt_access.  The front-end must credit them before another
+ * thread accesses the line. */
 void ks_mt_add_quiet(struct ks_mt *m, unsigned tid, uintptr_t addr, bool write,
-		     struct ks_mt_site *site, uint64_t n);
+		     struct ks_mt_site *site, uint64_t n, uint64_t words);
 
 /* Counts of one thread (all zero for a thread never seen). */
 void ks_mt_thread_counts(const struct ks_mt *m, unsigned tid,

@@ -177,10 +177,9 @@ struct ks_mt {
  * shared by this access (f's owner is not tid).  mask = words touched. */
 void ks_mt_fs_record(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
 		     bool write, uint64_t mask, struct ks_mt_site *site);
-/* falseshare.c: ks_mt_quiet and ks_mt_add_quiet for a shared line. */
-uint64_t ks_mt_fs_quiet(const struct ks_mt_smu_fs *f, unsigned tid, bool write);
+/* falseshare.c: ks_mt_add_quiet for a shared line. */
 void ks_mt_fs_add(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
-		  bool write, struct ks_mt_site *site, uint64_t n);
+		  bool write, struct ks_mt_site *site, uint64_t n, uint64_t words);
 /* falseshare.c: frees f's detail, if any. */
 void ks_mt_fs_free(struct ks_mt *m, struct ks_mt_smu_fs *f);
 

@@ -57,16 +57,17 @@ static inline UInt serial(ThreadId tid)
 /* Repeated accesses resolved by the instrumented code itself.  Valgrind
  * runs one thread at a time, so between two thread switches no other
  * thread touches a line: once the analysis says (ks_mt_quiet) that the
- * running thread may read, or write, given words of a line again with
- * nothing changing but counts, further such accesses from the same site
- * only need counting.  The quiet table holds those (line, site) pairs,
- * found by a multiplicative hash of key = line << 20 | site id; the
- * generated code compares the key (and, for falseshare, the words),
- * counts into the entry and calls the analysis only when it does not
- * match.  The counts go to the analysis (ks_mt_add_quiet) when an entry
- * is replaced and when another thread starts running.  This is the
- * paper's test-before-write (min-write) taken into the generated code:
- * with --no-min-write it stays empty. */
+ * running thread may read, or write, a line again with nothing changing
+ * but counts (and, for falseshare, the words touched), further such
+ * accesses from the same site only need recording those.  The quiet
+ * table holds (line, site) pairs, found by a multiplicative hash of
+ * key = line << 20 | site id; the generated code compares the key,
+ * counts into the entry (for falseshare, also or's in the words
+ * touched) and calls the analysis only when the key does not match.
+ * The counts and words go to the analysis (ks_mt_add_quiet) when an
+ * entry is replaced and when another thread starts running.  This is
+ * the paper's test-before-write (min-write) taken into the generated
+ * code: with --no-min-write the table stays empty. */
 #define QF_BITS 16
 #define QF_N (1u << QF_BITS)
 #define QF_SID_BITS 20
@@ -77,7 +78,7 @@ static inline UInt serial(ThreadId tid)
 struct site;
 struct qent {
 	ULong key;          /* QF_NONE: empty */
-	ULong mask;         /* words allowed (falseshare) */
+	ULong words;        /* words touched (falseshare) */
 	ULong n;            /* accesses taken, not yet credited */
 	struct site *site;
 };
@@ -106,8 +107,8 @@ static void qf_credit(struct qent *e)
 	if (e->n && e->key != QF_NONE) {
 		Addr a = (Addr)((e->key >> QF_SID_BITS) << line_shift);
 		if (e->site->rmw)
-			ks_mt_add_quiet(mt, qf_tid, a, False, &e->site->s, e->n);
-		ks_mt_add_quiet(mt, qf_tid, a, e->site->write, &e->site->s, e->n);
+			ks_mt_add_quiet(mt, qf_tid, a, False, &e->site->s, e->n, e->words);
+		ks_mt_add_quiet(mt, qf_tid, a, e->site->write, &e->site->s, e->n, e->words);
 	}
 	e->n = 0;
 }
@@ -308,18 +309,18 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 		charge(a, ks_mt_access(mt, tid, a, size, False, &s->s));
 	charge(a, ks_mt_access(mt, tid, a, size, write, &s->s));
 	if ((info & QF_INLINE) && a < QF_ADDR_LIMIT &&
-	    (a & (kst_clo.line_size - 1)) + size <= kst_clo.line_size) {
-		ULong mask = ks_mt_quiet(mt, tid, a, write);
-		if (info & QF_RMW)
-			mask &= ks_mt_quiet(mt, tid, a, False);
-		if (mask) {
+	    (a & (kst_clo.line_size - 1)) + size <= kst_clo.line_size &&
+	    ks_mt_quiet(mt, tid, a, write) &&
+	    (!(info & QF_RMW) || ks_mt_quiet(mt, tid, a, False))) {
+		{
 			struct qent *e = &qf[slot];
 			if (e->key == QF_NONE)
 				qf_used[qf_nused++] = slot;
 			else
 				qf_credit(e);
 			e->key = key;
-			e->mask = mask;
+			e->words = 0;
+			e->n = 0;
 			e->site = s;
 		}
 	}
@@ -389,7 +390,7 @@ static IRExpr *c64(ULong v)
  * zero when it holds, so the code tests once. */
 static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 {
-	IRAtom *line, *key, *slot, *ea, *x, *np;
+	IRAtom *line, *key, *slot, *ea, *x, *np, *miss;
 
 	line = cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(line_shift)));
 	key = cbin(sb, Ity_I64, Iop_Or64,
@@ -413,10 +414,12 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 			      cbin(sb, Ity_I64, Iop_Xor64, addr,
 				   cbin(sb, Ity_I64, Iop_Add64, addr, c64((ULong)size - 1))),
 			      IRExpr_Const(IRConst_U8(line_shift))));
+	miss = cbin(sb, Ity_I1, Iop_CmpNE64, x, c64(0));
 	if (kst_clo.analysis == KST_FALSESHARE) {
-		/* Words touched (first..last) outside the entry's mask. */
+		/* The words touched, first..last, or'ed into the entry (on a
+		 * miss the slot holds another line's entry: nothing). */
 		UInt ws = 0;
-		IRAtom *off, *first, *bits, *em;
+		IRAtom *off, *first, *bits, *wp;
 		while ((1u << ws) < ks_mt_word_size(mt))
 			ws++;
 		off = cbin(sb, Ity_I64, Iop_And64, addr, c64(kst_clo.line_size - 1));
@@ -434,18 +437,18 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 			bits = cbin(sb, Ity_I64, Iop_Sub64, cbin(sb, Ity_I64, Iop_Shl64, c64(2), last),
 				    cbin(sb, Ity_I64, Iop_Shl64, c64(1), first));
 		}
-		em = cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64,
-			cbin(sb, Ity_I64, Iop_Add64, ea, c64(8))));
-		x = cbin(sb, Ity_I64, Iop_Or64, x,
-			 cbin(sb, Ity_I64, Iop_And64, bits,
-			      cassign(sb, Ity_I64, IRExpr_Unop(Iop_Not64, em))));
+		wp = cbin(sb, Ity_I64, Iop_Add64, ea, c64(8));
+		addStmtToIRSB(sb, IRStmt_Store(Iend_LE, wp,
+			cbin(sb, Ity_I64, Iop_Or64,
+			     cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, wp)),
+			     cassign(sb, Ity_I64, IRExpr_ITE(miss, c64(0), bits)))));
 	}
 	/* n += 1 whatever the outcome; the call takes it back on a miss. */
 	np = cbin(sb, Ity_I64, Iop_Add64, ea, c64(16));
 	addStmtToIRSB(sb, IRStmt_Store(Iend_LE, np,
 		cbin(sb, Ity_I64, Iop_Add64,
 		     cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, np)), c64(1))));
-	return cbin(sb, Ity_I1, Iop_CmpNE64, x, c64(0));
+	return miss;
 }
 
 /* flags: QF_RMW for a read and a write of the same bytes. */
