@@ -94,6 +94,7 @@ struct site {
 	Addr ip;
 	Bool write;
 	Bool rmw;           /* a read and a write of the same bytes (x += y) */
+	UWord info;         /* what cache_access needs to know (see there) */
 	struct ks_mt_site s;
 };
 
@@ -326,6 +327,12 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 	}
 }
 
+/* The same, with the info kept in the site (one argument less to pass). */
+static VG_REGPARM(2) void cache_access_site(Addr a, struct site *s)
+{
+	cache_access(a, s->info, s);
+}
+
 /* Stack accesses made by the running thread since the last count:
  * reads in the low 32 bits, writes in the high ones.  They are hits for
  * the analysis (the stack is the thread's own) but count as accesses. */
@@ -354,7 +361,7 @@ static void *site_context(void *ctx, unsigned tid, struct ks_mt_site *ms)
 
 static struct site *site_for(Addr ip, UInt idx)
 {
-	UWord key = ip * 4 + (idx & 3);
+	UWord key = ip * 64 + (idx & 63);
 	struct site *s = VG_(HT_lookup)(sites, key);
 	if (s)
 		return s;
@@ -407,8 +414,10 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 	/* The address is at or above the limit where keys are exact. */
 	x = cbin(sb, Ity_I64, Iop_Or64, x,
 		 cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(64 - QF_SID_BITS))));
-	/* The last byte is on another line. */
-	if (size > 1)
+	if (size > 1 && size <= 8) /* not naturally aligned (rare) */
+		x = cbin(sb, Ity_I64, Iop_Or64, x,
+			 cbin(sb, Ity_I64, Iop_And64, addr, c64((ULong)size - 1)));
+	else if (size > 8) /* the last byte is on another line */
 		x = cbin(sb, Ity_I64, Iop_Or64, x,
 			 cbin(sb, Ity_I64, Iop_Shr64,
 			      cbin(sb, Ity_I64, Iop_Xor64, addr,
@@ -425,8 +434,10 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 		off = cbin(sb, Ity_I64, Iop_And64, addr, c64(kst_clo.line_size - 1));
 		first = cassign(sb, Ity_I8, IRExpr_Unop(Iop_64to8,
 			cbin(sb, Ity_I64, Iop_Shr64, off, IRExpr_Const(IRConst_U8(ws)))));
-		if (size == 1) {
-			bits = cbin(sb, Ity_I64, Iop_Shl64, c64(1), first);
+		if (size <= 8) {
+			/* Aligned (tested above): one word, or whole words. */
+			UInt nw = (UInt)size > (1u << ws) ? (UInt)size >> ws : 1;
+			bits = cbin(sb, Ity_I64, Iop_Shl64, c64((1ULL << nw) - 1), first);
 		} else {
 			IRAtom *last = cassign(sb, Ity_I8, IRExpr_Unop(Iop_64to8,
 				cbin(sb, Ity_I64, Iop_Shr64,
@@ -457,22 +468,33 @@ static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
 {
 	struct site *s = site_for(ip, (*idx)++);
 	UWord info = (UWord)size | ((UWord)write << 16) | flags;
-	IRDirty *d;
-
-	s->write = write;
-	s->rmw = (flags & QF_RMW) != 0;
-	d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
-			      mkIRExprVec_3(addr, c64(info | QF_INLINE), c64((ULong)(UWord)s)));
 	/* The table serves unconditional accesses of at most a line
 	 * (guarded ones are rare: they always take the call). */
-	if (!guard && size > 0 && (ULong)size <= kst_clo.line_size &&
-	    s->s.id < (1u << QF_SID_BITS)) {
-		d->guard = qf_test(sb, addr, size, s);
-	} else {
-		d->args[1] = c64(info);
-		if (guard)
-			d->guard = guard;
+	Bool inl = !guard && size > 0 && (ULong)size <= kst_clo.line_size &&
+		   s->s.id < (1u << QF_SID_BITS);
+	IRDirty *d;
+
+	if (inl)
+		info |= QF_INLINE;
+	if (!s->info) { /* first translation */
+		s->write = write;
+		s->rmw = (flags & QF_RMW) != 0;
+		s->info = info;
 	}
+	/* An instruction is translated the same way every time, so its
+	 * sites' info stays right; only the 64th access of one instruction
+	 * would share a site: it gets the plain call, with its info. */
+	if (s->info == info) {
+		d = unsafeIRDirty_0_N(2, "cache_access_site", VG_(fnptr_to_fnentry)(cache_access_site),
+				      mkIRExprVec_2(addr, c64((ULong)(UWord)s)));
+		if (inl)
+			d->guard = qf_test(sb, addr, size, s);
+	} else {
+		d = unsafeIRDirty_0_N(3, "cache_access", VG_(fnptr_to_fnentry)(cache_access),
+				      mkIRExprVec_3(addr, c64(info & ~(UWord)QF_INLINE), c64((ULong)(UWord)s)));
+	}
+	if (guard)
+		d->guard = guard;
 	addStmtToIRSB(sb, IRStmt_Dirty(d));
 }
 
