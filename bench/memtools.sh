@@ -4,7 +4,7 @@
 # tools, measured in one run, with the ablation of the cache analyses'
 # optimizations.
 #
-#   usage: bench/memtools.sh [--quick] [-r RUNS] [WORKLOAD...]
+#   usage: bench/memtools.sh [--quick] [--no-ablation] [-r RUNS] [WORKLOAD...]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # Workloads (bench/workloads, multi-threaded, 4 threads, built into
@@ -18,7 +18,8 @@
 # Each runs natively, under `kscope contention`, `kscope falseshare` and
 # `kscope memcheck`, under `valgrind --tool=memcheck` and `--tool=none`,
 # and under kscope contention and falseshare with each optimization off
-# (--no-min-write, --no-pad-smu, --no-thread-isolation).  Per run:
+# (--no-min-write, --no-pad-smu, --no-thread-isolation; --no-ablation
+# skips these, which at full size take most of the time).  Per run:
 # wall time and peak RSS of the whole command (kscope's post-processing
 # included), from /usr/bin/time '%e %M'.  Medians of RUNS runs (default
 # 3), the modes interleaved run by run; printed as ratios to native
@@ -33,7 +34,7 @@
 set -uo pipefail
 
 usage() {
-	echo "usage: bench/memtools.sh [--quick] [-r RUNS] [WORKLOAD...]  (BUILD=dir: build directory)" >&2
+	echo "usage: bench/memtools.sh [--quick] [--no-ablation] [-r RUNS] [WORKLOAD...]  (BUILD=dir: build directory)" >&2
 	exit 2
 }
 
@@ -42,11 +43,13 @@ BUILD=$(realpath -m "${BUILD:-$ROOT/build}")
 KSCOPE=$BUILD/kscope
 EX=$BUILD/bench
 QUICK=no
+ABLATION=yes
 RUNS=
 WORKLOADS=()
 while (($#)); do
 	case $1 in
 	--quick) QUICK=yes ;;
+	--no-ablation) ABLATION=no ;;
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
 	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
 	-h | --help) usage ;;
@@ -78,6 +81,7 @@ done
 TOOLS="contention falseshare memcheck"
 ABLATIONS="no-min-write no-pad-smu no-thread-isolation"
 MODES="native $TOOLS vg-memcheck vg-none"
+[[ $ABLATION == yes ]] || ABLATIONS=
 for t in contention falseshare; do
 	for a in $ABLATIONS; do MODES="$MODES $t--$a"; done
 done
@@ -184,6 +188,7 @@ for w in "${WORKLOADS[@]}"; do
 	done
 done
 
+if [[ $ABLATION == yes ]]; then
 echo
 echo "Ablation: time without the optimization / time with all"
 printf '%-10s %-11s' workload tool
@@ -203,6 +208,7 @@ for w in "${WORKLOADS[@]}"; do
 		printf '\n'
 	done
 done
+fi
 for w in "${WORKLOADS[@]}"; do
 	for t in contention falseshare; do
 		for a in $ABLATIONS; do

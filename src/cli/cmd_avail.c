@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "cli.h"
 #include "counters.h"
 #include "log.h"
+#include "runprog.h"
 
 struct avail_opts {
 	struct ks_common_opts common;
@@ -93,8 +95,7 @@ static size_t components(struct item *it, size_t max)
 	static const char *const unwind[] = { "libunwind.so.8", NULL };
 	static const char *const mpi[] = { "libmpi.so.40", "libmpi.so.12", "libmpi.so", NULL };
 	static const char *const dw[] = { "libdw.so.1", NULL };
-	char self[4096], rt[4200];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char rt[PATH_MAX];
 	size_t k = 0;
 
 	it[k] = (struct item){ "sampler", "cputime", false, "" };
@@ -122,19 +123,9 @@ static size_t components(struct item *it, size_t max)
 	it[k].available = probe_library(mpi, it[k].detail, sizeof(it[k].detail));
 	k++;
 	it[k] = (struct item){ "runtime", "libkscope.so", false, "" };
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash)
-			*slash = '\0';
-		snprintf(rt, sizeof(rt), "%s/lib/libkscope.so", self);
-		if (access(rt, R_OK) != 0)
-			snprintf(rt, sizeof(rt), "%s/../lib/kscope/libkscope.so", self);
-		it[k].available = access(rt, R_OK) == 0;
-		snprintf(it[k].detail, sizeof(it[k].detail), "%s", rt);
-	}
+	it[k].available = ks_find_own_file("libkscope.so", R_OK, "libkscope.so", rt, sizeof(rt),
+					   NULL) == 0;
+	snprintf(it[k].detail, sizeof(it[k].detail), "%s", rt);
 	k++;
 	(void)max;
 	return k;

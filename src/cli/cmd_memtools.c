@@ -153,29 +153,19 @@ static const struct ks_opt falseshare_opts[] = {
 
 /* kscope's tool and preload library: in the build tree next to the
  * executable (build/lib/valgrind/), or <prefix>/lib/kscope/valgrind/. */
+/* The directory holding kscope's Valgrind tool and preload library. */
 static int find_tool_dir(char *out, size_t size, struct ks_err *err)
 {
-	char self[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	static const char *const cands[] = { "/lib/valgrind", "/../lib/kscope/valgrind" };
+	char *slash;
+	int rc = ks_find_own_file("valgrind/kscope-" KS_VG_PLATFORM, X_OK,
+				  "kscope's Valgrind tool kscope-" KS_VG_PLATFORM, out, size, err);
 
-	if (n <= 0)
-		return ks_err_set(err, -errno, "cannot find kscope's own path");
-	self[n] = '\0';
-	slash = strrchr(self, '/');
+	if (rc)
+		return rc;
+	slash = strrchr(out, '/');
 	if (slash)
 		*slash = '\0';
-	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		char cand[PATH_MAX + 64], tool[PATH_MAX + 128];
-
-		snprintf(cand, sizeof(cand), "%s%s", self, cands[i]);
-		snprintf(tool, sizeof(tool), "%s/kscope-%s", cand, KS_VG_PLATFORM);
-		if (access(tool, X_OK) == 0 && realpath(cand, out) && strlen(out) < size)
-			return 0;
-	}
-	return ks_err_set(err, -ENOENT, "kscope's Valgrind tool kscope-%s is missing "
-			  "(looked in %s/lib/valgrind and %s/../lib/kscope/valgrind)",
-			  KS_VG_PLATFORM, self, self);
+	return 0;
 }
 
 static int rm_tree_links(const char *dir)

@@ -259,26 +259,8 @@ static int check_dynamic(const char *path, struct ks_err *err)
  * in <prefix>/lib/kscope/ when installed. */
 static int find_runtime(char *out, size_t size, struct ks_err *err)
 {
-	char self[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	static const char *const cands[] = { "/lib/libkscope.so",
-					     "/../lib/kscope/libkscope.so" };
-
-	if (n <= 0)
-		return ks_err_set(err, -errno, "cannot find kscope's own path");
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		char cand[PATH_MAX + 64];
-
-		snprintf(cand, sizeof(cand), "%s%s", self, cands[i]);
-		if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < size)
-			return 0;
-	}
-	return ks_err_set(err, -ENOENT, "kscope's sampler library libkscope.so is "
-			  "missing (looked in %s/lib and %s/../lib/kscope)", self, self);
+	return ks_find_own_file("libkscope.so", R_OK, "kscope's sampler library libkscope.so",
+				out, size, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -138,3 +138,31 @@ int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
 	return status;
 }
 
+int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
+		     size_t size, struct ks_err *err)
+{
+	static const char *const places[] = { "lib", "../lib/kscope" };
+	char self[PATH_MAX], cand[2][PATH_MAX + 64], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (size)
+		out[0] = '\0';
+	if (n <= 0)
+		return ks_err_set(err, -errno, "cannot find kscope's own path to look for %s", what);
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	for (size_t i = 0; i < 2; i++) {
+		char real[PATH_MAX];
+
+		snprintf(cand[i], sizeof(cand[i]), "%s/%s/%s", self, places[i], rel);
+		if (access(cand[i], mode) == 0 && realpath(cand[i], real) && strlen(real) < size) {
+			memcpy(out, real, strlen(real) + 1);
+			return 0;
+		}
+	}
+	snprintf(out, size, "%s", cand[1]);
+	return ks_err_set(err, -ENOENT, "%s is missing (looked for %s and %s)", what, cand[0],
+			  cand[1]);
+}

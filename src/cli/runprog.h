@@ -13,6 +13,15 @@
  * malloc'd.  Errors name the program and what is accepted. */
 int ks_find_program(const char *prog, char **path, struct ks_err *err);
 
+/* One of kscope's own files, found next to the running executable: in
+ * <dir>/lib/<rel> (the build tree) or <dir>/../lib/kscope/<rel> (an
+ * installation), where <dir> holds the executable.  mode is access(2)'s
+ * (R_OK, X_OK).  On success *out (size bytes) is the file's real path;
+ * otherwise the error names `what` and both places looked in, and *out
+ * is the installed place (for messages). */
+int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
+		     size_t size, struct ks_err *err);
+
 /* Runs argv with envp and waits for it.  SIGINT and SIGTERM sent to
  * kscope by another process are passed on; the terminal's Ctrl+C reaches
  * the program directly.  The program inherits kscope's dispositions.
