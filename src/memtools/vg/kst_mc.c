@@ -181,9 +181,21 @@ static inline uint64_t vbits_to_bytes(ULong v, UInt n)
 }
 
 /* info: bits 0-7 this part's size, 8-15 the whole access's size, 16-23
- * this part's offset in it.  Wide accesses come in 8-byte parts; the part
- * holding the first bad byte of the whole access reports it, once. */
-#define MC_INFO(part, total, off) ((UWord)(part) | ((UWord)(total) << 8) | ((UWord)(off) << 16))
+ * this part's offset in it, 24-63 the instruction's address (one argument
+ * less to pass).  Wide accesses come in 8-byte parts; the part holding
+ * the first bad byte of the whole access reports it, once. */
+#define MC_INFO(part, total, off, iaddr) \
+	((UWord)(part) | ((UWord)(total) << 8) | ((UWord)(off) << 16) | ((UWord)(iaddr) << 24))
+#define MC_IADDR_MAX (1ULL << 40) /* instruction addresses that fit */
+#define MC_IADDR_FIT(iaddr) ((ULong)(iaddr) < MC_IADDR_MAX ? (iaddr) : 0)
+
+/* The instruction of an access; the guest's own, which Valgrind keeps
+ * exact at memory accesses, for code above 2^40 (never seen on amd64). */
+static Addr info_iaddr(UWord info)
+{
+	Addr ia = (Addr)(info >> 24);
+	return ia ? ia : VG_(get_IP)(VG_(get_running_tid)());
+}
 
 /* Whether the part at a (offset off of a total-byte access) must report
  * the bad access, and as which state. */
@@ -212,7 +224,7 @@ static enum ks_hs_state whole_access_bad(Addr a, UInt part, UInt total, UInt off
 	return st;
 }
 
-static VG_REGPARM(3) ULong mc_load(Addr a, UWord info, Addr iaddr)
+static VG_REGPARM(2) ULong mc_load(Addr a, UWord info)
 {
 	UInt part = info & 0xFF, total = (info >> 8) & 0xFF, off = (info >> 16) & 0xFF;
 	uint64_t undef = 0;
@@ -223,7 +235,7 @@ static VG_REGPARM(3) ULong mc_load(Addr a, UWord info, Addr iaddr)
 		enum ks_hs_state wst = whole_access_bad(a, part, total, off, True);
 		UInt i;
 		if (wst >= KS_HS_NOACCESS)
-			access_error(False, wst, a - off, total, iaddr);
+			access_error(False, wst, a - off, total, info_iaddr(info));
 		/* Unaddressable bytes read as undefined. */
 		for (i = 0; i < part; i++) {
 			uint64_t u1;
@@ -235,7 +247,7 @@ static VG_REGPARM(3) ULong mc_load(Addr a, UWord info, Addr iaddr)
 	return undef ? bytes_to_vbits(undef) : 0;
 }
 
-static VG_REGPARM(3) void mc_store(Addr a, UWord info, ULong vbits, Addr iaddr)
+static VG_REGPARM(3) void mc_store(Addr a, UWord info, ULong vbits)
 {
 	UInt part = info & 0xFF, total = (info >> 8) & 0xFF, off = (info >> 16) & 0xFF;
 	unsigned bad = 0;
@@ -245,7 +257,7 @@ static VG_REGPARM(3) void mc_store(Addr a, UWord info, ULong vbits, Addr iaddr)
 	if (st >= KS_HS_NOACCESS) {
 		enum ks_hs_state wst = whole_access_bad(a, part, total, off, False);
 		if (wst >= KS_HS_NOACCESS)
-			access_error(True, wst, a - off, total, iaddr);
+			access_error(True, wst, a - off, total, info_iaddr(info));
 	}
 }
 
@@ -416,6 +428,7 @@ static void mc_post_reg_write_clientcall(ThreadId tid, PtrdiffT off, SizeT size,
 struct mce {
 	IRSB *sb;        /* the block being built */
 	IRTemp *shadow;  /* shadow temporary of each input temporary */
+	IRExpr **def;    /* what defined each input temporary, or NULL */
 	Int n_in;        /* input temporaries */
 	Int sh_off;      /* offset of the shadow guest state */
 	Addr iaddr;      /* guest address of the current instruction */
@@ -425,6 +438,9 @@ struct mce {
 	 * change the bytes' states, so the store reuses the test. */
 	IRAtom *memo_addr, *memo_ok;
 	UInt memo_part;
+	/* The address whose definedness this instruction already checked:
+	 * x += y uses one address twice, and its shadow cannot change. */
+	IRAtom *checked_addr;
 };
 
 static IRType shty(IRType t)
@@ -869,10 +885,14 @@ static void complain_if_undefined(struct mce *m, IRAtom *sh, IRType ty,
  * states can be loaded without a branch: all "defined". */
 static UChar *defined_chunk;
 
-static IRAtom *all_defined(struct mce *m, IRAtom *ea, UInt part)
+/* vbits: for a store, the V-bits of the data stored (NULL for a load).
+ * A store of defined data over heap bytes that are defined or undefined
+ * (the first write of a fresh block) is also the common case: the
+ * generated code marks the bytes defined itself. */
+static IRAtom *all_defined(struct mce *m, IRAtom *ea, UInt part, IRAtom *vbits)
 {
 	struct ks_hs_direct dt = ks_hs_direct_table(kst_hs);
-	IRAtom *idx, *ch, *bad, *pat;
+	IRAtom *idx, *ch, *bad, *pat, *raw, *sa, *ok;
 	IRType lty;
 	ULong def;
 	UInt nbits = 0;
@@ -902,22 +922,79 @@ static IRAtom *all_defined(struct mce *m, IRAtom *ea, UInt part)
 			    IRExpr_Const(IRConst_U8(3))))));
 	ch = assign(m, Ity_I64, IRExpr_ITE(binop(m, Ity_I1, Iop_CmpEQ64, ch, IRExpr_Const(IRConst_U64(0))),
 					   IRExpr_Const(IRConst_U64((ULong)(UWord)defined_chunk)), ch));
-	pat = assign(m, lty, IRExpr_Load(Iend_LE, lty,
-		binop(m, Ity_I64, Iop_Add64, ch,
-		      binop(m, Ity_I64, Iop_And64, ea,
-			    IRExpr_Const(IRConst_U64(((ULong)1 << dt.shift) - 1))))));
+	/* Offset rounded down to the access size, so that even a misaligned
+	 * access (sent to the helper below) reads and writes inside the
+	 * chunk. */
+	sa = binop(m, Ity_I64, Iop_Add64, ch,
+		   binop(m, Ity_I64, Iop_And64, ea,
+			 IRExpr_Const(IRConst_U64((((ULong)1 << dt.shift) - 1) & ~(ULong)(part - 1)))));
+	pat = raw = assign(m, lty, IRExpr_Load(Iend_LE, lty, sa));
 	if (part < 8)
 		pat = unop(m, Ity_I64, part == 4 ? Iop_32Uto64 : part == 2 ? Iop_16Uto64 : Iop_8Uto64, pat);
 	/* Everything that must hold, or'ed as "bad" bits: the states all
 	 * defined, the chunk in the direct table, the access aligned (so
 	 * within one chunk). */
-	bad = binop(m, Ity_I64, Iop_Xor64, pat, IRExpr_Const(IRConst_U64(def)));
+	if (!vbits) {
+		bad = binop(m, Ity_I64, Iop_Xor64, pat, IRExpr_Const(IRConst_U64(def)));
+	} else {
+		/* Every state byte DEFINED (1) or UNDEF (2): minus 1, each is
+		 * 0 or 1 (0, 3 and 4 leave other bits set); and the data
+		 * defined. */
+		bad = binop(m, Ity_I64, Iop_And64,
+			    binop(m, Ity_I64, Iop_Sub64, pat, IRExpr_Const(IRConst_U64(def))),
+			    IRExpr_Const(IRConst_U64(def * 0xFE)));
+		if (!is_zero_const(vbits))
+			bad = binop(m, Ity_I64, Iop_Or64, bad, vbits);
+	}
 	bad = binop(m, Ity_I64, Iop_Or64, bad,
 		    binop(m, Ity_I64, Iop_Shr64, idx, IRExpr_Const(IRConst_U8(nbits))));
 	if (part > 1)
 		bad = binop(m, Ity_I64, Iop_Or64, bad,
 			    binop(m, Ity_I64, Iop_And64, ea, IRExpr_Const(IRConst_U64(part - 1))));
-	return binop(m, Ity_I1, Iop_CmpEQ64, bad, IRExpr_Const(IRConst_U64(0)));
+	ok = binop(m, Ity_I1, Iop_CmpEQ64, bad, IRExpr_Const(IRConst_U64(0)));
+	/* The states written back: all defined, or as they were (the
+	 * defined chunk stands for untracked memory and stays all defined). */
+	if (vbits)
+		addStmtToIRSB(m->sb, IRStmt_Store(Iend_LE, sa,
+			assign(m, lty, IRExpr_ITE(ok,
+				part == 8 ? IRExpr_Const(IRConst_U64(def))
+				: part == 4 ? IRExpr_Const(IRConst_U32((UInt)def))
+				: part == 2 ? IRExpr_Const(IRConst_U16((UShort)def))
+				: IRExpr_Const(IRConst_U8((UChar)def)), raw))));
+	return ok;
+}
+
+/* An address's definedness is checked once: after the check its
+ * temporary, and the base register value it is an offset from, count as
+ * defined (as in Valgrind's memcheck, which reports an undefined value
+ * once, where it is first used), so the next field of the same struct
+ * needs no check of its own. */
+static void check_addr(struct mce *m, IRAtom *addr)
+{
+	IRTemp t, base = IRTemp_INVALID;
+	IRExpr *e;
+
+	if (m->checked_addr && eqIRAtom(m->checked_addr, addr))
+		return;
+	m->checked_addr = addr;
+	if (addr->tag != Iex_RdTmp) {
+		complain_if_undefined(m, sh_atom(m, addr), Ity_I64, mc_err_addr, "mc_err_addr");
+		return;
+	}
+	t = addr->Iex.RdTmp.tmp;
+	e = t < m->n_in ? m->def[t] : NULL;
+	/* base + constant: the address is undefined exactly when base is. */
+	if (e && e->tag == Iex_Binop && (e->Iex.Binop.op == Iop_Add64 || e->Iex.Binop.op == Iop_Sub64) &&
+	    e->Iex.Binop.arg1->tag == Iex_RdTmp && e->Iex.Binop.arg2->tag == Iex_Const)
+		base = e->Iex.Binop.arg1->Iex.RdTmp.tmp;
+	if (base != IRTemp_INVALID && base < m->n_in) {
+		complain_if_undefined(m, sh_atom(m, e->Iex.Binop.arg1), Ity_I64, mc_err_addr,
+				      "mc_err_addr");
+		m->shadow[base] = IRTemp_INVALID;
+	} else {
+		complain_if_undefined(m, sh_atom(m, addr), Ity_I64, mc_err_addr, "mc_err_addr");
+	}
+	m->shadow[t] = IRTemp_INVALID;
 }
 
 static IRAtom *load_part(struct mce *m, IRAtom *addr, Int off, UInt part,
@@ -926,7 +1003,7 @@ static IRAtom *load_part(struct mce *m, IRAtom *addr, Int off, UInt part,
 	IRTemp t = newIRTemp(m->sb->tyenv, Ity_I64);
 	IRAtom *ea = off ? binop(m, Ity_I64, Iop_Add64, addr, IRExpr_Const(IRConst_U64(off)))
 			 : addr;
-	IRAtom *ok = guard ? NULL : all_defined(m, ea, part);
+	IRAtom *ok = guard ? NULL : all_defined(m, ea, part, NULL);
 	IRDirty *d;
 
 	m->memo_addr = NULL;
@@ -935,9 +1012,8 @@ static IRAtom *load_part(struct mce *m, IRAtom *addr, Int off, UInt part,
 		m->memo_ok = ok;
 		m->memo_part = part;
 	}
-	d = unsafeIRDirty_1_N(t, 3, "mc_load", VG_(fnptr_to_fnentry)(mc_load),
-				       mkIRExprVec_3(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off))),
-						     IRExpr_Const(IRConst_U64(m->iaddr))));
+	d = unsafeIRDirty_1_N(t, 2, "mc_load", VG_(fnptr_to_fnentry)(mc_load),
+				       mkIRExprVec_2(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off, MC_IADDR_FIT(m->iaddr))))));
 	if (guard)
 		d->guard = guard;
 	else if (ok)
@@ -958,7 +1034,7 @@ static IRAtom *sh_load(struct mce *m, IRType ty, IRAtom *addr, IRAtom *guard)
 
 	if (kst_sp_atom(&m->sp, addr))
 		return zero_of(m, sty);
-	complain_if_undefined(m, sh_atom(m, addr), Ity_I64, mc_err_addr, "mc_err_addr");
+	check_addr(m, addr);
 	switch (size) {
 	case 1: case 2: case 4: case 8:
 		v = load_part(m, addr, 0, size, size, guard);
@@ -1004,17 +1080,18 @@ static void store_part(struct mce *m, IRAtom *addr, Int off, UInt part, UInt tot
 	IRDirty *d;
 
 	if (!guard && off == 0 && part == total && m->memo_addr &&
-	    eqIRAtom(m->memo_addr, addr) && m->memo_part == part)
-		ok = m->memo_ok;
-	else
-		ok = guard ? NULL : all_defined(m, ea, part);
+	    eqIRAtom(m->memo_addr, addr) && m->memo_part == part) {
+		ok = m->memo_ok; /* all defined; and the data stored must be */
+		if (!is_zero_const(vbits64))
+			ok = binop(m, Ity_I1, Iop_And1, ok,
+				   binop(m, Ity_I1, Iop_CmpEQ64, vbits64, IRExpr_Const(IRConst_U64(0))));
+	} else {
+		ok = guard ? NULL : all_defined(m, ea, part, vbits64);
+	}
 	m->memo_addr = NULL; /* this store may change states */
 	d = unsafeIRDirty_0_N(3, "mc_store", VG_(fnptr_to_fnentry)(mc_store),
-				       mkIRExprVec_4(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off))),
-						     vbits64, IRExpr_Const(IRConst_U64(m->iaddr))));
-	if (ok && !is_zero_const(vbits64)) /* and the data stored is defined */
-		ok = binop(m, Ity_I1, Iop_And1, ok,
-			   binop(m, Ity_I1, Iop_CmpEQ64, vbits64, IRExpr_Const(IRConst_U64(0))));
+				       mkIRExprVec_3(ea, IRExpr_Const(IRConst_U64(MC_INFO(part, total, off, MC_IADDR_FIT(m->iaddr)))),
+						     vbits64));
 	if (guard)
 		d->guard = guard;
 	else if (ok)
@@ -1031,7 +1108,7 @@ static void sh_store(struct mce *m, IRAtom *addr, IRAtom *data, IRAtom *guard)
 
 	if (kst_sp_atom(&m->sp, addr))
 		return;
-	complain_if_undefined(m, sh_atom(m, addr), Ity_I64, mc_err_addr, "mc_err_addr");
+	check_addr(m, addr);
 	sd = sh_atom(m, data);
 	switch (size) {
 	case 1: case 2: case 4: case 8: {
@@ -1195,10 +1272,12 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 	m.sb = deepCopyIRSBExceptStmts(in);
 	m.n_in = in->tyenv->types_used;
 	m.shadow = VG_(malloc)("kst.mce", (m.n_in ? m.n_in : 1) * sizeof(IRTemp));
+	m.def = VG_(calloc)("kst.mce", m.n_in ? m.n_in : 1, sizeof(IRExpr *));
 	for (i = 0; i < m.n_in; i++)
 		m.shadow[i] = IRTemp_INVALID;
 	m.sh_off = layout->total_sizeB;
 	m.memo_addr = NULL;
+	m.checked_addr = NULL;
 	m.iaddr = 0;
 	kst_sp_begin(&m.sp, in, layout);
 
@@ -1208,10 +1287,12 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 		case Ist_IMark:
 			m.iaddr = st->Ist.IMark.addr + st->Ist.IMark.delta;
 			m.memo_addr = NULL;
+			m.checked_addr = NULL;
 			break;
 		case Ist_WrTmp: {
 			IRTemp t = st->Ist.WrTmp.tmp;
 			IRType ty = typeOfIRTemp(in->tyenv, t);
+			m.def[t] = st->Ist.WrTmp.data;
 			addStmtToIRSB(m.sb, st);
 			kst_sp_note(&m.sp, st);
 			set_shadow(&m, t, sh_expr(&m, st->Ist.WrTmp.data, ty));
@@ -1316,6 +1397,7 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 	}
 	kst_sp_end(&m.sp);
 	VG_(free)(m.shadow);
+	VG_(free)(m.def);
 	return m.sb;
 }
 
