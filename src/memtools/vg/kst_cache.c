@@ -71,7 +71,6 @@ static inline UInt serial(ThreadId tid)
 #define QF_BITS 16
 #define QF_N (1u << QF_BITS)
 #define QF_SID_BITS 20
-#define QF_ADDR_LIMIT (1ULL << (64 - QF_SID_BITS)) /* keys are exact below */
 #define QF_MUL 0x9E3779B97F4A7C15ULL
 #define QF_NONE (~0ULL)
 
@@ -87,6 +86,9 @@ static UInt qf_used[QF_N];  /* slots filled since the last flush */
 static UInt qf_nused;
 static UInt qf_tid;         /* the thread the entries belong to */
 static UInt line_shift;
+/* Keys are exact for addresses below 2^qf_addr_bits (line < 2^44):
+ * all of user space for lines of 16 bytes or more. */
+static UInt qf_addr_bits;
 
 struct site {
 	struct site *next;
@@ -309,7 +311,7 @@ static VG_REGPARM(3) void cache_access(Addr a, UWord info, struct site *s)
 	if (info & QF_RMW)
 		charge(a, ks_mt_access(mt, tid, a, size, False, &s->s));
 	charge(a, ks_mt_access(mt, tid, a, size, write, &s->s));
-	if ((info & QF_INLINE) && a < QF_ADDR_LIMIT &&
+	if ((info & QF_INLINE) && (a >> qf_addr_bits) == 0 &&
 	    (a & (kst_clo.line_size - 1)) + size <= kst_clo.line_size &&
 	    ks_mt_quiet(mt, tid, a, write) &&
 	    (!(info & QF_RMW) || ks_mt_quiet(mt, tid, a, False))) {
@@ -413,7 +415,7 @@ static IRAtom *qf_test(IRSB *sb, IRAtom *addr, Int size, struct site *s)
 		 cassign(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, ea)), key);
 	/* The address is at or above the limit where keys are exact. */
 	x = cbin(sb, Ity_I64, Iop_Or64, x,
-		 cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(64 - QF_SID_BITS))));
+		 cbin(sb, Ity_I64, Iop_Shr64, addr, IRExpr_Const(IRConst_U8(qf_addr_bits))));
 	if (size > 1 && size <= 8) /* not naturally aligned (rare) */
 		x = cbin(sb, Ity_I64, Iop_Or64, x,
 			 cbin(sb, Ity_I64, Iop_And64, addr, c64((ULong)size - 1)));
@@ -695,6 +697,9 @@ void kst_cache_init(void)
 	sites = VG_(HT_construct)("kst.sites");
 	while ((1u << line_shift) < kst_clo.line_size)
 		line_shift++;
+	qf_addr_bits = 64 - QF_SID_BITS + line_shift;
+	if (qf_addr_bits > 63)
+		qf_addr_bits = 63;
 	{
 		UInt i;
 		for (i = 0; i < QF_N; i++)
