@@ -875,20 +875,19 @@ static void complain_if_undefined(struct mce *m, IRAtom *sh, IRType ty,
 	addStmtToIRSB(m->sb, IRStmt_Dirty(d));
 }
 
-/* The common case, tested in the generated code (where Valgrind's
- * memcheck tests it in its helpers): a naturally aligned access of 1, 2, 4 or 8 bytes
- * to memory that is untracked or whose heap bytes are all defined, in
- * the heap shadow's direct table (ks_hs_direct_table).  Then a load's
- * value is defined and a store of defined data changes nothing, so no
- * call is needed.  Returns the I1 "common case". */
 /* Stands for an absent (untracked) chunk in the generated code, so the
  * states can be loaded without a branch: all "defined". */
 static UChar *defined_chunk;
 
-/* vbits: for a store, the V-bits of the data stored (NULL for a load).
- * A store of defined data over heap bytes that are defined or undefined
- * (the first write of a fresh block) is also the common case: the
- * generated code marks the bytes defined itself. */
+/* The common case, tested in the generated code (where Valgrind's
+ * memcheck tests it in its helpers): a naturally aligned access of 1, 2,
+ * 4 or 8 bytes in the heap shadow's direct table (ks_hs_direct_table)
+ * to memory that is untracked or whose heap bytes are all defined: a
+ * load's value is then defined, and no call is needed.  vbits: for a
+ * store, the V-bits of the data stored (NULL for a load); a store of
+ * defined data over heap bytes that are defined or undefined (the first
+ * write of a fresh block) is also the common case, and the generated
+ * code marks the bytes defined itself.  Returns the I1 "common case". */
 static IRAtom *all_defined(struct mce *m, IRAtom *ea, UInt part, IRAtom *vbits)
 {
 	struct ks_hs_direct dt = ks_hs_direct_table(kst_hs);
