@@ -71,6 +71,19 @@ static int oom(struct rd *d)
 	return ks_err_set(d->err, -ENOMEM, "%s:%lu: out of memory", d->r->path, d->lineno);
 }
 
+/* Appends a copy of rec (elem bytes) to one of the run's record arrays:
+ * 0, or the out-of-memory error. */
+static int append(struct rd *d, void *vec, size_t *n, size_t *cap, const void *rec,
+		  size_t elem)
+{
+	void *p = ks_mtr_vec_push(vec, n, cap, elem);
+
+	if (!p)
+		return oom(d);
+	memcpy(p, rec, elem);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Fields                                                              */
 /* ------------------------------------------------------------------ */
@@ -430,11 +443,10 @@ static int rec_var(struct rd *d, json_t *o)
 	v.kind = (enum ks_mtr_vkind)kind;
 	if (r->nvars >= UINT32_MAX - 1)
 		return bad(d, "too many variables");
-	struct ks_mtr_var *p = ks_mtr_vec_push(&r->vars, &r->nvars, &r->cap_vars, sizeof(*p));
-
-	if (!p || ks_mtr_map_put(&r->var_ids, (uint64_t)v.id, (uint32_t)(r->nvars - 1)))
+	if ((rc = append(d, &r->vars, &r->nvars, &r->cap_vars, &v, sizeof(v))))
+		return rc;
+	if (ks_mtr_map_put(&r->var_ids, (uint64_t)v.id, (uint32_t)(r->nvars - 1)))
 		return oom(d);
-	*p = v;
 	return 0;
 }
 
@@ -556,13 +568,7 @@ static int rec_error(struct rd *d, json_t *o)
 	if (e.kind == MTR_E_USE_AFTER_FREE && !(e.has_block && e.block.freed))
 		return bad(d, "use-after-free without a freed 'block'");
 
-	struct ks_mtr_error *p = ks_mtr_vec_push(&r->errors, &r->nerrors, &r->cap_errors,
-						 sizeof(*p));
-
-	if (!p)
-		return oom(d);
-	*p = e;
-	return 0;
+	return append(d, &r->errors, &r->nerrors, &r->cap_errors, &e, sizeof(e));
 }
 
 static int rec_leak(struct rd *d, json_t *o)
@@ -579,12 +585,7 @@ static int rec_leak(struct rd *d, json_t *o)
 		return rc;
 	l.kind = (enum ks_mtr_ekind)(MTR_E_LEAK_DEFINITE + kind);
 
-	struct ks_mtr_leak *p = ks_mtr_vec_push(&r->leaks, &r->nleaks, &r->cap_leaks, sizeof(*p));
-
-	if (!p)
-		return oom(d);
-	*p = l;
-	return 0;
+	return append(d, &r->leaks, &r->nleaks, &r->cap_leaks, &l, sizeof(l));
 }
 
 static int rec_thread(struct rd *d, json_t *o)
@@ -598,12 +599,10 @@ static int rec_thread(struct rd *d, json_t *o)
 	if (ks_mtr_map_get(&r->thread_ids, (uint64_t)t.tid) != MTR_NONE)
 		return bad(d, "thread %lld is reported twice", t.tid);
 
-	struct ks_mtr_thread *p = ks_mtr_vec_push(&r->threads, &r->nthreads, &r->cap_threads,
-						  sizeof(*p));
-
-	if (!p || ks_mtr_map_put(&r->thread_ids, (uint64_t)t.tid, (uint32_t)(r->nthreads - 1)))
+	if ((rc = append(d, &r->threads, &r->nthreads, &r->cap_threads, &t, sizeof(t))))
+		return rc;
+	if (ks_mtr_map_put(&r->thread_ids, (uint64_t)t.tid, (uint32_t)(r->nthreads - 1)))
 		return oom(d);
-	*p = t;
 	return 0;
 }
 
@@ -616,12 +615,7 @@ static int rec_site(struct rd *d, json_t *o)
 	if ((rc = get_stack(d, o, "stack", true, &s.stack)) || (rc = get_counts(d, o, &s.c)))
 		return rc;
 
-	struct ks_mtr_site *p = ks_mtr_vec_push(&r->sites, &r->nsites, &r->cap_sites, sizeof(*p));
-
-	if (!p)
-		return oom(d);
-	*p = s;
-	return 0;
+	return append(d, &r->sites, &r->nsites, &r->cap_sites, &s, sizeof(s));
 }
 
 static int rec_object(struct rd *d, json_t *o)
@@ -636,13 +630,7 @@ static int rec_object(struct rd *d, json_t *o)
 	    (rc = get_count(d, o, "invalidations", true, &ob.invalidations)))
 		return rc;
 
-	struct ks_mtr_object *p = ks_mtr_vec_push(&r->objects, &r->nobjects, &r->cap_objects,
-						  sizeof(*p));
-
-	if (!p)
-		return oom(d);
-	*p = ob;
-	return 0;
+	return append(d, &r->objects, &r->nobjects, &r->cap_objects, &ob, sizeof(ob));
 }
 
 static int rec_total(struct rd *d, json_t *o)
@@ -746,11 +734,10 @@ static int rec_line(struct rd *d, json_t *o)
 	if (r->nlines >= UINT32_MAX - 1)
 		return bad(d, "too many lines");
 
-	struct ks_mtr_line *p = ks_mtr_vec_push(&r->lines, &r->nlines, &r->cap_lines, sizeof(*p));
-
-	if (!p || ks_mtr_map_put(&r->line_addrs, l.addr, (uint32_t)(r->nlines - 1)))
+	if ((rc = append(d, &r->lines, &r->nlines, &r->cap_lines, &l, sizeof(l))))
+		return rc;
+	if (ks_mtr_map_put(&r->line_addrs, l.addr, (uint32_t)(r->nlines - 1)))
 		return oom(d);
-	*p = l;
 	return 0;
 }
 
@@ -772,13 +759,7 @@ static int rec_access(struct rd *d, json_t *o)
 	    (rc = get_count(d, o, "writes", true, &a.writes)))
 		return rc;
 
-	struct ks_mtr_access *p = ks_mtr_vec_push(&r->accesses, &r->naccesses, &r->cap_accesses,
-						  sizeof(*p));
-
-	if (!p)
-		return oom(d);
-	*p = a;
-	return 0;
+	return append(d, &r->accesses, &r->naccesses, &r->cap_accesses, &a, sizeof(a));
 }
 
 /* ------------------------------------------------------------------ */
