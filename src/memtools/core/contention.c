@@ -356,6 +356,27 @@ static uint64_t *thread_block(struct ks_mt *m, unsigned tid)
 	return b;
 }
 
+/* A thread's counters (field f at c[f * *st]), its block allocated on
+ * its first access, and the thread counted as seen; NULL when out of
+ * memory. */
+static uint64_t *thread_counters(struct ks_mt *m, unsigned tid, size_t *st)
+{
+	uint64_t *c;
+
+	if (m->blk) {
+		c = m->blk[tid];
+		if (!c && !(c = thread_block(m, tid)))
+			return NULL;
+		*st = 1;
+	} else {
+		c = m->ileave + tid;
+		*st = m->stride;
+	}
+	if (tid >= m->nseen)
+		m->nseen = tid + 1;
+	return c;
+}
+
 void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writes)
 {
 	uint64_t *c;
@@ -363,17 +384,9 @@ void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writ
 
 	if (tid >= m->cfg.max_threads || (reads | writes) == 0)
 		return;
-	if (m->blk) {
-		c = m->blk[tid];
-		if (!c && !(c = thread_block(m, tid)))
-			return;
-		st = 1;
-	} else {
-		c = m->ileave + tid;
-		st = m->stride;
-	}
-	if (tid >= m->nseen)
-		m->nseen = tid + 1;
+	c = thread_counters(m, tid, &st);
+	if (!c)
+		return;
 	c[KS_MT_F_ACC * st] += reads + writes;
 	c[KS_MT_F_RD * st] += reads;
 	c[KS_MT_F_WR * st] += writes;
@@ -416,17 +429,9 @@ static unsigned access_general(struct ks_mt *m, unsigned tid, uintptr_t addr,
 	uintptr_t last, line, lline;
 	unsigned ev, evs = 0, ncold = 0, nmiss = 0, ninv = 0;
 
-	if (m->blk) {
-		c = m->blk[tid];
-		if (!c && !(c = thread_block(m, tid)))
-			return 0;
-		st = 1;
-	} else {
-		c = m->ileave + tid;
-		st = m->stride;
-	}
-	if (tid >= m->nseen)
-		m->nseen = tid + 1;
+	c = thread_counters(m, tid, &st);
+	if (!c)
+		return 0;
 
 	last = addr + (size - 1);
 	if (last < addr) /* wraps past the top of the address space */
