@@ -182,25 +182,36 @@ static SizeT global_size(DiEpoch ep, Addr start, const HChar *name)
 	return lo;
 }
 
+/* The object of key, made (with its number, the rest zero: the caller
+ * fills it in) if new. */
+static struct object *object_get(UWord key, Bool *fresh)
+{
+	struct object *o = VG_(HT_lookup)(objects, key);
+
+	*fresh = o == NULL;
+	if (o)
+		return o;
+	o = VG_(calloc)("kst.obj", 1, sizeof(*o));
+	o->key = key;
+	o->id = next_var_id++;
+	VG_(HT_add_node)(objects, o);
+	return o;
+}
+
 static struct object *object_of(Addr a)
 {
 	struct kst_block *b = kst_heap_find_live(a);
 	struct object *o;
-	UWord key;
+	Bool fresh;
 
 	if (b) {
-		key = (UWord)b->alloc_ec;
-		o = VG_(HT_lookup)(objects, key);
-		if (o)
+		o = object_get((UWord)b->alloc_ec, &fresh);
+		if (!fresh)
 			return o;
-		o = VG_(calloc)("kst.obj", 1, sizeof(*o));
-		o->key = key;
-		o->id = next_var_id++;
 		o->heap = True;
 		o->addr = b->start;
 		o->size = b->size;
 		o->alloc_ec = b->alloc_ec;
-		VG_(HT_add_node)(objects, o);
 		return o;
 	}
 	{
@@ -209,13 +220,9 @@ static struct object *object_of(Addr a)
 		PtrdiffT off;
 		if (!VG_(get_datasym_and_offset)(ep, a, &name, &off))
 			return NULL;
-		key = (UWord)(a - off) | 1;
-		o = VG_(HT_lookup)(objects, key);
-		if (o)
+		o = object_get((UWord)(a - off) | 1, &fresh);
+		if (!fresh)
 			return o;
-		o = VG_(calloc)("kst.obj", 1, sizeof(*o));
-		o->key = key;
-		o->id = next_var_id++;
 		o->addr = a - off;
 		o->name = VG_(strdup)("kst.obj", name);
 		{
@@ -224,7 +231,6 @@ static struct object *object_of(Addr a)
 				o->objname = VG_(strdup)("kst.obj", objname);
 		}
 		o->size = global_size(ep, o->addr, o->name);
-		VG_(HT_add_node)(objects, o);
 		return o;
 	}
 }

@@ -261,24 +261,25 @@ static VG_REGPARM(3) void mc_store(Addr a, UWord info, ULong vbits)
 	}
 }
 
-static VG_REGPARM(1) void mc_err_cond(Addr iaddr)
+/* An undefined value decided something at iaddr: kind E_UNINIT_*. */
+static void uninit_used(enum kst_err_kind kind, Addr iaddr)
 {
 	ThreadId tid = VG_(get_running_tid)();
 	if (in_libc_asm(iaddr)) {
 		n_suppressed++;
 		return;
 	}
-	record_error(E_UNINIT_COND, tid, kst_stack_here(tid, iaddr), 0, 0);
+	record_error(kind, tid, kst_stack_here(tid, iaddr), 0, 0);
+}
+
+static VG_REGPARM(1) void mc_err_cond(Addr iaddr)
+{
+	uninit_used(E_UNINIT_COND, iaddr);
 }
 
 static VG_REGPARM(1) void mc_err_addr(Addr iaddr)
 {
-	ThreadId tid = VG_(get_running_tid)();
-	if (in_libc_asm(iaddr)) {
-		n_suppressed++;
-		return;
-	}
-	record_error(E_UNINIT_ADDR, tid, kst_stack_here(tid, iaddr), 0, 0);
+	uninit_used(E_UNINIT_ADDR, iaddr);
 }
 
 /* A dirty helper wrote size bytes at a (fxsave and the like). */
