@@ -111,11 +111,10 @@ void ks_mt_fini(struct ks_mt *m);
 unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 		      unsigned size, bool write, struct ks_mt_site *site);
 
-/* Credits a thread with accesses a front-end resolved itself as hits
- * that change nothing: a thread re-reading the line it touched last, or
- * re-writing the line it wrote last, with no other thread in between
- * (contention only; falseshare needs every access).  The caller counts
- * them into the sites itself. */
+/* Credits a thread with accesses that count but are not simulated, as
+ * hits that change nothing, to no line and no site (kscope's Valgrind
+ * tool: accesses relative to the stack pointer).  Accesses to simulated
+ * lines that a front-end resolves itself go through ks_mt_add_quiet. */
 void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writes);
 
 /* For front-ends that resolve repeated accesses themselves (kscope's
