@@ -4,7 +4,7 @@
 # tools, measured in one run, with the ablation of the cache analyses'
 # optimizations.
 #
-#   usage: bench/memtools.sh [--quick] [--no-ablation] [-r RUNS] [WORKLOAD...]
+#   usage: bench/memtools.sh [--quick] [--no-ablation] [--modes LIST] [-r RUNS] [WORKLOAD...]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # Workloads (bench/workloads, multi-threaded, 4 threads, built into
@@ -19,7 +19,9 @@
 # `kscope memcheck`, under `valgrind --tool=memcheck` and `--tool=none`,
 # and under kscope contention and falseshare with each optimization off
 # (--no-min-write, --no-pad-smu, --no-thread-isolation; --no-ablation
-# skips these, which at full size take most of the time).  Per run:
+# skips these, which at full size take most of the time; --modes
+# LIST, comma-separated, runs only those of contention, falseshare,
+# memcheck, vg-memcheck and vg-none besides native).  Per run:
 # wall time and peak RSS of the whole command (kscope's post-processing
 # included), from /usr/bin/time '%e %M'.  Medians of RUNS runs (default
 # 3), the modes interleaved run by run; printed as ratios to native
@@ -34,7 +36,7 @@
 set -uo pipefail
 
 usage() {
-	echo "usage: bench/memtools.sh [--quick] [--no-ablation] [-r RUNS] [WORKLOAD...]  (BUILD=dir: build directory)" >&2
+	echo "usage: bench/memtools.sh [--quick] [--no-ablation] [--modes LIST] [-r RUNS] [WORKLOAD...]  (BUILD=dir: build directory)" >&2
 	exit 2
 }
 
@@ -44,12 +46,14 @@ KSCOPE=$BUILD/kscope
 EX=$BUILD/bench
 QUICK=no
 ABLATION=yes
+ONLY=
 RUNS=
 WORKLOADS=()
 while (($#)); do
 	case $1 in
 	--quick) QUICK=yes ;;
 	--no-ablation) ABLATION=no ;;
+	--modes) [[ -n ${2:-} ]] || usage; ONLY=$2; shift ;;
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
 	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
 	-h | --help) usage ;;
@@ -81,6 +85,15 @@ done
 TOOLS="contention falseshare memcheck"
 ABLATIONS="no-min-write no-pad-smu no-thread-isolation"
 MODES="native $TOOLS vg-memcheck vg-none"
+if [[ -n $ONLY ]]; then
+	for m in ${ONLY//,/ }; do
+		[[ " $TOOLS vg-memcheck vg-none " == *" $m "* ]] ||
+			{ echo "bench: unknown mode '$m' (contention, falseshare, memcheck, vg-memcheck, vg-none)" >&2; exit 2; }
+	done
+	MODES="native ${ONLY//,/ }"
+	TOOLS=$(for t in $TOOLS; do [[ " $MODES " == *" $t "* ]] && echo "$t"; done | tr '\n' ' ')
+	ABLATION=no
+fi
 [[ $ABLATION == yes ]] || ABLATIONS=
 for t in contention falseshare; do
 	for a in $ABLATIONS; do MODES="$MODES $t--$a"; done
@@ -171,7 +184,8 @@ echo
 echo "Slowdown and peak memory against native (medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
 printf '%-10s %-20s %9s %9s %9s %9s\n' workload mode 'time s' slowdown 'peak MB' memory
 for w in "${WORKLOADS[@]}"; do
-	for m in native $TOOLS vg-memcheck vg-none; do
+	for m in $MODES; do
+		[[ $m == *--* ]] && continue
 		printf '%-10s %-20s ' "$w" "$m"
 		if [[ -n ${FAILED[$w.$m]:-} ]]; then
 			printf 'FAILED: %s\n' "${FAILED[$w.$m]}"
@@ -244,9 +258,13 @@ echo
 echo "Targets"
 printf '%-10s %-38s %10s %10s   %s\n' workload target measured limit verdict
 for w in "${WORKLOADS[@]}"; do
-	target "$w" "contention slowdown" "$(ok_ratio "$w.contention" "$w.native" MED_T)" 20 x
-	target "$w" "falseshare slowdown" "$(ok_ratio "$w.falseshare" "$w.native" MED_T)" 30 x
-	target "$w" "memcheck time / valgrind memcheck's" "$(ok_ratio "$w.memcheck" "$w.vg-memcheck" MED_T)" 1 x
+	# (only for the modes run)
+	[[ " $MODES " == *" contention "* ]] &&
+		target "$w" "contention slowdown" "$(ok_ratio "$w.contention" "$w.native" MED_T)" 20 x
+	[[ " $MODES " == *" falseshare "* ]] &&
+		target "$w" "falseshare slowdown" "$(ok_ratio "$w.falseshare" "$w.native" MED_T)" 30 x
+	[[ " $MODES " == *" memcheck "* && " $MODES " == *" vg-memcheck "* ]] &&
+		target "$w" "memcheck time / valgrind memcheck's" "$(ok_ratio "$w.memcheck" "$w.vg-memcheck" MED_T)" 1 x
 	for t in $TOOLS; do
 		target "$w" "$t peak memory / native" "$(ok_ratio "$w.$t" "$w.native" MED_M)" 10 x
 	done
