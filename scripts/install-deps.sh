@@ -19,13 +19,16 @@ MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Valgrind: its tool API (headers, core archives, pkg-config file) builds
 # kscope's memcheck/contention/falseshare tool, and it runs that tool.
 VG_PKGS="valgrind"
+# OpenCL (kscope op): the ICD loader and headers, and PoCL's CPU device,
+# which runs OpenCL kernels on this machine's cores.
+OCL_PKGS="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
 TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
 # Benchmarks: perf (the baseline profiler), bc (ratios), time (/usr/bin/time).
 BENCH_PKGS="linux-perf bc time"
 
-PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $TEST_PKGS $BENCH_PKGS"
+PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $OCL_PKGS $TEST_PKGS $BENCH_PKGS"
 
 missing=()
 for p in $PKGS; do

@@ -29,11 +29,13 @@ struct ks_cmd {
 };
 
 extern const struct ks_cmd ks_cmd_avail;
+extern const struct ks_cmd ks_cmd_calibrate;
 extern const struct ks_cmd ks_cmd_contention;
 extern const struct ks_cmd ks_cmd_falseshare;
 extern const struct ks_cmd ks_cmd_inspect;
 extern const struct ks_cmd ks_cmd_memcheck;
 extern const struct ks_cmd ks_cmd_merge;
+extern const struct ks_cmd ks_cmd_op;
 extern const struct ks_cmd ks_cmd_pack;
 extern const struct ks_cmd ks_cmd_report;
 extern const struct ks_cmd ks_cmd_sample;

@@ -1,0 +1,105 @@
+/*
+ * The channel between kscope op and libkscope-op.so in the program.
+ *
+ * kscope makes an AF_UNIX SOCK_SEQPACKET socketpair (no file on disk),
+ * keeps one end and leaves the other open in the program, whose
+ * environment says where it is:
+ *
+ *     KSCOPE_OP_CHANNEL=<fd>:<token>     token: 32 hex digits, per run
+ *
+ * The library reads and unsets the variable when it loads, checks that
+ * the descriptor is a socket, sets FD_CLOEXEC on it and sends `hello`
+ * with the token; kscope drops a peer whose token differs.  Children the
+ * program forks or execs run unprofiled (the library closes its end in a
+ * forked child, and an exec'd one finds no variable).
+ *
+ * Every message is one datagram (at most KS_OP_MSG_MAX bytes) of text:
+ * the message type on the first line, then `key=value` lines.  A value
+ * runs to the end of its line and holds no newline; a key may repeat.
+ *
+ *   library -> kscope
+ *     hello      version=1 pid=P token=T run=R
+ *                (R: KSCOPE_OP_RUN, the application-replay run, 0 if unset)
+ *                -> kscope answers `config`
+ *     opencl     platform=... device=... driver=...
+ *                the first intercepted OpenCL call (the program uses OpenCL)
+ *     kernel     name=N             a kernel name launched for the first time
+ *     launch     name=N index=I gsize=X,Y,Z range=RANGE(optional)
+ *                a launch that passed the skip, range and name filters;
+ *                -> kscope answers `collect` or `pass`
+ *     progress   dir=D done=K total=T       replay passes done
+ *     collected  dir=D status=ok|failed [message=...]
+ *                the raw files of one collected launch or range are in D
+ *     timing     target=N,X:Y:Z,K ns=NS     application replay, run >= 1:
+ *                the measured event time of one target launch
+ *     bye        the program is exiting
+ *
+ *   kscope -> library
+ *     config     mode=kernel|application|range skip=N warmup=N passes=N
+ *                flush=0|1 mstx=0|1 kernel_name=PAT (absent: all)
+ *                mstx_include=PAT (absent: all) dir=ABS
+ *                targets=FILE (application runs >= 1: a file of lines
+ *                NAME,X:Y:Z,K, each the K-th launch, counted from 0, of
+ *                kernel NAME with global size X:Y:Z, to time in this run)
+ *     collect    dir=REL            collect this launch into ABS/REL
+ *                                   (REL is "<pid>/<kernel>_<index>")
+ *     pass       final=0|1          do not collect; final=1: nothing more
+ *                                   will be collected, stop asking
+ *
+ * If a send or receive fails (kscope is gone), the library stops using the
+ * channel and lets the program carry on unprofiled.
+ *
+ * This file is compiled into both the kscope executable and the preloaded
+ * library, so it calls only libc.
+ */
+#ifndef KS_OP_PROTO_H
+#define KS_OP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define KS_OP_PROTO_VERSION 1
+#define KS_OP_MSG_MAX 65536
+#define KS_OP_CHANNEL_ENV "KSCOPE_OP_CHANNEL"
+#define KS_OP_RUN_ENV "KSCOPE_OP_RUN"
+#define KS_OP_TOKEN_LEN 32
+
+/* A message being built or parsed (64 KiB: allocate it, do not put it on
+ * a program thread's stack). */
+struct ks_op_msg {
+	size_t len;                 /* bytes used in buf */
+	bool overflow;              /* an add did not fit: the message is unusable */
+	char buf[KS_OP_MSG_MAX + 1]; /* NUL-terminated text */
+};
+
+/* Starts a message of type (a word). */
+void ks_op_msg_init(struct ks_op_msg *m, const char *type);
+/* Appends key=value; newlines in value are replaced by spaces. */
+void ks_op_msg_add(struct ks_op_msg *m, const char *key, const char *value);
+void ks_op_msg_addf(struct ks_op_msg *m, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ks_op_msg_addu(struct ks_op_msg *m, const char *key, unsigned long long v);
+
+/* Sends m as one datagram (MSG_NOSIGNAL).  0, or -errno (-EMSGSIZE after
+ * an overflow). */
+int ks_op_send(int fd, const struct ks_op_msg *m);
+/* Receives one datagram into m, retrying on EINTR.  0, -ECONNRESET when
+ * the peer is gone, -EBADMSG for an empty, truncated or non-text message,
+ * or -errno. */
+int ks_op_recv(int fd, struct ks_op_msg *m);
+
+/* The message's type: its first line, copied into type (size bytes). */
+void ks_op_msg_type(const struct ks_op_msg *m, char *type, size_t size);
+bool ks_op_msg_is(const struct ks_op_msg *m, const char *type);
+/* The value of the first key=value line after *pos whose key is key, or
+ * NULL; with pos NULL, of the first such line.  The value is copied into
+ * val (size bytes, truncated).  *pos is advanced past the line found, so
+ * repeated keys are read in a loop. */
+const char *ks_op_msg_get(const struct ks_op_msg *m, const char *key, size_t *pos,
+			  char *val, size_t size);
+/* The value of key as an unsigned integer; def when absent or not a
+ * decimal number. */
+unsigned long long ks_op_msg_getu(const struct ks_op_msg *m, const char *key,
+				  unsigned long long def);
+
+#endif
