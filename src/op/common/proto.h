@@ -24,8 +24,11 @@
  *     opencl     platform=... device=... driver=...
  *                the first intercepted OpenCL call (the program uses OpenCL)
  *     kernel     name=N             a kernel name launched for the first time
- *     launch     name=N index=I gsize=X,Y,Z range=RANGE(optional)
+ *     launch     name=N index=I gsize=X:Y:Z ordinal=K range=RANGE(optional)
  *                a launch that passed the skip, range and name filters;
+ *                K: its ordinal, from 0, among all the process's launches
+ *                of kernel N with global size X:Y:Z (application replay
+ *                finds it again by these three in later runs);
  *                -> kscope answers `collect` or `pass`
  *     progress   dir=D done=K total=T       replay passes done
  *     collected  dir=D status=ok|failed [message=...]
