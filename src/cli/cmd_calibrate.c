@@ -1,30 +1,306 @@
-/* kscope calibrate: placeholder until the command is written. */
+/*
+ * kscope calibrate: measures this machine's roofline ceilings (memory
+ * bandwidth per cache level and DRAM, peak FLOP/s of the CPU and of the
+ * first OpenCL device) and caches them per machine for kscope op, which
+ * places each kernel against them.  The measurement is in src/op/calib
+ * (calib.h); this file decides when to measure (no cached file, a damaged
+ * one, --force, or a quick file when a full one is asked for), shows the
+ * progress on stderr and prints the ceilings as a table on stdout.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "calib.h"
 #include "cli.h"
 #include "log.h"
 
 struct calibrate_opts {
 	struct ks_common_opts common;
+	bool quick;
+	bool force;
+	int64_t threads;
+	bool no_opencl;
 };
 
+#define OPT(f) .offset = offsetof(struct calibrate_opts, f)
+
 static const struct ks_opt calibrate_opts[] = {
+	{ .name = "quick", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_QUICK",
+	  .help = "a reduced sweep of a few seconds instead of about half a minute",
+	  OPT(quick) },
+	{ .name = "force", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_FORCE",
+	  .help = "measure again even if this machine's calibration is cached",
+	  OPT(force) },
+	{ .name = "threads", .type = KS_OPT_INT, .metavar = "N",
+	  .env = "KSCOPE_CALIBRATE_THREADS",
+	  .help = "CPU threads to measure with (default: one per CPU kscope may "
+		  "run on)",
+	  OPT(threads), .min = 1, .max = 4096 },
+	{ .name = "no-opencl", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_OPENCL",
+	  .help = "do not measure the OpenCL device (the file's \"opencl\" is null)",
+	  OPT(no_opencl) },
 	KS_COMMON_OPTS(struct calibrate_opts),
 	KS_OPT_END
 };
 
+/* ---------------------------------------------------------------------
+ * Progress and notes on stderr
+ * --------------------------------------------------------------------- */
+
+struct progress {
+	bool show;            /* the log level lets info through */
+	bool tty;             /* stderr is a terminal: one line, redrawn */
+	bool line_open;       /* a redrawn line is on the screen */
+	char phase[16];
+};
+
+static const char *phase_title(const char *phase)
+{
+	if (strcmp(phase, "memory") == 0)
+		return "memory bandwidth (working-set sweep)";
+	if (strcmp(phase, "compute") == 0)
+		return "peak CPU FLOP/s (FMA chains)";
+	if (strcmp(phase, "opencl") == 0)
+		return "the OpenCL device";
+	return phase;
+}
+
+static void progress_end(struct progress *pr)
+{
+	if (pr->line_open) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		pr->line_open = false;
+	}
+}
+
+static void on_progress(void *arg, const char *phase, const char *what, int step,
+			int steps)
+{
+	struct progress *pr = arg;
+
+	if (!pr->show)
+		return;
+	if (pr->tty) {
+		fprintf(stderr, "\r\033[Kkscope: calibrating %s: %s (%d/%d)",
+			phase_title(phase), what, step, steps);
+		fflush(stderr);
+		pr->line_open = true;
+	} else if (strcmp(pr->phase, phase) != 0) {
+		ks_info("calibrating %s", phase_title(phase));
+	}
+	snprintf(pr->phase, sizeof(pr->phase), "%s", phase);
+}
+
+static void on_note(void *arg, bool warn, const char *msg)
+{
+	progress_end(arg);
+	if (warn)
+		ks_warn("%s", msg);
+	else
+		ks_info("%s", msg);
+}
+
+/* ---------------------------------------------------------------------
+ * The table
+ * --------------------------------------------------------------------- */
+
+static void print_machine(const struct ks_calib_machine *m)
+{
+	char size[32];
+
+	printf("machine: %s, %d CPU%s", m->cpu, m->cpus, m->cpus == 1 ? "" : "s");
+	for (size_t i = 0; i < m->ncaches; i++) {
+		uint64_t b = m->caches[i].bytes;
+
+		if (b % (1024 * 1024) == 0)
+			snprintf(size, sizeof(size), "%llu MiB", (unsigned long long)(b >> 20));
+		else if (b % 1024 == 0 && b < (16u << 20))
+			snprintf(size, sizeof(size), "%llu KiB", (unsigned long long)(b >> 10));
+		else
+			snprintf(size, sizeof(size), "%.1f MiB", (double)b / (1 << 20));
+		printf(", L%d %s", m->caches[i].level, size);
+	}
+	printf(", %.1f GiB memory\n", (double)m->memory_bytes / (1u << 30));
+}
+
+static void fmt_ws(uint64_t b, char *buf, size_t size)
+{
+	if (b == 0)
+		snprintf(buf, size, "-");
+	else if (b >= (1u << 20))
+		snprintf(buf, size, "%.1f MiB", (double)b / (1u << 20));
+	else
+		snprintf(buf, size, "%.0f KiB", (double)b / 1024);
+}
+
+static void print_table(const struct ks_calib *c)
+{
+	int wm = (int)strlen("memory"), wc = (int)strlen("compute");
+	char ws[32];
+
+	for (size_t i = 0; i < c->nmem; i++)
+		if ((int)strlen(c->mem[i].name) > wm)
+			wm = (int)strlen(c->mem[i].name);
+	for (size_t i = 0; i < c->ncompute; i++)
+		if ((int)strlen(c->compute[i].name) > wc)
+			wc = (int)strlen(c->compute[i].name);
+
+	print_machine(&c->machine);
+	printf("\n  %-*s  %14s  %11s  %s\n", wm, "memory", "bandwidth", "working set",
+	       "how");
+	for (size_t i = 0; i < c->nmem; i++) {
+		fmt_ws(c->mem[i].working_set, ws, sizeof(ws));
+		printf("  %-*s  %9.1f GB/s  %11s  %s\n", wm, c->mem[i].name,
+		       c->mem[i].per_s / 1e9, ws, c->mem[i].how);
+	}
+	printf("\n  %-*s  %14s  %s\n", wc, "compute", "peak", "how");
+	for (size_t i = 0; i < c->ncompute; i++)
+		printf("  %-*s  %7.1f GFLOP/s  %s\n", wc, c->compute[i].name,
+		       c->compute[i].per_s / 1e9, c->compute[i].how);
+	printf("\n");
+	if (c->have_opencl)
+		printf("OpenCL: %s%s%s: %.1f GFLOP/s FP32, %.1f GB/s read\n",
+		       c->opencl_device, c->opencl_driver[0] ? ", driver " : "",
+		       c->opencl_driver, c->opencl_flops_per_s / 1e9,
+		       c->opencl_bytes_per_s / 1e9);
+	else
+		printf("OpenCL: not measured\n");
+	printf("file: %s\n", c->path);
+}
+
+/* ---------------------------------------------------------------------
+ * The command
+ * --------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether the cached calibration answers this request; if not, says why
+ * it is measured again. */
+static bool cached_is_enough(const struct calibrate_opts *o, bool threads_given,
+			     const struct ks_calib *cached)
+{
+	if (cached->quick && !o->quick) {
+		ks_info("the cached calibration is a --quick one; measuring in full");
+		return false;
+	}
+	if (threads_given && cached->threads != (int)o->threads) {
+		ks_info("the cached calibration used %d thread%s; measuring with %d",
+			cached->threads, cached->threads == 1 ? "" : "s",
+			(int)o->threads);
+		return false;
+	}
+	return true;
+}
+
 static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 {
-	(void)p;
-	ks_error("%s is not available yet", cmd->name);
-	return KS_EXIT_FAIL;
+	const struct calibrate_opts *o = p->opts;
+	bool threads_given = p->given[ks_opt_find(calibrate_opts, "threads") -
+				      calibrate_opts];
+	struct ks_calib cached, c;
+	struct ks_calib_opts mo;
+	struct progress pr;
+	struct ks_err err;
+	double t0, t1;
+	int rc;
+
+	(void)cmd;
+	ks_err_clear(&err);
+	rc = ks_calib_load(&cached, &err);
+	if (rc == 0 && !o->force && cached_is_enough(o, threads_given, &cached)) {
+		char threads[32] = "";
+
+		if (cached.threads > 0)
+			snprintf(threads, sizeof(threads), ", %d thread%s", cached.threads,
+				 cached.threads == 1 ? "" : "s");
+		printf("kscope calibrate: cached ceilings of this machine (measured "
+		       "%s, %s sweep%s; --force measures again)\n", cached.created,
+		       cached.quick ? "quick" : "full", threads);
+		print_table(&cached);
+		if (!cached.have_opencl && !o->no_opencl)
+			ks_info("the cached calibration has no OpenCL ceilings; "
+				"'kscope calibrate --force' measures them again");
+		return KS_EXIT_OK;
+	}
+	if (rc == -EPERM) {
+		/* An unsafe cache directory: measuring could not be saved. */
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	if (rc == -EINVAL)
+		ks_warn("%s; measuring again to replace it", err.msg);
+	else if (rc != 0 && rc != -ENOENT)
+		ks_warn("%s; measuring again", err.msg);
+
+	if (ks_calib_prepare(&c, &err) != 0) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	memset(&pr, 0, sizeof(pr));
+	pr.show = ks_log_get_level() >= KS_LOG_INFO;
+	pr.tty = isatty(STDERR_FILENO);
+	memset(&mo, 0, sizeof(mo));
+	mo.quick = o->quick;
+	mo.threads = (int)o->threads;
+	mo.opencl = !o->no_opencl;
+	mo.progress = on_progress;
+	mo.note = on_note;
+	mo.arg = &pr;
+	if (o->no_opencl)
+		ks_info("OpenCL not measured (--no-opencl): the file's \"opencl\" "
+			"is null");
+
+	t0 = now_s();
+	rc = ks_calib_measure(&mo, &c, &err);
+	progress_end(&pr);
+	if (rc != 0) {
+		ks_error("calibration failed: %s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	t1 = now_s();
+	if (ks_calib_save(&c, &err) != 0) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	printf("kscope calibrate: ceilings of this machine (measured in %.1f s, "
+	       "%s sweep, %d thread%s)\n", t1 - t0, c.quick ? "quick" : "full",
+	       c.threads, c.threads == 1 ? "" : "s");
+	print_table(&c);
+	return KS_EXIT_OK;
 }
 
 const struct ks_cmd ks_cmd_calibrate = {
 	.name = "calibrate",
-	.summary = "calibrate (not available yet)",
-	.usage = "[options]",
-	.description = "",
+	.summary = "measure this machine's roofline ceilings for kscope op",
+	.usage = "[--quick] [--force] [--threads N] [--no-opencl]",
+	.description =
+		"Measures the ceilings of this machine's roofline the way empirical\n"
+		"roofline tools do, and keeps them for kscope op, which places each\n"
+		"kernel against them:\n"
+		"  memory   the bandwidth of each cache level and of DRAM: every CPU\n"
+		"           reads its own block, for working sets from 16 KiB to four\n"
+		"           times the last-level cache and more (sizes from sysfs)\n"
+		"  compute  the peak FP32 and FP64 FLOP/s of vector FMA chains on\n"
+		"           every CPU, and the FP32 FLOP/s and read bandwidth of the\n"
+		"           first OpenCL GPU (else CPU) device\n"
+		"\n"
+		"The ceilings are printed and written to\n"
+		"$XDG_CACHE_HOME/kscope/calibration-<key>.json (~/.cache when\n"
+		"XDG_CACHE_HOME is unset); <key> identifies the machine (CPU, caches,\n"
+		"memory, OpenCL devices and drivers).  Run again, kscope calibrate\n"
+		"prints the cached ceilings; --force measures again.  A damaged file\n"
+		"is measured again and replaced.  The full run takes about half a\n"
+		"minute, --quick a few seconds.  docs/calibrate.md has the details.",
 	.args = { .opts = calibrate_opts, .opts_size = sizeof(struct calibrate_opts),
 		  .takes_program = false },
 	.run = calibrate_run,

@@ -19,19 +19,63 @@
  *                  { "name": "OpenCL FP32 (<device>)", ... } ],
  *     "opencl": { "device": "...", "bytes_per_s": B, "flops_per_s": F }
  *               or null when no OpenCL device was usable }
+ *
+ * Keys added since (readers ignore keys they do not know; all optional
+ * when reading): "quick": true when measured by `kscope calibrate --quick`;
+ * "threads": the CPU threads the measurement used; in "machine", each
+ * cache's "type" ("Data" or "Unified") and "shared_cpus", and
+ * "opencl_devices" (the "name | driver" strings the key hashes); in each
+ * memory ceiling, "how"; in "opencl", "driver".
+ *
+ * The first part (path, load) is what `kscope op` needs.  The second part
+ * (probe, prepare, measure, save) is `kscope calibrate`'s.  Probing the
+ * machine lists its OpenCL devices, and measuring uses one: both run in a
+ * short-lived child process (fork; libOpenCL.so.1 is opened there, never
+ * in the caller), which the call waits for by its pid.  So call these
+ * from kscope itself, never from a program under test, and not while a
+ * SIGCHLD handler or a waitpid(-1) loop of the caller could reap that
+ * child.  Listing the devices takes a few tens of milliseconds.
  */
 #ifndef KS_OP_CALIB_H
 #define KS_OP_CALIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
 #define KS_CALIB_MAX 16
+#define KS_CALIB_VERSION 1
+#define KS_CALIB_MAX_CACHES 8   /* data and unified cache levels kept */
+#define KS_CALIB_MAX_DEVICES 8  /* OpenCL devices the key hashes */
 
 struct ks_calib_ceiling {
 	char name[96];
 	double per_s;        /* bytes/s (memory) or FLOP/s (compute) */
+	char how[96];        /* how it was measured, or "" */
+	uint64_t working_set; /* memory: total bytes of the best working set;
+			       * 0 for compute */
+};
+
+/* One data or unified cache level of CPU 0, from sysfs. */
+struct ks_calib_cache {
+	int level;
+	char type[16];       /* "Data" or "Unified" */
+	uint64_t bytes;      /* one instance */
+	int shared_cpus;     /* logical CPUs sharing one instance */
+};
+
+/* What identifies the machine; its hash is the key. */
+struct ks_calib_machine {
+	char key[17];
+	char cpu[128];       /* model name */
+	int cpus;            /* logical CPUs configured */
+	size_t ncaches;
+	struct ks_calib_cache caches[KS_CALIB_MAX_CACHES]; /* by level */
+	uint64_t memory_bytes;
+	size_t ndevices;
+	char devices[KS_CALIB_MAX_DEVICES][256]; /* "name | driver version" */
 };
 
 struct ks_calib {
@@ -44,13 +88,58 @@ struct ks_calib {
 	int have_opencl;
 	char opencl_device[128];
 	double opencl_bytes_per_s, opencl_flops_per_s;
+	/* Added with the measurement; filled by load when the file has them. */
+	bool quick;          /* a --quick measurement */
+	int threads;         /* CPU threads used, 0 if not known */
+	char opencl_driver[128];
+	struct ks_calib_machine machine;
 };
 
 /* The cache file's path for this machine, into path (size bytes). */
 int ks_calib_path(char *path, size_t size, struct ks_err *err);
 /* Reads this machine's cached calibration.  -ENOENT when there is none
  * (err says to run `kscope calibrate`), -EINVAL when the file is damaged
- * (err names it and what is wrong). */
+ * (err names it and what is wrong).  Also -EPERM when the cache directory
+ * is another user's or writable by others, and other negative errno codes
+ * when the file cannot be read.  On failure c holds only path and machine.
+ * Memory ceilings come out fastest first, whatever the file's order. */
 int ks_calib_load(struct ks_calib *c, struct ks_err *err);
+
+/* ---- measuring (kscope calibrate) ---- */
+
+/* Fills m with this machine's identity and its key. */
+int ks_calib_machine_probe(struct ks_calib_machine *m, struct ks_err *err);
+
+/* Starts a new calibration in c: probes the machine, sets key and path,
+ * and creates the cache directory (0700, with a missing $XDG_CACHE_HOME)
+ * or checks that the existing one belongs to the user and is not writable
+ * by others, so that a measurement never ends unable to save. */
+int ks_calib_prepare(struct ks_calib *c, struct ks_err *err);
+
+struct ks_calib_opts {
+	bool quick;          /* a reduced sweep of a few seconds */
+	int threads;         /* CPU threads; 0: one per CPU kscope may use */
+	bool opencl;         /* also measure the first OpenCL GPU or CPU device */
+	/* Called as the measurement advances: phase is "memory", "compute"
+	 * or "opencl", what the current step measures, step of steps. */
+	void (*progress)(void *arg, const char *phase, const char *what,
+			 int step, int steps);
+	/* Something the user should hear (why OpenCL was not measured, a
+	 * level that could not be measured); warn: it makes a ceiling
+	 * missing or less trustworthy. */
+	void (*note)(void *arg, bool warn, const char *msg);
+	void *arg;
+};
+
+/* Measures the ceilings into c (after ks_calib_prepare): memory
+ * bandwidth per cache level and DRAM, peak CPU FLOP/s, and the OpenCL
+ * device's.  Fails only when the CPU measurement itself fails; a missing
+ * OpenCL is a note. */
+int ks_calib_measure(const struct ks_calib_opts *o, struct ks_calib *c,
+		     struct ks_err *err);
+
+/* Writes c to c->path atomically (temporary name, then rename over any
+ * older file), mode 0600. */
+int ks_calib_save(const struct ks_calib *c, struct ks_err *err);
 
 #endif
