@@ -1,31 +1,1376 @@
-/* kscope op: placeholder until the command is written. */
+/*
+ * kscope op: per-kernel profiling of OpenCL programs.
+ *
+ *     kscope op [options] -- PROGRAM [ARGS...]
+ *
+ * Checks every option and the program, creates the run directory, and
+ * runs the program with libkscope-op.so preloaded and one end of a
+ * SOCK_SEQPACKET socketpair passed in KSCOPE_OP_CHANNEL (proto.h).  The
+ * library asks about each kernel launch that passed its filters; kscope
+ * answers collect or pass, applying --launch-count and --kill, and turns
+ * each collected launch's raw files into deliverables as soon as the
+ * library says they are complete (src/op/post), so an interrupted run
+ * keeps what it collected.  Application replay then reruns the program
+ * once per further pass.  When the program is gone, kscope writes
+ * summary.csv and prints the summary after the program's own output.
+ *
+ * One loop waits, with poll(), on the channel and on a signalfd for
+ * SIGCHLD, SIGINT and SIGTERM (blocked in kscope, restored in the
+ * program), so the program's exit, a message and a signal to kscope are
+ * handled in one place, without signal handlers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "argcheck.h"
+#include "calib.h"
 #include "cli.h"
+#include "filter.h"
 #include "log.h"
+#include "oppost.h"
+#include "outdir.h"
+#include "proto.h"
+#include "runprog.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
 
 struct op_opts {
 	struct ks_common_opts common;
+	char *kernel_name;      /* NULL: all kernels */
+	int64_t skip;
+	int64_t count;
+	int mode;               /* index into mode_choices */
+	int64_t warmup;
+	int64_t passes;
+	int flush, kill, mstx;  /* index into on_off: 0 on, 1 off */
+	char *mstx_include;
+	int64_t timeout;        /* minutes; 0 when not given */
+	char *flops;
+	char *output;
 };
 
+enum { MODE_KERNEL, MODE_APPLICATION, MODE_RANGE };
+static const char *const mode_choices[] = { "kernel", "application", "range", NULL };
+static const char *const on_off[] = { "on", "off", NULL };
+#define ON 0
+
+#define OPT(field) .offset = offsetof(struct op_opts, field)
+
 static const struct ks_opt op_opts[] = {
+	{ .name = "kernel-name", .type = KS_OPT_STRING, .metavar = "PAT",
+	  .env = "KSCOPE_OP_KERNEL_NAME",
+	  .help = "collect only kernels whose name starts with PAT: letters, "
+		  "digits and '_', with '*' for any run of characters and '|' "
+		  "between alternatives (default: all kernels)",
+	  OPT(kernel_name), .max_len = KS_OP_FILTER_MAX },
+	{ .name = "launch-skip-before-match", .type = KS_OPT_INT, .metavar = "N",
+	  .def = "0", .env = "KSCOPE_OP_LAUNCH_SKIP_BEFORE_MATCH",
+	  .help = "let the first N kernel launches run unexamined",
+	  OPT(skip), .min = 0, .max = 1000 },
+	{ .name = "launch-count", .type = KS_OPT_INT, .metavar = "N", .def = "1",
+	  .env = "KSCOPE_OP_LAUNCH_COUNT",
+	  .help = "collect at most N launches (ranges in range replay)",
+	  OPT(count), .min = 1, .max = 5000 },
+	{ .name = "replay-mode", .type = KS_OPT_ENUM, .metavar = "MODE", .def = "kernel",
+	  .env = "KSCOPE_OP_REPLAY_MODE",
+	  .help = "replay each launch (kernel), rerun the program per pass "
+		  "(application), or replay user ranges (range, needs --mstx on)",
+	  OPT(mode), .choices = mode_choices },
+	{ .name = "warm-up", .type = KS_OPT_INT, .metavar = "N", .def = "5",
+	  .env = "KSCOPE_OP_WARM_UP",
+	  .help = "untimed launches before the measured passes",
+	  OPT(warmup), .min = 0, .max = 500 },
+	{ .name = "replay-count", .type = KS_OPT_INT, .metavar = "N", .def = "10",
+	  .env = "KSCOPE_OP_REPLAY_COUNT",
+	  .help = "measured passes per collected launch",
+	  OPT(passes), .min = 1, .max = 1000 },
+	{ .name = "cache-flush", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "on",
+	  .env = "KSCOPE_OP_CACHE_FLUSH",
+	  .help = "stream through a buffer larger than the last-level cache "
+		  "before each pass",
+	  OPT(flush), .choices = on_off },
+	{ .name = "kill", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "off",
+	  .env = "KSCOPE_OP_KILL",
+	  .help = "stop the program once --launch-count launches are collected",
+	  OPT(kill), .choices = on_off },
+	{ .name = "mstx", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "off",
+	  .env = "KSCOPE_OP_MSTX",
+	  .help = "only launches inside the program's kscope_range_start/end "
+		  "ranges pass (kscope/user.h)",
+	  OPT(mstx), .choices = on_off },
+	{ .name = "mstx-include", .type = KS_OPT_STRING, .metavar = "PAT",
+	  .env = "KSCOPE_OP_MSTX_INCLUDE",
+	  .help = "only ranges whose name matches PAT (as --kernel-name; needs "
+		  "--mstx on)",
+	  OPT(mstx_include), .max_len = KS_OP_FILTER_MAX },
+	{ .name = "timeout", .type = KS_OPT_INT, .metavar = "MINUTES",
+	  .env = "KSCOPE_OP_TIMEOUT",
+	  .help = "stop the program after MINUTES (SIGTERM, then SIGKILL 5 s "
+		  "later; default: no limit)",
+	  OPT(timeout), .min = 1, .max = 2880 },
+	{ .name = "flops", .type = KS_OPT_STRING, .metavar = "EXPR",
+	  .env = "KSCOPE_OP_FLOPS",
+	  .help = "floating-point operations per launch, an expression over the "
+		  "kernel's scalar arguments by name and gx gy gz lx ly lz, "
+		  "e.g. 2*M*N*K",
+	  OPT(flops), .max_len = KS_OP_FLOPS_MAX_LEN },
+	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
+	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
+	  .help = "where the run directory is created", OPT(output) },
 	KS_COMMON_OPTS(struct op_opts),
 	KS_OPT_END
 };
 
-static int op_run(const struct ks_cmd *cmd, struct ks_parsed *p)
+/* ------------------------------------------------------------------ */
+/* State of one kscope op run                                          */
+/* ------------------------------------------------------------------ */
+
+/* Seconds to wait after SIGTERM before SIGKILL when --timeout ends it. */
+#define TERM_GRACE_S 5.0
+/* Progress off a terminal: at most one line this often, and only for
+ * replays that have already taken longer than PROGRESS_AFTER_S. */
+#define PROGRESS_EVERY_S 5.0
+#define PROGRESS_AFTER_S 2.0
+/* Kernel names kept for the nothing-collected message. */
+#define MAX_KERNEL_NAMES 4096
+
+/* One launch kscope said to collect. */
+struct launch_rec {
+	char name[256];
+	unsigned long long index, ordinal;
+	char gsize[64];               /* "X:Y:Z" as the library sent it */
+	char rel[320];                /* "<pid>/<name>_<index>" */
+	bool collected, failed;       /* `collected` came; its status */
+	char message[512];
+	double started;               /* when collect was sent */
+	double last_line;             /* last progress line about it */
+	uint64_t *app_ns;             /* application runs >= 1: their times */
+	unsigned *app_run;
+	size_t n_app;
+	unsigned timed_run;           /* last run that timed it, +1 */
+	struct ks_oppost_result res;
+};
+
+/* One execution of the program. */
+struct op_run {
+	unsigned no;                  /* 0: the user's run; >= 1: application */
+	pid_t pid;
+	int sock;                     /* kscope's end; -1 once closed */
+	bool hello;
+	long long peer_pid;
+	bool reaped;
+	int status;                   /* wait status */
+	bool killed_by_kill;          /* --kill stopped it */
+	double term_at;               /* SIGTERM sent (--timeout or second ^C) */
+	bool hard_killed;
+	size_t timed;                 /* targets timed in this run */
+};
+
+struct op_state {
+	const struct op_opts *o;
+	char **argv;                  /* the program and its arguments */
+	char *prog;                   /* its resolved path */
+	char runtime[PATH_MAX];
+	char token[KS_OP_TOKEN_LEN + 1];
+	struct ks_op_flops *flops;
+	struct ks_op_filter *name_filter;
+	struct ks_calib calib;
+	bool have_calib;
+	char calib_why[KS_ERR_MSG_MAX];
+	struct ks_rundir rd;
+	char targets[PATH_MAX];       /* application runs' target file */
+	size_t ntargets;              /* lines in it */
+	int sigfd;
+	sigset_t oldmask;
+	struct ks_op_msg *in, *out;   /* 64 KiB each */
+	/* what the program did (run 0) */
+	bool saw_hello, used_opencl;
+	char **kernels;
+	size_t nkernels;
+	struct launch_rec *launches;  /* every collect sent, in order */
+	size_t nlaunches, ncollected;
+	/* how it ended */
+	int interrupted;              /* SIGINT or SIGTERM reached kscope */
+	double interrupted_at;
+	bool timed_out;
+	double deadline;              /* --timeout, monotonic seconds; 0 none */
+	bool write_failed;
+	/* progress */
+	bool tty;
+	bool line_shown;              /* a progress line is on the terminal */
+	double last_app_line;
+};
+
+static double now_s(void)
 {
-	(void)p;
-	ks_error("%s is not available yet", cmd->name);
-	return KS_EXIT_FAIL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Removes the progress line before anything else is written to stderr. */
+static void progress_clear(struct op_state *st)
+{
+	if (!st->line_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	st->line_shown = false;
+}
+
+static void progress_line(struct op_state *st, const char *text)
+{
+	if (ks_log_get_level() < KS_LOG_INFO)
+		return;
+	fprintf(stderr, "\rkscope: %s\033[K", text);
+	fflush(stderr);
+	st->line_shown = true;
+}
+
+static void show_progress(struct op_state *st, struct launch_rec *l,
+			  unsigned long long done, unsigned long long total)
+{
+	double t = now_s();
+	char text[512];
+
+	snprintf(text, sizeof(text), "replaying %s (launch %llu): %llu of %llu passes",
+		 l->name, l->index, done, total);
+	if (st->tty) {
+		progress_line(st, text);
+		return;
+	}
+	if (t - l->started < PROGRESS_AFTER_S || t - l->last_line < PROGRESS_EVERY_S)
+		return;
+	l->last_line = t;
+	ks_info("%s", text);
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	progress_clear(ctx);
+	ks_warn("%s", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks before anything runs                                         */
+/* ------------------------------------------------------------------ */
+
+/* Where an option's value came from, worded as the option checker words
+ * it: the environment when the variable holds this very value. */
+static void origin_of(const char *opt, const char *value, char *out, size_t size)
+{
+	const struct ks_opt *o = ks_opt_find(op_opts, opt);
+	const char *env = o && o->env ? getenv(o->env) : NULL;
+
+	if (env && strcmp(env, value) == 0)
+		snprintf(out, size, "environment %s (for --%s)", o->env, opt);
+	else
+		snprintf(out, size, "option --%s", opt);
+}
+
+static int check_filter(const char *opt, const char *value, struct ks_op_filter **out,
+			struct ks_err *err)
+{
+	char why[256], q[400], origin[128];
+	int rc;
+
+	*out = NULL;
+	if (!value)
+		return 0;
+	rc = ks_op_filter_compile(value, out, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return ks_err_set(err, rc, "out of memory");
+	if (rc) {
+		/* why says what is wrong and what is accepted. */
+		ks_quote(q, sizeof(q), value, strlen(value));
+		origin_of(opt, value, origin, sizeof(origin));
+		return ks_err_set(err, rc, "%s: '%s' is not a name pattern: %s", origin, q,
+				  why);
+	}
+	return 0;
+}
+
+static int check_options(struct op_state *st, struct ks_err *err)
+{
+	const struct op_opts *o = st->o;
+	struct ks_op_filter *inc = NULL;
+	int rc;
+
+	if ((rc = check_filter("kernel-name", o->kernel_name, &st->name_filter, err)) ||
+	    (rc = check_filter("mstx-include", o->mstx_include, &inc, err)))
+		return rc;
+	ks_op_filter_free(inc);
+	if (o->mstx_include && o->mstx != ON)
+		return ks_err_set(err, -EINVAL, "option --mstx-include needs --mstx on "
+				  "(ranges are seen only when --mstx is on)");
+	if (o->mode == MODE_RANGE && o->mstx != ON)
+		return ks_err_set(err, -EINVAL, "option --replay-mode range needs --mstx on "
+				  "(the ranges come from the program's "
+				  "kscope_range_start/end calls)");
+	if (o->flops) {
+		struct ks_err e;
+		char q[400];
+
+		rc = ks_op_flops_parse(o->flops, &st->flops, &e);
+		if (rc == -ENOMEM)
+			return ks_err_set(err, rc, "out of memory");
+		if (rc) {
+			char origin[128];
+
+			ks_quote(q, sizeof(q), o->flops, strlen(o->flops));
+			origin_of("flops", o->flops, origin, sizeof(origin));
+			return ks_err_set(err, rc, "%s: '%s' is not an expression: %s; "
+					  "accepted: numbers and names with + - * / and "
+					  "parentheses, e.g. 2*M*N*K", origin, q, e.msg);
+		}
+	}
+	return 0;
+}
+
+/* This machine's ceilings, for the roofline; their absence is not an error. */
+static void load_calibration(struct op_state *st)
+{
+	struct ks_err e;
+	int rc;
+
+	ks_err_clear(&e);
+	rc = ks_calib_load(&st->calib, &e);
+	st->have_calib = rc == 0;
+	if (!rc)
+		return;
+	snprintf(st->calib_why, sizeof(st->calib_why), "%s", e.msg);
+	if (rc == -EINVAL)
+		ks_warn("%s; kscope op places no kernel on the roofline", e.msg);
+	else if (st->flops)
+		ks_info("no roofline: %s", e.msg);
+	else
+		ks_debug("no calibration: %s", e.msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* The program's environment                                           */
+/* ------------------------------------------------------------------ */
+
+/* kscope's environment plus LD_PRELOAD, the channel and the run number.
+ * The vector borrows environ's strings and owns the three it adds, which
+ * are its last three entries (free_env). */
+static char **build_env(const struct op_state *st, int fd, unsigned run)
+{
+	static const char *const ours[] = { "LD_PRELOAD=", KS_OP_CHANNEL_ENV "=",
+					    KS_OP_RUN_ENV "=" };
+	const char *preload = getenv("LD_PRELOAD");
+	char *add[3] = { NULL, NULL, NULL }, **env = NULL;
+	size_t n = 0, k = 0;
+
+	if ((preload && *preload ? asprintf(&add[0], "LD_PRELOAD=%s:%s", st->runtime, preload)
+	     : asprintf(&add[0], "LD_PRELOAD=%s", st->runtime)) < 0)
+		add[0] = NULL;
+	if (asprintf(&add[1], "%s=%d:%s", KS_OP_CHANNEL_ENV, fd, st->token) < 0)
+		add[1] = NULL;
+	if (asprintf(&add[2], "%s=%u", KS_OP_RUN_ENV, run) < 0)
+		add[2] = NULL;
+	while (environ[n])
+		n++;
+	if (add[0] && add[1] && add[2])
+		env = calloc(n + 4, sizeof(*env));
+	if (!env) {
+		for (size_t j = 0; j < 3; j++)
+			free(add[j]);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool replaced = false;
+
+		for (size_t j = 0; j < 3; j++)
+			replaced |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	for (size_t j = 0; j < 3; j++)
+		env[k++] = add[j];
+	env[k] = NULL;
+	return env;
+}
+
+static void free_env(char **env)
+{
+	size_t n = 0;
+
+	while (env[n])
+		n++;
+	for (size_t i = n - 3; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
+static int make_token(char *out, struct ks_err *err)
+{
+	unsigned char r[KS_OP_TOKEN_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(r)) {
+		ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return ks_err_set(err, -errno, "cannot make the channel's token: "
+					  "getrandom: %s", strerror(errno));
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(r); i++)
+		sprintf(out + 2 * i, "%02x", r[i]);
+	out[KS_OP_TOKEN_LEN] = '\0';
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                            */
+/* ------------------------------------------------------------------ */
+
+static void close_channel(struct op_run *r)
+{
+	if (r->sock >= 0)
+		close(r->sock);
+	r->sock = -1;
+}
+
+static void send_msg(struct op_state *st, struct op_run *r)
+{
+	int rc;
+
+	if (r->sock < 0)
+		return;
+	rc = ks_op_send(r->sock, st->out);
+	if (rc) {
+		/* The program carries on unprofiled; kscope keeps waiting. */
+		progress_clear(st);
+		ks_debug("channel: send failed: %s", strerror(-rc));
+		close_channel(r);
+	}
+}
+
+static void on_hello(struct op_state *st, struct op_run *r)
+{
+	const struct op_opts *o = st->o;
+	char token[KS_OP_TOKEN_LEN + 8];
+	unsigned long long version = ks_op_msg_getu(st->in, "version", 0);
+	unsigned long long run = ks_op_msg_getu(st->in, "run", ~0ull);
+
+	if (!ks_op_msg_get(st->in, "token", NULL, token, sizeof(token)))
+		token[0] = '\0';
+	if (version != KS_OP_PROTO_VERSION || strcmp(token, st->token) != 0 || run != r->no) {
+		progress_clear(st);
+		ks_warn("a peer on kscope op's channel was dropped: %s",
+			version != KS_OP_PROTO_VERSION ? "it speaks another protocol version "
+			"(is libkscope-op.so from another kscope?)"
+			: strcmp(token, st->token) ? "its token is wrong"
+			: "it belongs to another application run");
+		close_channel(r);
+		return;
+	}
+	r->hello = true;
+	r->peer_pid = (long long)ks_op_msg_getu(st->in, "pid", 0);
+	if (r->no == 0)
+		st->saw_hello = true;
+	ks_op_msg_init(st->out, "config");
+	ks_op_msg_add(st->out, "mode", mode_choices[o->mode]);
+	ks_op_msg_addu(st->out, "skip", (unsigned long long)o->skip);
+	ks_op_msg_addu(st->out, "warmup", (unsigned long long)o->warmup);
+	ks_op_msg_addu(st->out, "passes", (unsigned long long)o->passes);
+	ks_op_msg_addu(st->out, "flush", o->flush == ON);
+	ks_op_msg_addu(st->out, "mstx", o->mstx == ON);
+	if (o->kernel_name)
+		ks_op_msg_add(st->out, "kernel_name", o->kernel_name);
+	if (o->mstx_include)
+		ks_op_msg_add(st->out, "mstx_include", o->mstx_include);
+	ks_op_msg_add(st->out, "dir", st->rd.path);
+	if (r->no > 0)
+		ks_op_msg_add(st->out, "targets", st->targets);
+	send_msg(st, r);
+	ks_debug("run %u: the program (pid %lld) is connected", r->no, r->peer_pid);
+}
+
+static void on_kernel(struct op_state *st, const struct op_run *r)
+{
+	char name[256];
+	char **v;
+
+	if (r->no > 0 || !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name)) ||
+	    st->nkernels >= MAX_KERNEL_NAMES)
+		return;
+	for (size_t i = 0; i < st->nkernels; i++)
+		if (strcmp(st->kernels[i], name) == 0)
+			return;
+	v = realloc(st->kernels, (st->nkernels + 1) * sizeof(*v));
+	if (!v)
+		return;
+	st->kernels = v;
+	v[st->nkernels] = strdup(name);
+	if (v[st->nkernels])
+		st->nkernels++;
+}
+
+static void send_pass(struct op_state *st, struct op_run *r, bool final)
+{
+	ks_op_msg_init(st->out, "pass");
+	ks_op_msg_addu(st->out, "final", final);
+	send_msg(st, r);
+}
+
+static void on_launch(struct op_state *st, struct op_run *r)
+{
+	struct launch_rec *l;
+	char name[256];
+
+	if (r->no > 0 || !r->hello || st->interrupted || st->timed_out ||
+	    st->nlaunches >= (size_t)st->o->count ||
+	    !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name))) {
+		send_pass(st, r, true);
+		return;
+	}
+	l = realloc(st->launches, (st->nlaunches + 1) * sizeof(*l));
+	if (!l) {
+		send_pass(st, r, false);
+		return;
+	}
+	st->launches = l;
+	l = &st->launches[st->nlaunches];
+	memset(l, 0, sizeof(*l));
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	l->index = ks_op_msg_getu(st->in, "index", 0);
+	l->ordinal = ks_op_msg_getu(st->in, "ordinal", 0);
+	if (!ks_op_msg_get(st->in, "gsize", NULL, l->gsize, sizeof(l->gsize)))
+		snprintf(l->gsize, sizeof(l->gsize), "?");
+	ks_oppost_dirname(r->peer_pid, name, l->index, l->rel, sizeof(l->rel));
+	for (size_t i = 0; i < st->nlaunches; i++)
+		if (strcmp(st->launches[i].rel, l->rel) == 0) {
+			send_pass(st, r, false); /* the same launch twice: not again */
+			return;
+		}
+	l->started = now_s();
+	st->nlaunches++;
+	ks_op_msg_init(st->out, "collect");
+	ks_op_msg_add(st->out, "dir", l->rel);
+	send_msg(st, r);
+	ks_debug("collecting %s (launch %llu) into %s", l->name, l->index, l->rel);
+}
+
+static struct launch_rec *find_launch(struct op_state *st, const char *rel)
+{
+	for (size_t i = 0; i < st->nlaunches; i++)
+		if (strcmp(st->launches[i].rel, rel) == 0)
+			return &st->launches[i];
+	return NULL;
+}
+
+/* Writes (or, with replace, rewrites) a launch's deliverables. */
+static void build(struct op_state *st, struct launch_rec *l, bool replace)
+{
+	struct ks_oppost_opts po = {
+		.flops = st->flops,
+		.calib = st->have_calib ? &st->calib : NULL,
+		.calib_why = st->calib_why,
+		.status = !l->collected ? "incomplete" : l->failed ? "failed" : NULL,
+		.message = l->message,
+		.app_ns = l->app_ns,
+		.app_run = l->app_run,
+		.n_app = l->n_app,
+		.replace = replace,
+		.warn = warn_cb,
+		.warn_ctx = st,
+	};
+	struct ks_err err;
+	int rc;
+
+	ks_err_clear(&err);
+	rc = ks_oppost_launch(&st->rd, l->rel, &po, &l->res, &err);
+	if (rc == -ENOENT && !l->collected) {
+		ks_debug("%s: no raw files: %s", l->rel, err.msg);
+	} else if (rc) {
+		progress_clear(st);
+		ks_error("%s", err.msg);
+		st->write_failed = true;
+	}
+	/* What the directory could not say, the launch message did. */
+	snprintf(l->res.name, sizeof(l->res.name), "%s", l->name);
+	l->res.index = (long long)l->index;
+	if (!strcmp(l->res.global, "-") && strspn(l->gsize, "0:") != strlen(l->gsize)) {
+		char *p = l->res.global;
+
+		snprintf(l->res.global, sizeof(l->res.global), "%s", l->gsize);
+		for (; *p; p++)
+			if (*p == ':')
+				*p = 'x';
+	}
+}
+
+static void kill_program(struct op_run *r, int sig)
+{
+	if (!r->reaped && r->pid > 0)
+		kill(r->pid, sig);
+}
+
+static void on_collected(struct op_state *st, struct op_run *r)
+{
+	const struct op_opts *o = st->o;
+	char rel[320], status[32];
+	struct launch_rec *l;
+
+	if (!ks_op_msg_get(st->in, "dir", NULL, rel, sizeof(rel)) ||
+	    !(l = find_launch(st, rel)) || l->collected)
+		return;
+	if (!ks_op_msg_get(st->in, "status", NULL, status, sizeof(status)))
+		snprintf(status, sizeof(status), "failed");
+	if (!ks_op_msg_get(st->in, "message", NULL, l->message, sizeof(l->message)))
+		l->message[0] = '\0';
+	l->collected = true;
+	l->failed = strcmp(status, "ok") != 0;
+	st->ncollected++;
+	build(st, l, false);
+	progress_clear(st);
+	if (l->failed) {
+		char q[600];
+
+		ks_quote(q, sizeof(q), l->message, strlen(l->message));
+		ks_warn("the replay of %s (launch %llu) failed%s%s; the program's own "
+			"launch went on", l->name, l->index, q[0] ? ": " : "", q);
+	} else if (isfinite(l->res.median_us)) {
+		ks_info("collected %s (launch %llu): median %.3f us over %zu pass%s", l->name,
+			l->index, l->res.median_us, l->res.passes,
+			l->res.passes == 1 ? "" : "es");
+	} else {
+		ks_info("collected %s (launch %llu)", l->name, l->index);
+	}
+	if (o->kill == ON && r->no == 0 && st->ncollected >= (size_t)o->count &&
+	    !r->killed_by_kill) {
+		ks_info("--kill on: stopping the program after %zu collected launch%s",
+			st->ncollected, st->ncollected == 1 ? "" : "es");
+		r->killed_by_kill = true;
+		kill_program(r, SIGKILL);
+	}
+}
+
+static void on_progress(struct op_state *st)
+{
+	char rel[320];
+	struct launch_rec *l;
+
+	if (!ks_op_msg_get(st->in, "dir", NULL, rel, sizeof(rel)) ||
+	    !(l = find_launch(st, rel)) || l->collected)
+		return;
+	show_progress(st, l, ks_op_msg_getu(st->in, "done", 0),
+		      ks_op_msg_getu(st->in, "total", 0));
+}
+
+/* timing target=NAME,X:Y:Z,K ns=NS */
+static void on_timing(struct op_state *st, struct op_run *r)
+{
+	char target[400], *c1, *c2, *end;
+	unsigned long long ns = ks_op_msg_getu(st->in, "ns", ~0ull), ord;
+
+	if (r->no == 0 || ns == ~0ull ||
+	    !ks_op_msg_get(st->in, "target", NULL, target, sizeof(target)))
+		return;
+	c2 = strrchr(target, ',');
+	if (!c2)
+		return;
+	*c2 = '\0';
+	c1 = strrchr(target, ',');
+	if (!c1)
+		return;
+	*c1 = '\0';
+	ord = strtoull(c2 + 1, &end, 10);
+	if (*end)
+		return;
+	for (size_t i = 0; i < st->nlaunches; i++) {
+		struct launch_rec *l = &st->launches[i];
+		uint64_t *v;
+		unsigned *w;
+
+		if (strcmp(l->name, target) || strcmp(l->gsize, c1 + 1) || l->ordinal != ord ||
+		    l->timed_run == r->no + 1)
+			continue;
+		v = realloc(l->app_ns, (l->n_app + 1) * sizeof(*v));
+		if (v)
+			l->app_ns = v;
+		w = realloc(l->app_run, (l->n_app + 1) * sizeof(*w));
+		if (w)
+			l->app_run = w;
+		if (!v || !w)
+			return;
+		l->app_ns[l->n_app] = ns;
+		l->app_run[l->n_app++] = r->no;
+		l->timed_run = r->no + 1;
+		r->timed++;
+		/* --kill on: this run has served its purpose. */
+		if (st->o->kill == ON && r->timed >= st->ntargets && !r->killed_by_kill) {
+			r->killed_by_kill = true;
+			kill_program(r, SIGKILL);
+		}
+		return;
+	}
+}
+
+static void handle_message(struct op_state *st, struct op_run *r)
+{
+	char type[32];
+
+	ks_op_msg_type(st->in, type, sizeof(type));
+	if (!r->hello && strcmp(type, "hello") != 0) {
+		ks_debug("channel: '%s' before hello ignored", type);
+		return;
+	}
+	if (strcmp(type, "hello") == 0)
+		on_hello(st, r);
+	else if (strcmp(type, "opencl") == 0)
+		st->used_opencl |= r->no == 0;
+	else if (strcmp(type, "kernel") == 0)
+		on_kernel(st, r);
+	else if (strcmp(type, "launch") == 0)
+		on_launch(st, r);
+	else if (strcmp(type, "progress") == 0)
+		on_progress(st);
+	else if (strcmp(type, "collected") == 0)
+		on_collected(st, r);
+	else if (strcmp(type, "timing") == 0)
+		on_timing(st, r);
+	else if (strcmp(type, "bye") == 0)
+		ks_debug("run %u: the program said bye", r->no);
+	else
+		ks_debug("channel: unknown message '%s' ignored", type);
+}
+
+/* Reads every message waiting on the channel. */
+static void drain(struct op_state *st, struct op_run *r)
+{
+	while (r->sock >= 0) {
+		int rc = ks_op_recv(r->sock, st->in);
+
+		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+			return;
+		if (rc == -EBADMSG) {
+			ks_debug("channel: a malformed message was ignored");
+			continue;
+		}
+		if (rc) {
+			close_channel(r);
+			return;
+		}
+		handle_message(st, r);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Running the program                                                 */
+/* ------------------------------------------------------------------ */
+
+static void on_signal(struct op_state *st, struct op_run *r)
+{
+	struct signalfd_siginfo si;
+
+	while (read(st->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGCHLD) {
+			int status;
+			pid_t p;
+
+			if (!r->reaped && (p = waitpid(r->pid, &status, WNOHANG)) == r->pid) {
+				r->reaped = true;
+				r->status = status;
+			}
+			continue;
+		}
+		progress_clear(st);
+		if (st->interrupted) {
+			/* Another interrupt, a while after the first: the program
+			 * did not end.  (One sent to the whole process group by a
+			 * wrapper such as timeout(1) arrives twice at once.) */
+			if (now_s() - st->interrupted_at >= 1.0) {
+				ks_warn("interrupted again: killing the program");
+				kill_program(r, SIGKILL);
+			}
+			continue;
+		}
+		st->interrupted = sig;
+		st->interrupted_at = now_s();
+		ks_info("interrupted (%s): waiting for the program to end, then writing "
+			"what was collected", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		/* The terminal's Ctrl+C reached the program too; a signal sent to
+		 * kscope alone is passed on. */
+		if (si.ssi_code != SI_KERNEL)
+			kill_program(r, sig);
+	}
+}
+
+static void check_timers(struct op_state *st, struct op_run *r)
+{
+	double t = now_s();
+
+	if (st->deadline > 0 && t >= st->deadline && !st->timed_out) {
+		progress_clear(st);
+		st->timed_out = true;
+		ks_warn("--timeout %" PRId64 " minute%s reached: stopping the program "
+			"(SIGTERM, then SIGKILL after %.0f s)", st->o->timeout,
+			st->o->timeout == 1 ? "" : "s", TERM_GRACE_S);
+		r->term_at = t;
+		kill_program(r, SIGTERM);
+	}
+	if (r->term_at > 0 && !r->hard_killed && t >= r->term_at + TERM_GRACE_S) {
+		progress_clear(st);
+		ks_warn("the program did not end %.0f s after SIGTERM: SIGKILL",
+			TERM_GRACE_S);
+		r->hard_killed = true;
+		kill_program(r, SIGKILL);
+	}
+}
+
+/* The wait is cut at least every REAP_EVERY_MS to look for the program's
+ * end directly as well: SIGCHLD goes to whichever thread has it
+ * unblocked, and a library kscope loaded may have started one before the
+ * mask was set. */
+#define REAP_EVERY_MS 1000
+
+static int poll_timeout_ms(const struct op_state *st, const struct op_run *r)
+{
+	double t = now_s(), next = 0;
+	int ms;
+
+	if (st->deadline > 0 && !st->timed_out)
+		next = st->deadline;
+	if (r->term_at > 0 && !r->hard_killed &&
+	    (next == 0 || r->term_at + TERM_GRACE_S < next))
+		next = r->term_at + TERM_GRACE_S;
+	if (next == 0)
+		return REAP_EVERY_MS;
+	ms = next <= t ? 0 : (int)((next - t) * 1000) + 1;
+	return ms < REAP_EVERY_MS ? ms : REAP_EVERY_MS;
+}
+
+static void reap(struct op_run *r)
+{
+	int status;
+
+	if (!r->reaped && waitpid(r->pid, &status, WNOHANG) == r->pid) {
+		r->reaped = true;
+		r->status = status;
+	}
+}
+
+/* Starts the program for run r->no and serves it until it is gone.
+ * Returns 0, or -errno with err set when it could not be started. */
+static int run_program(struct op_state *st, struct op_run *r, struct ks_err *err)
+{
+	int sv[2], pipefd[2], child_errno = 0;
+	char **env;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return ks_err_set(err, -errno, "cannot make kscope op's channel: %s",
+				  strerror(errno));
+	if (pipe2(pipefd, O_CLOEXEC) != 0) {
+		int e = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
+	}
+	env = build_env(st, sv[1], r->no);
+	if (!env) {
+		close(sv[0]);
+		close(sv[1]);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	fflush(stdout);
+	fflush(stderr);
+	r->pid = fork();
+	if (r->pid == 0) {
+		int e;
+
+		/* The program gets kscope's original signal mask. */
+		sigprocmask(SIG_SETMASK, &st->oldmask, NULL);
+		if (r->no > 0) {
+			int fd = open("/dev/null", O_RDWR);
+
+			if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+				_exit(127);
+			if (fd > 2)
+				close(fd);
+		}
+		/* Its end of the channel stays open across exec. */
+		if (fcntl(sv[1], F_SETFD, 0) != 0)
+			_exit(127);
+		execve(st->prog, st->argv, env);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	free_env(env);
+	close(sv[1]);
+	close(pipefd[1]);
+	if (r->pid < 0) {
+		int e = errno;
+
+		close(sv[0]);
+		close(pipefd[0]);
+		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
+	}
+	n = read(pipefd[0], &child_errno, sizeof(child_errno));
+	close(pipefd[0]);
+	r->sock = sv[0];
+	if (fcntl(r->sock, F_SETFL, O_NONBLOCK) != 0)
+		ks_debug("channel: cannot make it non-blocking: %s", strerror(errno));
+	if (n == (ssize_t)sizeof(child_errno)) {
+		close_channel(r);
+		while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
+			;
+		r->reaped = true;
+		return ks_err_set(err, -child_errno, "cannot run '%s': %s", st->prog,
+				  strerror(child_errno));
+	}
+
+	/* Until the program is reaped: messages, signals, timers. */
+	while (!r->reaped) {
+		struct pollfd pf[2] = { { .fd = st->sigfd, .events = POLLIN },
+					{ .fd = r->sock, .events = POLLIN } };
+		int rc = poll(pf, r->sock >= 0 ? 2 : 1, poll_timeout_ms(st, r));
+
+		if (rc < 0 && errno != EINTR) {
+			ks_error("poll: %s", strerror(errno));
+			break;
+		}
+		if (rc > 0 && (pf[0].revents & POLLIN))
+			on_signal(st, r);
+		if (rc > 0 && r->sock >= 0 && pf[1].revents)
+			drain(st, r);
+		check_timers(st, r);
+		reap(r);
+	}
+	/* What the program sent before it ended. */
+	drain(st, r);
+	close_channel(r);
+	progress_clear(st);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Application replay                                                  */
+/* ------------------------------------------------------------------ */
+
+/* The targets of runs >= 1: every launch run 0 collected. */
+static int write_targets(struct op_state *st, size_t *ntargets, struct ks_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc;
+
+	*ntargets = 0;
+	if (!f)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->nlaunches; i++) {
+		const struct launch_rec *l = &st->launches[i];
+
+		if (!l->collected || l->failed)
+			continue;
+		fprintf(f, "%s,%s,%llu\n", l->name, l->gsize, l->ordinal);
+		(*ntargets)++;
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	rc = ks_outfile_put(&st->rd, "app_targets.txt", buf, len, KS_FILE_MODE, err);
+	free(buf);
+	snprintf(st->targets, sizeof(st->targets), "%s/app_targets.txt", st->rd.path);
+	return rc;
+}
+
+static void app_progress(struct op_state *st, unsigned run, unsigned runs)
+{
+	char text[128];
+	double t = now_s();
+
+	snprintf(text, sizeof(text), "application replay: run %u of %u", run + 1, runs);
+	if (st->tty) {
+		progress_line(st, text);
+	} else if (t - st->last_app_line >= PROGRESS_EVERY_S) {
+		st->last_app_line = t;
+		ks_info("%s", text);
+	}
+}
+
+/* Runs 1 .. passes-1; each times the targets once. */
+static void application_runs(struct op_state *st, const struct op_run *run0)
+{
+	unsigned runs = (unsigned)st->o->passes, done = 1;
+	size_t ntargets;
+	struct ks_err err;
+
+	if (runs < 2 || st->interrupted || st->timed_out)
+		goto rebuild;
+	if (write_targets(st, &ntargets, &err)) {
+		ks_error("%s", err.msg);
+		st->write_failed = true;
+		return;
+	}
+	if (!ntargets)
+		return;
+	st->ntargets = ntargets;
+	st->last_app_line = now_s();
+	for (unsigned k = 1; k < runs && !st->interrupted && !st->timed_out; k++) {
+		struct op_run r = { .no = k, .sock = -1 };
+		char missing[1024];
+		size_t off = 0;
+
+		app_progress(st, k, runs);
+		if (run_program(st, &r, &err)) {
+			ks_error("application run %u: %s", k, err.msg);
+			break;
+		}
+		done++;
+		if (!r.hello)
+			ks_warn("application run %u: kscope's runtime did not connect", k);
+		missing[0] = '\0';
+		for (size_t i = 0; i < st->nlaunches; i++) {
+			const struct launch_rec *l = &st->launches[i];
+
+			if (l->collected && !l->failed && l->timed_run != k + 1 &&
+			    off < sizeof(missing))
+				off += (size_t)snprintf(missing + off, sizeof(missing) - off,
+							"%s%s (launch %llu)", off ? ", " : "",
+							l->name, l->index);
+		}
+		if (off)
+			ks_warn("application run %u did not launch %s again: %s%s", k,
+				r.timed + 1 < ntargets ? "these kernels" : "this kernel",
+				missing, off >= sizeof(missing) ? "..." : "");
+		if (!r.killed_by_kill && !run0->killed_by_kill &&
+		    (WIFEXITED(r.status) != WIFEXITED(run0->status) ||
+		     (WIFEXITED(r.status) && WIFEXITED(run0->status) &&
+		      WEXITSTATUS(r.status) != WEXITSTATUS(run0->status)) ||
+		     (WIFSIGNALED(r.status) && WIFSIGNALED(run0->status) &&
+		      WTERMSIG(r.status) != WTERMSIG(run0->status))))
+			ks_warn("application run %u ended differently from the first run "
+				"(%s %d)", k, WIFEXITED(r.status) ? "exit status" : "signal",
+				WIFEXITED(r.status) ? WEXITSTATUS(r.status) : WTERMSIG(r.status));
+	}
+	progress_clear(st);
+	if (done < runs)
+		ks_warn("application replay stopped after %u of %u runs", done, runs);
+rebuild:
+	for (size_t i = 0; i < st->nlaunches; i++)
+		if (st->launches[i].collected)
+			build(st, &st->launches[i], true);
+}
+
+/* ------------------------------------------------------------------ */
+/* The summary                                                         */
+/* ------------------------------------------------------------------ */
+
+static void fmt_num(char *out, size_t size, double v, int prec)
+{
+	if (isfinite(v))
+		snprintf(out, size, "%.*f", prec, v);
+	else
+		snprintf(out, size, "-");
+}
+
+#define NCOLS 12
+
+static void print_summary(struct op_state *st)
+{
+	static const char *const head[NCOLS] = {
+		"#", "kernel", "launch", "global size", "passes", "median us", "min us",
+		"max us", "spread %", "GB/s", "GFLOP/s", "status"
+	};
+	/* Numbers are right-aligned, words left-aligned. */
+	static const bool right[NCOLS] = { true, false, true, false, true, true, true,
+					   true, true, true, true, false };
+	size_t w[NCOLS], n = st->nlaunches;
+	char (*cells)[NCOLS][64] = calloc(n ? n : 1, sizeof(*cells));
+
+	printf("kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
+	       mode_choices[st->o->mode], st->rd.path);
+	if (!cells)
+		return;
+	for (size_t c = 0; c < NCOLS; c++)
+		w[c] = strlen(head[c]);
+	for (size_t i = 0; i < n; i++) {
+		const struct ks_oppost_result *r = &st->launches[i].res;
+		char (*row)[64] = cells[i];
+
+		snprintf(row[0], 64, "%zu", i + 1);
+		snprintf(row[1], 64, "%.63s", r->name);
+		snprintf(row[2], 64, "%llu", st->launches[i].index);
+		snprintf(row[3], 64, "%s", r->global);
+		snprintf(row[4], 64, "%zu", r->passes);
+		fmt_num(row[5], 64, r->median_us, 3);
+		fmt_num(row[6], 64, r->min_us, 3);
+		fmt_num(row[7], 64, r->max_us, 3);
+		fmt_num(row[8], 64, r->spread_pct, 1);
+		fmt_num(row[9], 64, r->gbps, 3);
+		fmt_num(row[10], 64, r->gflops, 3);
+		snprintf(row[11], 64, "%s", r->status);
+		for (size_t c = 0; c < NCOLS; c++)
+			if (strlen(row[c]) > w[c])
+				w[c] = strlen(row[c]);
+	}
+	for (size_t i = 0; i <= n; i++) {
+		fputs(" ", stdout);
+		for (size_t c = 0; c < NCOLS; c++) {
+			const char *s = i == 0 ? head[c] : cells[i - 1][c];
+
+			if (c + 1 == NCOLS)
+				printf(" %s", s);
+			else
+				printf(" %*s%s", right[c] ? (int)w[c] : -(int)w[c], s, "");
+		}
+		fputs("\n", stdout);
+	}
+	free(cells);
+}
+
+/* Why nothing was collected, for the user. */
+static void explain_nothing(const struct op_state *st, bool as_error)
+{
+	const struct op_opts *o = st->o;
+	char names[1500], q[400];
+	size_t off = 0;
+	bool any_match = false;
+
+	names[0] = '\0';
+	for (size_t i = 0; i < st->nkernels && off < sizeof(names); i++) {
+		off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+					i ? ", " : "", st->kernels[i]);
+		any_match |= ks_op_filter_match(st->name_filter, st->kernels[i]);
+	}
+	if (off >= sizeof(names))
+		memcpy(names + sizeof(names) - 4, "...", 4);
+	if (!st->saw_hello || (!st->used_opencl && !st->nkernels)) {
+		ks_log(as_error ? KS_LOG_ERROR : KS_LOG_WARN,
+		       "the program never used OpenCL (no OpenCL call reached kscope's "
+		       "runtime)");
+		if (!st->saw_hello)
+			ks_debug("kscope's runtime never connected: the program is not "
+				 "dynamically linked to libc, or a script ran it in a child");
+		return;
+	}
+	if (o->kernel_name && st->nkernels && !any_match) {
+		ks_quote(q, sizeof(q), o->kernel_name, strlen(o->kernel_name));
+		ks_log(as_error ? KS_LOG_ERROR : KS_LOG_WARN,
+		       "--kernel-name '%s' matched none of the kernels the program "
+		       "launched: %s", q, names);
+		return;
+	}
+	ks_log(as_error ? KS_LOG_ERROR : KS_LOG_WARN,
+	       "no kernel launch passed the filters (--launch-skip-before-match %" PRId64
+	       "%s%s); kernels launched: %s", o->skip,
+	       o->mstx == ON ? ", --mstx on" : "",
+	       o->mode == MODE_RANGE ? ", range replay: no range was collected" : "",
+	       st->nkernels ? names : "none");
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                         */
+/* ------------------------------------------------------------------ */
+
+static void state_free(struct op_state *st)
+{
+	for (size_t i = 0; i < st->nkernels; i++)
+		free(st->kernels[i]);
+	free(st->kernels);
+	for (size_t i = 0; i < st->nlaunches; i++) {
+		free(st->launches[i].app_ns);
+		free(st->launches[i].app_run);
+	}
+	free(st->launches);
+	ks_op_flops_free(st->flops);
+	ks_op_filter_free(st->name_filter);
+	free(st->prog);
+	free(st->in);
+	free(st->out);
+	if (st->sigfd >= 0)
+		close(st->sigfd);
+}
+
+static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
+{
+	struct op_state st = { .o = ps->opts, .argv = ps->program, .sigfd = -1 };
+	struct op_run run0 = { .no = 0, .sock = -1 };
+	struct ks_err err;
+	sigset_t mask;
+	int exit_code, rc;
+
+	(void)cmd;
+	ks_err_clear(&err);
+	/* Everything is checked before anything is created or started. */
+	if (check_options(&st, &err) ||
+	    ks_find_program(ps->program[0], &st.prog, &err) ||
+	    ks_check_dynamic(st.prog, "kscope op", "its runtime libkscope-op.so", &err)) {
+		ks_error("%s", err.msg);
+		state_free(&st);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_find_own_file("libkscope-op.so", R_OK, "kscope op's runtime libkscope-op.so",
+			     st.runtime, sizeof(st.runtime), &err) ||
+	    make_token(st.token, &err)) {
+		ks_error("%s", err.msg);
+		state_free(&st);
+		return KS_EXIT_FAIL;
+	}
+	st.in = malloc(sizeof(*st.in));
+	st.out = malloc(sizeof(*st.out));
+	if (!st.in || !st.out) {
+		ks_error("out of memory");
+		state_free(&st);
+		return KS_EXIT_FAIL;
+	}
+	if (st.o->mode == MODE_APPLICATION && ps->given[ks_opt_find(op_opts, "warm-up") - op_opts])
+		ks_info("--warm-up does not apply to application replay: each pass is "
+			"a run of the program");
+	/* SIGCHLD, SIGINT and SIGTERM arrive through the signalfd.  They are
+	 * blocked before anything can start a thread (reading the calibration
+	 * may load the OpenCL runtime, which starts some): a thread that left
+	 * them unblocked would take them and they would never reach it. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, &st.oldmask);
+	st.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (st.sigfd < 0) {
+		ks_error("signalfd: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		state_free(&st);
+		return KS_EXIT_FAIL;
+	}
+	load_calibration(&st);
+	if (ks_rundir_create(st.o->output, "op", 0, &st.rd, &err)) {
+		ks_error("%s", err.msg);
+		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		state_free(&st);
+		return KS_EXIT_FAIL;
+	}
+	st.tty = isatty(STDERR_FILENO) == 1;
+	if (st.o->timeout > 0)
+		st.deadline = now_s() + (double)st.o->timeout * 60;
+	ks_info("profiling %s; results in %s", st.prog, st.rd.path);
+
+	rc = run_program(&st, &run0, &err);
+	if (rc) {
+		ks_error("%s", err.msg);
+		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		ks_rundir_discard(&st.rd);
+		state_free(&st);
+		return KS_EXIT_USAGE;
+	}
+	if (WIFSIGNALED(run0.status) && !run0.killed_by_kill)
+		ks_info("the program was ended by signal %d (%s)", WTERMSIG(run0.status),
+			strsignal(WTERMSIG(run0.status)));
+	if (st.o->mode == MODE_APPLICATION && st.ncollected)
+		application_runs(&st, &run0);
+	/* Launches whose `collected` never came: what their raw files hold. */
+	for (size_t i = 0; i < st.nlaunches; i++)
+		if (!st.launches[i].collected) {
+			ks_warn("%s (launch %llu) is incomplete: the program ended during "
+				"its replay", st.launches[i].name, st.launches[i].index);
+			build(&st, &st.launches[i], false);
+		}
+	sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+
+	exit_code = st.interrupted ? 128 + st.interrupted
+		    : run0.killed_by_kill ? KS_EXIT_OK
+		    : WIFEXITED(run0.status) ? WEXITSTATUS(run0.status)
+		    : WIFSIGNALED(run0.status) ? 128 + WTERMSIG(run0.status) : KS_EXIT_FAIL;
+	if (st.nlaunches == 0) {
+		bool clean = exit_code == 0 && !st.interrupted && !st.timed_out;
+
+		explain_nothing(&st, clean);
+		printf("kscope op: 0 kernel(s) collected (replay mode %s)\n",
+		       mode_choices[st.o->mode]);
+		ks_rundir_discard(&st.rd);
+		state_free(&st);
+		return clean ? KS_EXIT_FAIL : exit_code;
+	}
+	{
+		struct ks_oppost_result *res = calloc(st.nlaunches, sizeof(*res));
+
+		if (!res) {
+			ks_error("out of memory");
+			st.write_failed = true;
+		} else {
+			for (size_t i = 0; i < st.nlaunches; i++)
+				res[i] = st.launches[i].res;
+			if (ks_oppost_summary(&st.rd, res, st.nlaunches, &err)) {
+				ks_error("%s: %s", st.rd.path, err.msg);
+				st.write_failed = true;
+			}
+			free(res);
+		}
+	}
+	print_summary(&st);
+	fflush(stdout);
+	if (st.write_failed && exit_code == 0)
+		exit_code = KS_EXIT_FAIL;
+	ks_rundir_close(&st.rd);
+	state_free(&st);
+	return exit_code;
 }
 
 const struct ks_cmd ks_cmd_op = {
 	.name = "op",
-	.summary = "op (not available yet)",
-	.usage = "[options]",
-	.description = "",
-	.args = { .opts = op_opts, .opts_size = sizeof(struct op_opts),
-		  .takes_program = true },
+	.summary = "profile the OpenCL kernels of a program, one launch at a time",
+	.usage = "[options] -- PROGRAM [ARGS...]",
+	.description =
+		"Runs PROGRAM with kscope's OpenCL runtime libkscope-op.so preloaded.\n"
+		"Kernel launches are filtered in this order: --launch-skip-before-match,\n"
+		"the user ranges (--mstx on), --kernel-name, --launch-count; --kill on\n"
+		"then stops the program.  Each collected launch is replayed on its\n"
+		"device: the buffers it may write are backed up and restored before\n"
+		"every pass, the cache is flushed, --warm-up launches run, then\n"
+		"--replay-count passes are timed with OpenCL profiling events; the\n"
+		"program's own launch then runs as usual, so its output is unchanged.\n"
+		"--replay-mode application reruns the whole program once per pass;\n"
+		"range replays each kscope_range_start/end range as a whole.\n"
+		"Each launch gets <output>/op_<YYYYmmdd_HHMMSS>_<pid>/<pid>/<kernel>_<index>/\n"
+		"with context.json, kernel.cl, measure.json, OpBasicInfo.csv, Timing.csv,\n"
+		"Memory.csv, trace.json and visualize_data.bin; summary.csv lists them,\n"
+		"and a summary follows the program's output (docs/op.md).  kscope exits\n"
+		"with the program's status; 1 if the program succeeded but nothing was\n"
+		"collected; 0 when --kill stopped it.",
+	.args = {
+		.opts = op_opts,
+		.opts_size = sizeof(struct op_opts),
+		.takes_program = true,
+	},
 	.run = op_run,
 };

@@ -1,13 +1,16 @@
 /*
  * Running the program under test, shared by the commands that launch one
- * (sample, memcheck, contention, falseshare): finding it like execvp
- * does, starting it with a given environment, forwarding SIGINT and
- * SIGTERM sent to kscope alone, and waiting for it.
+ * (sample, op, memcheck, contention, falseshare): finding it like execvp
+ * does, checking that a preloaded runtime can reach it, starting it with
+ * a given environment, forwarding SIGINT and SIGTERM sent to kscope
+ * alone, and waiting for it.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,44 @@ int ks_find_program(const char *prog, char **path, struct ks_err *err)
 	free(dirs);
 	return ks_err_set(err, -ENOENT, "program: '%s' was not found in PATH; "
 			  "accepted: an executable file", prog);
+}
+
+int ks_check_dynamic(const char *path, const char *cmd, const char *why,
+		     struct ks_err *err)
+{
+	Elf64_Ehdr eh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool interp = false;
+
+	if (fd < 0)
+		return ks_err_set(err, -errno, "program: cannot read '%s': %s", path,
+				  strerror(errno));
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+		close(fd);
+		return 0; /* a script: its interpreter is what runs */
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		close(fd);
+		return ks_err_set(err, -EINVAL, "program: '%s' is not a 64-bit ELF "
+				  "program; %s runs this machine's 64-bit programs",
+				  path, cmd);
+	}
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	close(fd);
+	if (!interp)
+		return ks_err_set(err, -EINVAL, "program: '%s' is statically linked; "
+				  "%s needs a dynamically linked program (it loads %s "
+				  "with LD_PRELOAD)", path, cmd, why);
+	return 0;
 }
 
 /* The child being profiled, for the signal handler (the only global: a

@@ -13,6 +13,13 @@
  * malloc'd.  Errors name the program and what is accepted. */
 int ks_find_program(const char *prog, char **path, struct ks_err *err);
 
+/* Refuses a statically linked ELF program, which LD_PRELOAD cannot reach
+ * (it has no PT_INTERP), and 32-bit ELF programs; scripts pass (their
+ * interpreter is what runs).  cmd names the command for the message
+ * ("kscope op"), why says what it preloads ("its runtime"). */
+int ks_check_dynamic(const char *path, const char *cmd, const char *why,
+		     struct ks_err *err);
+
 /* One of kscope's own files, found next to the running executable: in
  * <dir>/lib/<rel> (the build tree) or <dir>/../lib/kscope/<rel> (an
  * installation), where <dir> holds the executable.  mode is access(2)'s

@@ -1,0 +1,119 @@
+/*
+ * kscope op's deliverables, written from the raw files libkscope-op.so
+ * leaves per collected launch (opraw.h): OpBasicInfo.csv, Timing.csv,
+ * Memory.csv, trace.json and visualize_data.bin in the launch's directory,
+ * and summary.csv in the run directory.  docs/op.md describes every file,
+ * column and field.
+ *
+ * Also the --flops expression: parsed once when kscope op starts (so a
+ * bad expression is a usage error before anything runs) and evaluated per
+ * launch over the launch's scalar arguments and work sizes.
+ *
+ * Raw files are read defensively: a missing or damaged context.json or
+ * measure.json, or a missing kernel source, gives a warning (through the
+ * caller's warn function; this library never prints) and deliverables
+ * with what is known, never a crash.
+ */
+#ifndef KS_OP_OPPOST_H
+#define KS_OP_OPPOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calib.h"
+#include "err.h"
+#include "outdir.h"
+
+/* ------------------------------------------------------------------ */
+/* The --flops expression                                              */
+/* ------------------------------------------------------------------ */
+
+#define KS_OP_FLOPS_MAX_LEN 1024  /* characters of an expression */
+#define KS_OP_FLOPS_MAX_DEPTH 64  /* nesting of parentheses and signs */
+
+struct ks_op_flops;
+
+/* A name an expression may use, and its value for one launch. */
+struct ks_op_var {
+	const char *name;
+	double value;
+};
+
+/* Parses text: numbers, names ([A-Za-z_][A-Za-z0-9_]*), + - * /, unary
+ * signs and parentheses.  -EINVAL with err saying what is wrong and where
+ * (the message starts with the problem, for the caller to prefix with the
+ * option), or -ENOMEM. */
+int ks_op_flops_parse(const char *text, struct ks_op_flops **out, struct ks_err *err);
+/* The expression as given. */
+const char *ks_op_flops_text(const struct ks_op_flops *f);
+/* Evaluates f with vars (nvars of them; the first of a repeated name
+ * wins).  0 with *out set; -ENOENT when a name is not among vars (err names
+ * it and lists the names available); -EDOM on division by zero or a
+ * negative result; -ERANGE when a value overflows. */
+int ks_op_flops_eval(const struct ks_op_flops *f, const struct ks_op_var *vars,
+		     size_t nvars, double *out, struct ks_err *err);
+void ks_op_flops_free(struct ks_op_flops *f);
+
+/* ------------------------------------------------------------------ */
+/* Deliverables                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The directory kscope names for a launch: "<pid>/<name>_<index>" with the
+ * name's characters outside [A-Za-z0-9_] replaced by '_' (and cut to 200
+ * characters), into out (size bytes). */
+void ks_oppost_dirname(long long pid, const char *name, unsigned long long index,
+		       char *out, size_t size);
+
+/* Receives the warnings of one call (one line each, without "warning:"). */
+typedef void (*ks_oppost_warn_fn)(void *ctx, const char *msg);
+
+struct ks_oppost_opts {
+	const struct ks_op_flops *flops; /* --flops, or NULL */
+	const struct ks_calib *calib;    /* this machine's ceilings, or NULL */
+	const char *calib_why;           /* why calib is NULL (for OpBasicInfo) */
+	/* NULL: the status comes from measure.json; otherwise it overrides
+	 * it ("incomplete" for a launch whose `collected` never came). */
+	const char *status;
+	const char *message;             /* `collected`'s message=, or NULL */
+	/* Application replay: the passes of runs >= 1 (event times in ns and
+	 * the run each came from), added after measure.json's run-0 pass. */
+	const uint64_t *app_ns;
+	const unsigned *app_run;
+	size_t n_app;
+	unsigned app_runs;               /* runs made (for the missing ones) */
+	bool replace;                    /* replace deliverables written before */
+	ks_oppost_warn_fn warn;          /* may be NULL */
+	void *warn_ctx;
+};
+
+/* One collected launch as the summary shows it.  Unknown numbers are NaN. */
+struct ks_oppost_result {
+	char dir[320];           /* relative to the run directory */
+	char name[256];          /* kernel (or range) name */
+	long long index;         /* launch index, -1 if unknown */
+	long long pid;           /* -1 if unknown */
+	char global[64];         /* "1024x1024", "-" if unknown */
+	char mode[16];           /* kernel, application, range, or "-" */
+	size_t passes;           /* measured passes with a time */
+	double min_us, median_us, mean_us, max_us;
+	double spread_pct;       /* (max - min) / median, in percent */
+	double gbps;             /* (bytes read + written) / median */
+	double gflops;           /* FLOPs / median */
+	char status[32];         /* ok, failed, incomplete, no measurement */
+};
+
+/* Writes the deliverables of the launch in <run->path>/<rel> from its raw
+ * files and fills *res (always, as far as known, even on failure).
+ * Returns 0 when every deliverable was written; a failed write gives the
+ * error (the deliverables already written stay).  Damaged or missing raw
+ * files are warnings, not errors. */
+int ks_oppost_launch(struct ks_rundir *run, const char *rel,
+		     const struct ks_oppost_opts *o, struct ks_oppost_result *res,
+		     struct ks_err *err);
+
+/* Writes <run>/summary.csv: one row per result. */
+int ks_oppost_summary(struct ks_rundir *run, const struct ks_oppost_result *r,
+		      size_t n, struct ks_err *err);
+
+#endif

@@ -1,0 +1,4 @@
+# --mstx-include needs --mstx on
+args: op --output out --mstx-include step -- /bin/true
+exit: 2
+nothing-written: yes

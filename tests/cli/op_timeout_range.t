@@ -1,0 +1,4 @@
+# --timeout takes 1 to 2880 minutes
+args: op --output out --timeout 2881 -- /bin/true
+exit: 2
+nothing-written: yes
