@@ -217,44 +217,6 @@ bad:
 	return rc;
 }
 
-/* A static ELF executable has no PT_INTERP: LD_PRELOAD cannot reach it. */
-static int check_dynamic(const char *path, struct ks_err *err)
-{
-	Elf64_Ehdr eh;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool interp = false;
-
-	if (fd < 0)
-		return ks_err_set(err, -errno, "program: cannot read '%s': %s", path,
-				  strerror(errno));
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-		close(fd);
-		return 0; /* a script: its interpreter is what runs */
-	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
-		close(fd);
-		return ks_err_set(err, -EINVAL, "program: '%s' is not a 64-bit ELF "
-				  "program; kscope sample profiles this machine's "
-				  "64-bit programs", path);
-	}
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
-		    (ssize_t)sizeof(ph))
-			break;
-		if (ph.p_type == PT_INTERP)
-			interp = true;
-	}
-	close(fd);
-	if (!interp)
-		return ks_err_set(err, -EINVAL, "program: '%s' is statically linked; "
-				  "kscope sample needs a dynamically linked program "
-				  "(it loads its sampler with LD_PRELOAD)", path);
-	return 0;
-}
-
 /* libkscope.so: next to the executable in a build tree (build/lib/), or
  * in <prefix>/lib/kscope/ when installed. */
 static int find_runtime(char *out, size_t size, struct ks_err *err)
@@ -617,7 +579,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if ((o->tids && check_tids(o->tids, &err)) ||
 	    (o->periods && check_periods(o->periods, &err)) ||
 	    ks_find_program(ps->program[0], &prog, &err) ||
-	    check_dynamic(prog, &err)) {
+	    ks_check_dynamic(prog, "kscope sample", "its sampler", &err)) {
 		ks_error("%s", err.msg);
 		free(prog);
 		return KS_EXIT_USAGE;
