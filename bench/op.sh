@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The cost and the accuracy of `kscope op`, measured in one run on the
+# OpenCL example examples/opencl/many.c (built into BUILD/examples/opencl).
+#
+#   usage: bench/op.sh [-r RUNS] [-n LAUNCHES]
+#          (BUILD=dir overrides the build directory, default build/)
+#
+# (a) Overhead.  `many LAUNCHES` (default 10000 launches of a 1024-element
+#     kernel, a clFinish every 100) natively and under `kscope op
+#     --kernel-name nomatch_xyz`, a filter no kernel matches, so every
+#     launch goes through kscope's runtime and none is replayed (kscope
+#     exits 1 there, having collected nothing: expected).  Wall time of
+#     the whole command from bash's clock (kscope's start-up, the program,
+#     the summary), one unmeasured run of each first (PoCL compiles the
+#     kernels into its cache on a first run), then RUNS runs (default 11),
+#     interleaved run by run; the ratio of the medians.  Target: at most
+#     1.02.  Also kscope's fixed cost, whatever the program does: the
+#     median of `kscope op -- /bin/true` less that of /bin/true, run in
+#     the same rounds.
+# (b) Replay cost.  `kscope op --kernel-name work --warm-up 5
+#     --replay-count 15 -- many 0 --time` collects the first launch of
+#     `work` (a few ms of multiply-adds on 64 Ki floats) and replays it;
+#     from its measure.json: replay_wall_ns (backup to final restore) over
+#     (warm-ups + passes) x the median pass, i.e. what kscope's backup,
+#     restores, cache flushes and bookkeeping add to the launches
+#     themselves; with --cache-flush off and on.  No target: printed.
+# (c) Accuracy.  The median replay pass (measure.json) against the
+#     median event time (END - START) of the same kernel measured by the
+#     program itself in an unprofiled run (`many 0 --time`, which launches
+#     `work` 5 times unmeasured then 15 times measured on its own
+#     profiling queue, and prints the median on stderr; the replay makes
+#     as many warm-ups and passes).  Compared with
+#     --cache-flush off, like with like (the program's launches find their
+#     buffer in the cache too); the --cache-flush on figure is printed
+#     beside it.  Medians over RUNS runs of each, interleaved.  Target:
+#     within 5%.
+# Runs that fail (a missing file, an unexpected exit status, a result line
+# that differs from native) are reported and left out.  Exit status: 0 if
+# every run succeeded and every target was met, 1 otherwise, 2 for a
+# usage error.
+set -uo pipefail
+
+usage() {
+	echo "usage: bench/op.sh [-r RUNS] [-n LAUNCHES]  (BUILD=dir: build directory)" >&2
+	exit 2
+}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$(realpath -m "${BUILD:-$ROOT/build}")
+KSCOPE=$BUILD/kscope
+MANY=$BUILD/examples/opencl/many
+RUNS=11
+LAUNCHES=10000
+while (($#)); do
+	case $1 in
+	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
+	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
+	-n) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; LAUNCHES=$2; shift ;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+	shift
+done
+for f in "$KSCOPE" "$MANY"; do
+	[[ -x $f ]] || { echo "bench: $f is missing; build first (make)" >&2; exit 1; }
+done
+command -v python3 >/dev/null || { echo "bench: python3 is missing" >&2; exit 1; }
+# As many warm-ups and measured launches as `many --time` makes itself.
+WARMUP=5
+PASSES=15
+
+work=$(mktemp -d /tmp/kscope-bench.XXXXXX)
+trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# ratio A B: A / B, or "-" when either is missing.
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {if (a != "" && b > 0) printf "%.3f", a / b; else print "-"}'; }
+# now_us: bash's clock, in microseconds.
+now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+
+nfail=0
+declare -A FAILED=()
+# fail MODE WHAT REASON: reports a failed run; MODE is not run again.
+fail() {
+	echo "bench:   failed: $2: $3" >&2
+	FAILED[$1]=$3
+	nfail=$((nfail + 1))
+}
+# last_words: the last non-empty line kscope or the program said.
+last_words() {
+	grep -v '^[[:space:]]*$' "$work/stderr" | tail -n 1 |
+		sed "s|$work/out/[^/ ]*|<out>|g" | cut -c1-160
+}
+
+# ---------------------------------------------------------------------
+# (a) overhead
+# ---------------------------------------------------------------------
+# run_many MODE: runs `many LAUNCHES` natively (native) or under kscope
+# op with a filter matching nothing (kscope), or /bin/true natively
+# (true) or under kscope op (true-kscope: kscope's fixed cost, start-up
+# to summary, with a program that never uses OpenCL); sets WALL (seconds)
+# or REASON.
+run_many() {
+	local t0 t1 rc want=0 line
+	local -a cmd
+	REASON=
+	rm -rf "$work/out"
+	mkdir -p "$work/out"
+	case $1 in
+	native) cmd=("$MANY" "$LAUNCHES") ;;
+	kscope) cmd=("$KSCOPE" op -o "$work/out" --kernel-name nomatch_xyz -- "$MANY" "$LAUNCHES")
+		want=1 ;;  # nothing matched
+	true) cmd=(/bin/true) ;;
+	true-kscope) cmd=("$KSCOPE" op -o "$work/out" -- /bin/true)
+		want=1 ;;  # never used OpenCL
+	esac
+	t0=$(now_us)
+	"${cmd[@]}" >"$work/stdout" 2>"$work/stderr"
+	rc=$?
+	t1=$(now_us)
+	chmod -R u+w "$work/out"
+	if ((rc != want)); then
+		REASON="exit status $rc (expected $want): $(last_words)"
+		return
+	fi
+	if [[ $1 != true* ]]; then
+		line=$(grep -m1 '^checksum: ' "$work/stdout")
+		if [[ $1 == native ]]; then
+			NATIVE_SUM=$line
+		elif [[ $line != "$NATIVE_SUM" ]]; then
+			REASON="result differs from native: '${line:-no checksum line}'"
+			return
+		fi
+	fi
+	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", (b - a) / 1e6}')
+}
+
+NATIVE_SUM=
+WORK_SUM=
+declare -A WALLS=() MED_WALL=() NS=() COSTS=() MED_NS_OF=() MED_COST=()
+echo "bench: (a) overhead: many $LAUNCHES, native and kscope op with no kernel matching," \
+	"1 unmeasured + $RUNS runs each" >&2
+for r in $(seq 0 "$RUNS"); do
+	for m in native kscope true true-kscope; do
+		[[ -n ${FAILED[$m]:-} ]] && continue
+		run_many "$m"
+		if [[ -n $REASON ]]; then
+			fail "$m" "many $LAUNCHES, $m" "$REASON"
+			continue
+		fi
+		((r > 0)) && WALLS[$m]+="$WALL "
+	done
+done
+for m in native kscope true true-kscope; do
+	MED_WALL[$m]=$(tr ' ' '\n' <<<"${WALLS[$m]:-}" | grep . | median)
+done
+
+# ---------------------------------------------------------------------
+# (b) and (c): replay cost and accuracy
+# ---------------------------------------------------------------------
+# measure_json: prints "median_pass_ns replay_wall_ns warmup passes" from
+# the one measure.json of a kscope op run in $work/out.
+measure_json() {
+	python3 - "$work/out" <<'EOF'
+import glob, json, statistics, sys
+files = glob.glob(sys.argv[1] + "/op_*/*/work_*/measure.json")
+if len(files) != 1:
+    sys.exit(f"expected one work_*/measure.json, found {len(files)}")
+m = json.load(open(files[0]))
+if m.get("status") != "ok":
+    sys.exit(f"replay status {m.get('status')}: {m.get('error')}")
+p = m["pass_ns"]
+if not p:
+    sys.exit("no pass times")
+print(statistics.median(p), m["replay_wall_ns"], len(m["warmup_ns"]), len(p))
+EOF
+}
+
+# run_work MODE: MODE native (the program's own median, from stderr),
+# off or on (kscope op's replay with --cache-flush MODE); sets MED_NS,
+# and for off/on COST (replay_wall / ((warm-ups + passes) x median)), or
+# REASON.
+run_work() {
+	local rc line vals
+	REASON=
+	rm -rf "$work/out"
+	mkdir -p "$work/out"
+	if [[ $1 == native ]]; then
+		"$MANY" 0 --time >"$work/stdout" 2>"$work/stderr"
+		rc=$?
+	else
+		"$KSCOPE" op -o "$work/out" --kernel-name work --warm-up "$WARMUP" \
+			--replay-count "$PASSES" --cache-flush "$1" -- "$MANY" 0 --time \
+			>"$work/stdout" 2>"$work/stderr"
+		rc=$?
+	fi
+	chmod -R u+w "$work/out"
+	if ((rc != 0)); then
+		REASON="exit status $rc: $(last_words)"
+		return
+	fi
+	line=$(grep -m1 '^checksum: ' "$work/stdout")
+	if [[ $1 == native ]]; then
+		WORK_SUM=$line
+		MED_NS=$(sed -n 's/^many: work median_ns=\([0-9]*\)$/\1/p' "$work/stderr")
+		[[ -n $MED_NS ]] || REASON="many printed no median"
+		return
+	fi
+	if [[ $line != "$WORK_SUM" ]]; then
+		REASON="result differs from native: '${line:-no checksum line}'"
+		return
+	fi
+	if ! vals=$(measure_json 2>&1); then
+		REASON="measure.json: $vals"
+		return
+	fi
+	read -r MED_NS wall nw np <<<"$vals"
+	COST=$(awk -v w="$wall" -v m="$MED_NS" -v n=$((nw + np)) \
+		'BEGIN {printf "%.3f", w / (n * m)}')
+}
+
+echo "bench: (b, c) replay of work: native, kscope op --cache-flush off and on," \
+	"$RUNS runs each" >&2
+for r in $(seq "$RUNS"); do
+	for m in native off on; do
+		[[ -n ${FAILED[work-$m]:-} ]] && continue
+		run_work "$m"
+		if [[ -n $REASON ]]; then
+			fail "work-$m" "work, $m" "$REASON"
+			continue
+		fi
+		NS[$m]+="$MED_NS "
+		[[ $m == native ]] || COSTS[$m]+="$COST "
+	done
+done
+for m in native off on; do
+	MED_NS_OF[$m]=$(tr ' ' '\n' <<<"${NS[$m]:-}" | grep . | median)
+	[[ $m == native ]] ||
+		MED_COST[$m]=$(tr ' ' '\n' <<<"${COSTS[$m]:-}" | grep . | median)
+done
+
+# ---------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------
+show() { if [[ -n ${1:-} ]]; then printf '%s' "$1"; else printf -- '-'; fi; }
+secs() { if [[ -n ${1:-} ]]; then printf '%.3f' "$1"; else printf -- '-'; fi; }
+
+echo
+echo "(a) Overhead: many $LAUNCHES ($LAUNCHES launches of a 1024-element kernel), no kernel" \
+	"matching (medians of $RUNS runs)"
+printf '%-34s %10s %8s\n' mode 'wall s' ratio
+printf '%-34s %10s %8s\n' native "$(secs "${MED_WALL[native]}")" 1.000
+printf '%-34s %10s %8s\n' "kscope op --kernel-name nomatch_xyz" "$(secs "${MED_WALL[kscope]}")" \
+	"$(ratio "${MED_WALL[kscope]:-}" "${MED_WALL[native]:-}")"
+echo "  kscope's fixed cost, measured apart (kscope op -- /bin/true, less /bin/true):" \
+	"$(awk -v a="${MED_WALL[true-kscope]:-}" -v b="${MED_WALL[true]:-}" \
+		'BEGIN {if (a != "" && b != "") printf "%.1f ms", (a - b) * 1000; else print "-"}')"
+
+echo
+echo "(b) Replay cost: work, $WARMUP warm-ups + $PASSES passes (medians of $RUNS runs)"
+printf '%-34s %16s %8s\n' 'cache flush' 'median pass us' ratio
+for m in off on; do
+	printf '%-34s %16s %8s\n' "$m" \
+		"$(show "$(awk -v n="${MED_NS_OF[$m]:-}" 'BEGIN {if (n != "") printf "%.1f", n / 1000}')")" \
+		"$(show "${MED_COST[$m]:-}")"
+done
+echo "  ratio: replay_wall_ns / ((warm-ups + passes) x median pass)"
+
+echo
+echo "(c) Accuracy: work's median time (medians of $RUNS runs)"
+printf '%-34s %16s %8s\n' source 'median us' ratio
+printf '%-34s %16s %8s\n' "the program's own events" \
+	"$(show "$(awk -v n="${MED_NS_OF[native]:-}" 'BEGIN {if (n != "") printf "%.1f", n / 1000}')")" 1.000
+for m in off on; do
+	printf '%-34s %16s %8s\n' "replay, --cache-flush $m" \
+		"$(show "$(awk -v n="${MED_NS_OF[$m]:-}" 'BEGIN {if (n != "") printf "%.1f", n / 1000}')")" \
+		"$(ratio "${MED_NS_OF[$m]:-}" "${MED_NS_OF[native]:-}")"
+done
+
+nmiss=0
+# target LABEL VALUE LIMIT: prints one target's line; VALUE <= LIMIT passes.
+target() {
+	local verdict
+	if [[ -z $2 || $2 == - ]]; then
+		printf '%-44s %9s %9s   n/a (not measured)\n' "$1" - "$3"
+		nmiss=$((nmiss + 1))
+		return
+	fi
+	verdict=$(awk -v v="$2" -v l="$3" 'BEGIN {print (v <= l) ? "PASS" : "MISS"}')
+	[[ $verdict == PASS ]] || nmiss=$((nmiss + 1))
+	printf '%-44s %9s %9s   %s\n' "$1" "$2" "$3" "$verdict"
+}
+echo
+echo "Targets"
+printf '%-44s %9s %9s   %s\n' target measured limit verdict
+target "overhead, no match (wall time ratio)" \
+	"$(ratio "${MED_WALL[kscope]:-}" "${MED_WALL[native]:-}")" 1.02
+target "accuracy, flush off (|replay / own - 1|)" \
+	"$(awk -v a="${MED_NS_OF[off]:-}" -v b="${MED_NS_OF[native]:-}" \
+		'BEGIN {if (a != "" && b > 0) {d = a / b - 1; if (d < 0) d = -d; printf "%.3f", d}}')" 0.05
+
+echo
+if ((nfail)); then
+	echo "bench: $nfail run(s) failed (see above); $nmiss target(s) missed or not measured"
+	exit 1
+elif ((nmiss)); then
+	echo "bench: every run succeeded; $nmiss target(s) missed"
+	exit 1
+fi
+echo "bench: every run succeeded and every target was met"

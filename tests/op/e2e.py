@@ -1,0 +1,798 @@
+#!/usr/bin/env python3
+"""End-to-end tests of kscope op.
+
+Each scenario runs `kscope op` on a real OpenCL program (the examples
+under examples/opencl, or /bin/true) and asserts on what came out: the
+exit status, the program's output (which must be its native output,
+unchanged, followed by kscope's summary), which kernel launches were
+collected (the <run>/<pid>/<kernel>_<index>/ directories), and the
+deliverables in each (context.json, measure.json, kernel.cl, the CSV
+tables, trace.json, and visualize_data.bin as `kscope inspect` checks
+it).  Nothing here asserts on a time.
+
+    e2e.py KSCOPE BUILD_DIR SOURCE_DIR SCENARIO
+
+Exit status 0 when the scenario passed, 1 when it failed, 77 (skipped)
+when this machine has no OpenCL platform.
+"""
+import csv
+import ctypes
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
+EX = os.path.join(BUILD, "examples", "opencl")
+SKIP = 77
+# Per kscope op run; the slowest scenario runs a few seconds.
+TIMEOUT = 300
+
+DELIVERABLES = ["context.json", "measure.json", "OpBasicInfo.csv", "Timing.csv",
+                "Memory.csv", "trace.json", "visualize_data.bin"]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def opencl_platforms():
+    """How many OpenCL platforms the ICD loader finds (0 without one)."""
+    try:
+        lib = ctypes.CDLL("libOpenCL.so.1")
+    except OSError:
+        return 0
+    n = ctypes.c_uint32(0)
+    if lib.clGetPlatformIDs(0, None, ctypes.byref(n)) != 0:
+        return 0
+    return n.value
+
+
+def example(name):
+    path = os.path.join(EX, name)
+    check(os.access(path, os.X_OK), f"{path} is missing: build the examples first")
+    return path
+
+
+_native_cache = {}
+_tmpdirs = []
+
+
+def tmpdir():
+    """A new temporary directory, removed when the scenario passes."""
+    d = tempfile.mkdtemp(prefix="ks-op-e2e-")
+    _tmpdirs.append(d)
+    return d
+
+
+def native(argv):
+    """The program's own stdout (bytes) and exit status, without kscope."""
+    key = tuple(argv)
+    if key not in _native_cache:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0, f"{argv} fails natively ({p.returncode}): "
+              f"{p.stderr.decode(errors='replace')[-2000:]}")
+        _native_cache[key] = p.stdout
+    return _native_cache[key]
+
+
+class Run:
+    """One finished `kscope op` run."""
+
+    def __init__(self, cmd, code, stdout, stderr, out):
+        self.cmd, self.code, self.stdout, self.stderr = cmd, code, stdout, stderr
+        runs = glob.glob(os.path.join(out, "op_*"))
+        self.rundir = runs[0] if len(runs) == 1 else None
+        check(len(runs) <= 1, f"more than one run directory in {out}: {runs}")
+
+    def why(self):
+        return (f"\n  command: {' '.join(self.cmd)}\n  exit: {self.code}\n"
+                f"  stderr (end):\n{self.stderr[-3000:]}")
+
+    def collected(self):
+        """{"<kernel>_<index>": directory} of every launch directory."""
+        out = {}
+        if not self.rundir:
+            return out
+        for pid in os.listdir(self.rundir):
+            pdir = os.path.join(self.rundir, pid)
+            if not pid.isdigit() or not os.path.isdir(pdir):
+                continue
+            for d in os.listdir(pdir):
+                if os.path.isdir(os.path.join(pdir, d)):
+                    check(d not in out, f"{d} collected by two processes")
+                    out[d] = os.path.join(pdir, d)
+        return out
+
+
+def clean_env(cache=None):
+    """The environment for kscope: no KSCOPE_* settings from outside, and
+    the calibration cache in cache (default: a new empty directory), so
+    that a `kscope calibrate` the user ran does not change what is
+    checked.  PoCL keeps its compiled kernels under the same
+    $XDG_CACHE_HOME; it is pointed at its usual directory, which spares
+    each run compiling every kernel again."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KSCOPE_")}
+    pocl = os.path.join(os.environ.get("XDG_CACHE_HOME")
+                        or os.path.join(os.path.expanduser("~"), ".cache"), "pocl", "kcache")
+    if "POCL_CACHE_DIR" not in e and os.path.isdir(pocl):
+        e["POCL_CACHE_DIR"] = pocl
+    e["XDG_CACHE_HOME"] = cache or tmpdir()
+    return e
+
+
+def run_op(opts, argv, expect_exit=0, env=None):
+    out = tmpdir()
+    cmd = [KSCOPE, "op", "-o", out, *opts, "--", *argv]
+    e = clean_env()
+    e.update(env or {})
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                       timeout=TIMEOUT)
+    r = Run(cmd, p.returncode, p.stdout, p.stderr.decode(errors="replace"), out)
+    if expect_exit is not None:
+        check(p.returncode == expect_exit,
+              f"exit {p.returncode}, expected {expect_exit}" + r.why())
+    return r
+
+
+def split_output(r, native_out):
+    """Checks that the program's output under kscope is native_out,
+    unchanged, followed by kscope's summary; returns the summary."""
+    check(r.stdout.startswith(native_out),
+          "the program's output changed under kscope:\n--- native\n"
+          + native_out.decode(errors="replace") + "--- under kscope op\n"
+          + r.stdout.decode(errors="replace") + r.why())
+    summary = r.stdout[len(native_out):].decode(errors="replace")
+    check(summary.startswith("kscope op: "),
+          "after the program's output, stdout does not go on with a line "
+          "starting 'kscope op: ':\n" + summary + r.why())
+    return summary
+
+
+def program_ok(out, name):
+    check(f"{name}: ok\n".encode() in out, f"{name} did not print '{name}: ok'")
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as ex:
+        raise Failure(f"{path}: {ex}")
+
+
+def read_csv(path):
+    """(header, rows) of a CSV file whose rows all have the header's width."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, csv.Error) as ex:
+        raise Failure(f"{path}: {ex}")
+    check(rows and len(rows[0]) >= 2, f"{path}: no header")
+    for i, row in enumerate(rows[1:], 2):
+        check(len(row) == len(rows[0]),
+              f"{path}:{i}: {len(row)} fields, the header has {len(rows[0])}")
+    return rows[0], rows[1:]
+
+
+def column(path, header, rows, *names):
+    """The index of the first header cell equal to one of names
+    (case-insensitive, ignoring a unit in parentheses or after '_')."""
+    norm = [re.sub(r"\s*\(.*\)$", "", h).strip().lower() for h in header]
+    for n in names:
+        if n in norm:
+            return norm.index(n)
+    raise Failure(f"{path}: no column {' or '.join(names)} in {header}")
+
+
+def inspect_blocks(path):
+    """The block types of a visualize_data.bin that `kscope inspect`
+    checks without finding damage."""
+    p = subprocess.run([KSCOPE, "inspect", "--format", "json", path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, f"kscope inspect {path}: exit {p.returncode}: "
+          f"{p.stderr.decode(errors='replace')}{p.stdout.decode(errors='replace')[-2000:]}")
+    doc = json.loads(p.stdout)
+    check(doc.get("error") is None, f"kscope inspect {path}: {doc.get('error')}")
+    return [b["type"] for b in doc["blocks"]]
+
+
+def check_launch(d, name, index=None, kind="kernel", passes=None, roofline=False):
+    """Checks the deliverables of one collected launch (or range) in d
+    against its raw files; returns (context, measure).  passes: the
+    measured passes the deliverables must show, when they are not
+    measure.json's (application replay: measure.json holds the first
+    run's one pass, the deliverables every run's).  roofline: whether
+    visualize_data.bin must have a roofline block (0x0D), which needs
+    FLOPs and a calibration; without, it must not."""
+    for f in DELIVERABLES:
+        check(os.path.isfile(os.path.join(d, f)), f"{d}: {f} is missing; it has "
+              f"{sorted(os.listdir(d))}")
+    ctx = load_json(os.path.join(d, "context.json"))
+    ms = load_json(os.path.join(d, "measure.json"))
+    check(ctx.get("kind") == kind, f"{d}/context.json: kind {ctx.get('kind')}, "
+          f"expected {kind}")
+    check(ctx.get("name") == name, f"{d}/context.json: name {ctx.get('name')}, "
+          f"expected {name}")
+    if index is not None:
+        check(ctx.get("index") == index, f"{d}/context.json: index {ctx.get('index')}, "
+              f"expected {index}")
+    check(ms.get("status") == "ok", f"{d}/measure.json: status {ms.get('status')}: "
+          f"{ms.get('error')}")
+    raw_passes = ms.get("passes")
+    check(isinstance(raw_passes, int) and raw_passes >= 1,
+          f"{d}/measure.json: passes {raw_passes}")
+    check(len(ms.get("pass_ns") or []) == raw_passes,
+          f"{d}/measure.json: {len(ms.get('pass_ns') or [])} pass times for "
+          f"{raw_passes} passes")
+    if passes is None:
+        passes = raw_passes
+
+    # The kernel's source when it is known.
+    prog = ctx.get("program") or {}
+    if kind == "kernel" and prog.get("file") == "kernel.cl":
+        with open(os.path.join(d, "kernel.cl")) as f:
+            src = f.read()
+        check(re.search(r"__kernel\s+void\s+" + re.escape(name) + r"\s*\(", src),
+              f"{d}/kernel.cl does not define kernel {name}")
+
+    # OpBasicInfo.csv: one row of key facts about this launch.
+    p = os.path.join(d, "OpBasicInfo.csv")
+    header, rows = read_csv(p)
+    check(len(rows) == 1, f"{p}: {len(rows)} rows, expected 1")
+    check(name in rows[0], f"{p}: the row does not name {name}: {rows[0]}")
+
+    # Timing.csv: one row per pass, warm-ups and measured ones.
+    p = os.path.join(d, "Timing.csv")
+    header, rows = read_csv(p)
+    kcol = column(p, header, rows, "kind")
+    kinds = [r[kcol] for r in rows]
+    check(kinds.count("measured") == passes,
+          f"{p}: {kinds.count('measured')} measured rows for {passes} passes")
+    check(kinds.count("warmup") == len(ms.get("warmup_ns") or []),
+          f"{p}: {kinds.count('warmup')} warm-up rows, measure.json has "
+          f"{len(ms.get('warmup_ns') or [])} warm-ups")
+
+    # Memory.csv: one row per buffer argument.
+    p = os.path.join(d, "Memory.csv")
+    header, rows = read_csv(p)
+    if kind == "kernel":
+        nbuf = sum(1 for a in ctx.get("args", []) if a.get("kind") == "buffer")
+        check(len(rows) == nbuf, f"{p}: {len(rows)} rows, the launch has {nbuf} "
+              f"buffer arguments")
+
+    # trace.json: Trace Event JSON with the passes on a timeline.
+    tr = load_json(os.path.join(d, "trace.json"))
+    events = tr.get("traceEvents") if isinstance(tr, dict) else tr
+    check(isinstance(events, list), f"{d}/trace.json: no traceEvents array")
+    slices = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"]
+    check(len(slices) >= passes, f"{d}/trace.json: {len(slices)} slices for "
+          f"{passes} passes")
+
+    types = inspect_blocks(os.path.join(d, "visualize_data.bin"))
+    for t in (0x05, 0x08, 0x09):
+        check(t in types, f"{d}/visualize_data.bin: no block 0x{t:02x} in "
+              f"{[hex(x) for x in types]}")
+    check((0x0D in types) == roofline, f"{d}/visualize_data.bin: blocks "
+          f"{[hex(x) for x in types]}, {'expected' if roofline else 'unexpected'} 0x0d")
+    return ctx, ms
+
+
+def check_collected(r, expected, passes=None):
+    """expected: {"<kernel>_<index>": (kernel, index)}; the run collected
+    exactly these, each with valid deliverables (passes as check_launch),
+    and the summary and summary.csv list them."""
+    got = r.collected()
+    check(sorted(got) == sorted(expected),
+          f"collected {sorted(got)}, expected {sorted(expected)}" + r.why())
+    out = {}
+    for d, (name, index) in expected.items():
+        out[d] = check_launch(got[d], name, index, passes=passes)
+    summary = r.stdout.decode(errors="replace")
+    for d, (name, _) in expected.items():
+        check(name in summary[summary.find("kscope op: "):],
+              f"the summary does not list {name}:\n{summary}")
+    header, rows = read_csv(os.path.join(r.rundir, "summary.csv"))
+    check(len(rows) == len(expected), f"summary.csv: {len(rows)} rows for "
+          f"{len(expected)} collected launches")
+    return out
+
+
+def launches(*names_indexes):
+    """{"name_index": (name, index)} from ("name", index) pairs."""
+    return {f"{n}_{i}": (n, i) for n, i in names_indexes}
+
+
+# ---------------------------------------------------------------------
+# The examples: same output, results ok, every launch collected
+# ---------------------------------------------------------------------
+
+def example_all(prog, args, expected, opts=()):
+    argv = [example(prog), *args]
+    nat = native(argv)
+    r = run_op(["--launch-count", str(len(expected)), *opts], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, prog)
+    return r, check_collected(r, expected)
+
+
+def out_vadd():
+    # Each launch reads the previous one's result: a replay that did not
+    # restore what it wrote would change the checksum.
+    example_all("vadd", [], launches(*[("vadd", i) for i in range(4)]))
+
+
+def out_matmul():
+    example_all("matmul", [], launches(("mm_naive", 0), ("mm_tiled", 1),
+                                       ("mm_naive", 2), ("mm_tiled", 3)))
+
+
+def out_ranges():
+    example_all("ranges", [], launches(
+        ("prep", 0), ("stage_scale", 1), ("stage_add", 2), ("stage_mod", 3),
+        ("probe", 4), ("stage_scale", 5), ("stage_add", 6), ("stage_mod", 7),
+        ("finish", 8)))
+
+
+def out_many():
+    example_all("many", ["300"], launches(("small", 0), ("small", 1), ("small", 2)))
+
+
+def threads2():
+    """Two threads, two queues: every launch of both collected, the
+    output byte-identical."""
+    rounds = 3
+    argv = [example("threads2"), str(rounds)]
+    nat = native(argv)
+    n = 2 * 3 * rounds
+    r = run_op(["--launch-count", str(n)], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, "threads2")
+    got = r.collected()
+    check(len(got) == n, f"threads2: {len(got)} launches collected, expected {n}: "
+          f"{sorted(got)}" + r.why())
+    per_tid = {}
+    indexes = set()
+    for d, path in got.items():
+        name = d.rsplit("_", 1)[0]
+        ctx, _ = check_launch(path, name)
+        per_tid.setdefault(ctx.get("tid"), []).append(name)
+        indexes.add(ctx["index"])
+    check(indexes == set(range(n)), f"threads2: launch indexes {sorted(indexes)}")
+    check(len(per_tid) == 2, f"threads2: launches from {len(per_tid)} threads "
+          f"(tids {sorted(map(str, per_tid))}), expected 2")
+    for tid, names in per_tid.items():
+        check(sorted(names) == sorted(["scale", "offset", "saxpy"] * rounds),
+              f"threads2: thread {tid} launched {sorted(names)}")
+
+
+def binprog():
+    """A kernel from a program built from a binary: no source."""
+    r, res = example_all("binprog", [], launches(("twice", 0), ("twice", 1)))
+    ctx0 = res["twice_0"][0]
+    ctx1 = res["twice_1"][0]
+    got = r.collected()
+    check(ctx0["program"]["origin"] == "source" and ctx0["program"]["file"] == "kernel.cl",
+          f"binprog: the first launch's program is {ctx0['program']}")
+    check(ctx1["program"]["origin"] == "binary",
+          f"binprog: the second launch's program origin is {ctx1['program']['origin']}, "
+          "expected binary")
+    check(ctx1["program"]["file"] != "kernel.cl"
+          and not os.path.exists(os.path.join(got["twice_1"], "kernel.cl")),
+          "binprog: a kernel built from a binary has a kernel.cl")
+
+
+# ---------------------------------------------------------------------
+# Filters
+# ---------------------------------------------------------------------
+
+def filtered(prog, args, opts, expected):
+    argv = [example(prog), *args]
+    nat = native(argv)
+    r = run_op(opts, argv)
+    split_output(r, nat)
+    program_ok(r.stdout, prog)
+    check_collected(r, expected)
+
+
+def filter_skip():
+    # The skip counts every launch, before the name filter applies.
+    filtered("vadd", ["65536"], ["--launch-skip-before-match", "2"],
+             launches(("vadd", 2)))
+    filtered("matmul", ["64"], ["--kernel-name", "mm_tiled", "--launch-skip-before-match",
+                                "2", "--launch-count", "5"], launches(("mm_tiled", 3)))
+
+
+def filter_count():
+    filtered("matmul", ["64"], ["--launch-count", "3"],
+             launches(("mm_naive", 0), ("mm_tiled", 1), ("mm_naive", 2)))
+    filtered("vadd", ["65536"], ["--kernel-name", "vadd", "--launch-count", "2"],
+             launches(("vadd", 0), ("vadd", 1)))
+
+
+def filter_name():
+    filtered("matmul", ["64"], ["--kernel-name", "mm_t*d|nothing", "--launch-count", "5"],
+             launches(("mm_tiled", 1), ("mm_tiled", 3)))
+    filtered("ranges", ["4096"], ["--kernel-name", "stage_*d|fin", "--launch-count", "10"],
+             launches(("stage_add", 2), ("stage_mod", 3), ("stage_add", 6),
+                      ("stage_mod", 7), ("finish", 8)))
+
+
+def filter_mstx():
+    """--mstx on in kernel mode: only launches inside an included range."""
+    filtered("ranges", ["4096"], ["--mstx", "on", "--mstx-include", "tail",
+                                  "--launch-count", "5"], launches(("finish", 8)))
+    filtered("ranges", ["4096"], ["--mstx", "on", "--launch-count", "3"],
+             launches(("stage_scale", 1), ("stage_add", 2), ("stage_mod", 3)))
+
+
+# ---------------------------------------------------------------------
+# Replay modes
+# ---------------------------------------------------------------------
+
+def mode_kernel():
+    argv = [example("matmul")]
+    nat = native(argv)
+    r = run_op(["--replay-mode", "kernel", "--kernel-name", "mm", "--launch-count", "2",
+                "--warm-up", "2", "--replay-count", "4", "--flops", "2*M*N*K"], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, "matmul")
+    res = check_collected(r, launches(("mm_naive", 0), ("mm_tiled", 1)))
+    for d, (ctx, ms) in res.items():
+        check(ms["mode"] == "kernel" and ms["passes"] == 4 and ms["warmup"] == 2
+              and len(ms["warmup_ns"]) == 2,
+              f"{d}: measure.json mode {ms['mode']}, passes {ms['passes']}, "
+              f"warm-ups {ms['warmup']} ({len(ms['warmup_ns'])} times)")
+        args = {a.get("name"): a for a in ctx["args"]}
+        for n in ("M", "N", "K"):
+            check(args.get(n, {}).get("kind") == "scalar" and args[n].get("value") == 256,
+                  f"{d}: context.json argument {n} is {args.get(n)}")
+        check(ctx["work"]["global"] == [256, 256],
+              f"{d}: global size {ctx['work']['global']}")
+        if d.startswith("mm_tiled"):
+            check(ctx["work"]["local"] == [16, 16], f"{d}: local size {ctx['work']['local']}")
+        p = os.path.join(r.collected()[d], "OpBasicInfo.csv")
+        header, rows = read_csv(p)
+        col = column(p, header, rows, "flops")
+        check(float(rows[0][col]) == 2 * 256 ** 3,
+              f"{p}: FLOPs {rows[0][col]}, expected {2 * 256 ** 3}")
+
+
+def mode_application():
+    """The program runs once per pass; its output is shown once."""
+    argv = [example("vadd"), "65536"]
+    nat = native(argv)
+    r = run_op(["--replay-mode", "application", "--replay-count", "3",
+                "--kernel-name", "vadd", "--launch-count", "2"], argv)
+    split_output(r, nat)
+    check(r.stdout.count(b"vadd: ok\n") == 1, "application replay: the program's "
+          "output appears more than once" + r.why())
+    # (check_collected checks that Timing.csv has the 3 passes.)
+    res = check_collected(r, launches(("vadd", 0), ("vadd", 1)), passes=3)
+    for d, (ctx, ms) in res.items():
+        check(ms["mode"] == "application" and ms["passes"] == 1,
+              f"{d}: measure.json mode {ms['mode']}, passes {ms['passes']}: "
+              "expected the first run's one pass")
+        header, rows = read_csv(os.path.join(r.collected()[d], "Timing.csv"))
+        rcol = column("Timing.csv", header, rows, "run")
+        kcol = column("Timing.csv", header, rows, "kind")
+        runs = sorted(int(row[rcol]) for row in rows if row[kcol] == "measured")
+        check(runs == [0, 1, 2], f"{d}: Timing.csv's measured passes come from "
+              f"runs {runs}, expected one from each of runs 0, 1, 2")
+
+
+def mode_range():
+    argv = [example("ranges")]
+    nat = native(argv)
+    r = run_op(["--replay-mode", "range", "--mstx", "on", "--mstx-include", "step",
+                "--launch-count", "2", "--warm-up", "1", "--replay-count", "3"], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, "ranges")
+    got = r.collected()
+    check(sorted(got) == ["step_0", "step_1"], f"range replay collected {sorted(got)}"
+          + r.why())
+    for d in ("step_0", "step_1"):
+        ctx, ms = check_launch(got[d], "step", kind="range")
+        names = [ln.get("name") for ln in ctx.get("launches") or []]
+        check(names == ["stage_scale", "stage_add", "stage_mod"],
+              f"{d}: the range's launches are {names}")
+        check(ms["mode"] == "range" and ms["passes"] == 3,
+              f"{d}: measure.json mode {ms['mode']}, passes {ms['passes']}")
+
+
+# ---------------------------------------------------------------------
+# --kill, the deliverables in detail, failures
+# ---------------------------------------------------------------------
+
+def kill():
+    """--kill on: the program stops once the launch is collected."""
+    argv = [example("vadd")]
+    nat = native(argv)
+    r = run_op(["--kill", "on", "--kernel-name", "vadd"], argv)
+    i = r.stdout.find(b"kscope op: ")
+    check(i >= 0, "--kill: no summary" + r.why())
+    prog_out = r.stdout[:i]
+    check(nat.startswith(prog_out) and len(prog_out) < len(nat),
+          "--kill: the program's output is not a strict prefix of its native "
+          f"output:\n{prog_out.decode(errors='replace')}" + r.why())
+    check(b"vadd: ok" not in prog_out, "--kill: the program ran to its end")
+    got = r.collected()
+    check(sorted(got) == ["vadd_0"], f"--kill: collected {sorted(got)}" + r.why())
+    check_launch(got["vadd_0"], "vadd", 0)
+
+
+def vadd_values(n, launches):
+    """vadd's result buffer after that many launches, as float32 bytes
+    (a + launches * b; exact, see vadd.c)."""
+    return b"".join(struct.pack("<f", (i % 1000) * 0.25 + launches * ((i % 7) * 1.5))
+                    for i in range(n))
+
+
+def deliverables():
+    """The counts and buffers of one launch, through every deliverable:
+    vadd's launch 2, which overwrites the result of launch 0 (a + b)
+    with a + 3b in the buffer c."""
+    n = 65536
+    argv = [example("vadd"), str(n)]
+    nat = native(argv)
+    r = run_op(["--launch-skip-before-match", "2", "--warm-up", "2", "--replay-count", "3",
+                "--cache-flush", "off", "--flops", "n"], argv)
+    split_output(r, nat)
+    (ctx, ms), = check_collected(r, launches(("vadd", 2))).values()
+    d = r.collected()["vadd_2"]
+    check(ms["warmup"] == 2 and ms["passes"] == 3 and len(ms["warmup_ns"]) == 2
+          and ms["flush"] is False,
+          f"measure.json: warmup {ms['warmup']}, passes {ms['passes']}, "
+          f"flush {ms['flush']}")
+    check(all(isinstance(t, int) and t > 0 for t in ms["pass_ns"]),
+          f"measure.json: pass times {ms['pass_ns']}")
+    check(ctx["work"]["dim"] == 1 and ctx["work"]["global"] == [n],
+          f"context.json: work {ctx['work']}")
+
+    # The arguments: a buffer of the previous result, b (READ_ONLY), c,
+    # and the scalar n.
+    args = {a["index"]: a for a in ctx["args"]}
+    check(sorted(args) == [0, 1, 2, 3], f"context.json: arguments {sorted(args)}")
+    check([args[i]["kind"] for i in range(4)] == ["buffer", "buffer", "buffer", "scalar"],
+          f"context.json: argument kinds {[args[i]['kind'] for i in range(4)]}")
+    check(args[3].get("value") == n, f"context.json: argument 3 (n) is {args[3]}")
+    check("CL_MEM_READ_ONLY" in args[1]["buffer"]["flags"]
+          and "CL_MEM_READ_ONLY" not in args[2]["buffer"]["flags"],
+          f"context.json: flags {args[1]['buffer']['flags']}, {args[2]['buffer']['flags']}")
+
+    # Only c (argument 2) may be written: b is CL_MEM_READ_ONLY and
+    # argument 0 a const pointer, so only c is backed up.  What the launch
+    # wrote is counted as the bytes that changed: those of a + b that
+    # differ from a + 3b.
+    bufs = {b["arg"]: b for b in ms["buffers"]}
+    check(sorted(bufs) == [0, 1, 2], f"measure.json: buffers of arguments {sorted(bufs)}")
+    for a in (0, 1, 2):
+        check(bufs[a]["bytes"] == 4 * n, f"measure.json: argument {a} has "
+              f"{bufs[a]['bytes']} bytes, expected {4 * n}")
+    check([bufs[a]["backed_up"] for a in (0, 1, 2)] == [False, False, True],
+          f"measure.json: backed up {[bufs[a]['backed_up'] for a in (0, 1, 2)]}")
+    check(ms["backup_bytes"] == 4 * n, f"measure.json: backup_bytes {ms['backup_bytes']}")
+    before, after = vadd_values(n, 1), vadd_values(n, 3)
+    changed = sum(1 for x, y in zip(before, after) if x != y)
+    written = [bufs[a]["bytes_written"] for a in (0, 1, 2)]
+    check(written == [0, 0, changed],
+          f"measure.json: bytes written {written}, expected [0, 0, {changed}]")
+
+    counters = ms["counters"]
+    check(counters.get("supported") in (True, False), f"measure.json: counters {counters}")
+    if counters["supported"] is False:
+        check(counters.get("reason"), "measure.json: counters unsupported without a reason")
+
+    p = os.path.join(d, "Memory.csv")
+    header, rows = read_csv(p)
+    acol = column(p, header, rows, "arg")
+    wcol = column(p, header, rows, "bytes_written")
+    check(sorted((int(r_[acol]), int(r_[wcol])) for r_ in rows)
+          == [(0, 0), (1, 0), (2, changed)],
+          f"{p}: arguments and bytes written {[(r_[acol], r_[wcol]) for r_ in rows]}")
+    p = os.path.join(d, "OpBasicInfo.csv")
+    header, rows = read_csv(p)
+    check(float(rows[0][column(p, header, rows, "flops")]) == n,
+          f"{p}: FLOPs {rows[0][column(p, header, rows, 'flops')]}, expected {n}")
+    check(rows[0][column(p, header, rows, "launch_index")] == "2",
+          f"{p}: launch index {rows[0][column(p, header, rows, 'launch_index')]}")
+    p = os.path.join(d, "Timing.csv")
+    header, rows = read_csv(p)
+    check(len(rows) == 5, f"{p}: {len(rows)} rows for 2 warm-ups and 3 passes")
+
+
+def close(a, b, rel=1e-3, absolute=0.0):
+    """a and b agree to rel, or to absolute (the rounding of a CSV
+    column printed with 3 decimals: 0.0005)."""
+    return abs(a - b) <= max(rel * max(abs(a), abs(b)), absolute)
+
+
+def roofline():
+    """With FLOPs and this machine's calibration (`kscope calibrate
+    --quick` into an empty cache), the kernel is placed on the roofline:
+    a 0x0D block whose point is (FLOPs / bytes moved, FLOPs / median)."""
+    cache = tmpdir()
+    env = clean_env(cache)
+    p = subprocess.run([KSCOPE, "calibrate", "--quick"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env, timeout=TIMEOUT)
+    check(p.returncode == 0, f"kscope calibrate --quick: exit {p.returncode}: "
+          f"{p.stderr.decode(errors='replace')[-2000:]}")
+    check(glob.glob(os.path.join(cache, "kscope", "calibration-*.json")),
+          f"kscope calibrate --quick wrote no calibration under {cache}")
+    argv = [example("matmul"), "64"]
+    nat = native(argv)
+    r = run_op(["--kernel-name", "mm_tiled", "--flops", "2*M*N*K"], argv,
+               env={"XDG_CACHE_HOME": cache})
+    split_output(r, nat)
+    got = r.collected()
+    check(sorted(got) == ["mm_tiled_1"], f"roofline: collected {sorted(got)}" + r.why())
+    d = got["mm_tiled_1"]
+    check_launch(d, "mm_tiled", 1, roofline=True)
+
+    p = os.path.join(d, "OpBasicInfo.csv")
+    header, rows = read_csv(p)
+    row = dict(zip(header, rows[0]))
+    flops = float(row["flops"])
+    check(flops == 2 * 64 ** 3, f"{p}: flops {row['flops']}")
+    moved = float(row["bytes_read"]) + float(row["bytes_written"])
+    ai, gflops = float(row["arithmetic_intensity"]), float(row["gflops"])
+    check(close(ai, flops / moved), f"{p}: arithmetic intensity {ai}, but FLOPs / bytes "
+          f"moved is {flops / moved}")
+    check(close(gflops, flops / (float(row["median_us"]) * 1e3), absolute=0.0006),
+          f"{p}: {gflops} GFLOP/s, but FLOPs / median is "
+          f"{flops / (float(row['median_us']) * 1e3)}")
+    check(row["roofline"] == "yes" and row["binding_ceiling"],
+          f"{p}: roofline {row['roofline']!r}, binding ceiling {row['binding_ceiling']!r}")
+
+    vb = os.path.join(d, "visualize_data.bin")
+    q = subprocess.run([KSCOPE, "inspect", "--format", "json", vb], stdout=subprocess.PIPE,
+                       timeout=60)
+    index = [b["index"] for b in json.loads(q.stdout)["blocks"] if b["type"] == 0x0D][0]
+    q = subprocess.run([KSCOPE, "inspect", "--block", str(index), vb],
+                       stdout=subprocess.PIPE, timeout=60)
+    check(q.returncode == 0, f"kscope inspect --block {index} {vb}: exit {q.returncode}")
+    charts = json.loads(q.stdout)["multiple_rooflines"]
+    check(charts and all(c["rooflines"] for c in charts), f"{vb}: empty roofline {charts}")
+    for c in charts:
+        for rl in c["rooflines"]:
+            check(rl["bw"] > 0 and rl["computility"] > 0, f"{vb}: a ceiling {rl}")
+            check(close(rl["point"][0], ai) and close(rl["point"][1], gflops, absolute=0.0006),
+                  f"{vb}: the kernel's point {rl['point']}, OpBasicInfo says "
+                  f"[{ai}, {gflops}]")
+    check(any(row["binding_ceiling"] == c.get("binding") for c in charts),
+          f"{vb}: no chart binds by {row['binding_ceiling']!r}")
+
+
+def nomatch():
+    argv = [example("vadd"), "65536"]
+    nat = native(argv)
+    r = run_op(["--kernel-name", "nomatch_xyz"], argv, expect_exit=1)
+    check(r.stdout.startswith(nat), "nomatch: the program's output changed" + r.why())
+    check(not r.collected(), f"nomatch: collected {sorted(r.collected())}")
+    check("nomatch_xyz" in r.stderr and re.search(r"\bvadd\b", r.stderr),
+          "nomatch: the message does not name the filter and the kernel seen" + r.why())
+
+
+def noopencl():
+    r = run_op([], ["/bin/true"], expect_exit=1)
+    check(re.search(r"never used OpenCL", r.stderr, re.I),
+          "a program without OpenCL: no message saying so" + r.why())
+    check(not r.collected(), f"/bin/true: collected {sorted(r.collected())}")
+
+
+def failed_replay():
+    """A replay that fails is reported; the program goes on unchanged."""
+    argv = [example("vadd"), "65536"]
+    nat = native(argv)
+    r = run_op(["--launch-count", "2"], argv,
+               env={"KSCOPE_OP_TEST_FAIL_REPLAY": "vadd"})
+    summary = split_output(r, nat)
+    program_ok(r.stdout, "vadd")
+    check("failed" in summary, f"failed replay: the summary does not say so:\n{summary}")
+    got = r.collected()
+    check(sorted(got) == ["vadd_0", "vadd_1"], f"failed replay: collected {sorted(got)}")
+    for d in got.values():
+        ms = load_json(os.path.join(d, "measure.json"))
+        check(ms["status"] == "failed" and "CL_OUT_OF_RESOURCES" in (ms.get("error") or ""),
+              f"{d}/measure.json: status {ms['status']}, error {ms.get('error')}")
+
+
+def sigint():
+    """Ctrl+C: the program stops, what was collected is written, the
+    summary printed, exit 130."""
+    out = tmpdir()
+    argv = [example("many"), "10000000"]
+    cmd = [KSCOPE, "op", "-o", out, "--launch-count", "5", "--", *argv]
+    e = clean_env()
+    # A session of its own, as a terminal's foreground job has a group.
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                         start_new_session=True)
+    first = None
+    deadline = time.monotonic() + 120
+    while first is None and time.monotonic() < deadline and p.poll() is None:
+        done = glob.glob(os.path.join(out, "op_*", "*", "small_*", "measure.json"))
+        if done:
+            first = os.path.dirname(sorted(done)[0])
+        else:
+            time.sleep(0.05)
+    try:
+        check(first is not None, "Ctrl+C: no launch was collected "
+              f"(kscope {'exited ' + str(p.returncode) if p.poll() is not None else 'still runs'})")
+        os.killpg(p.pid, signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    r = Run(cmd, p.returncode, stdout, stderr.decode(errors="replace"), out)
+    check(r.code == 130, f"Ctrl+C: exit {r.code}, expected 130" + r.why())
+    check(b"kscope op: " in stdout, "Ctrl+C: no summary printed" + r.why())
+    check(stdout.startswith(b"many: 10000000 launches of small\n"),
+          "Ctrl+C: the program's output is missing" + r.why())
+    name = os.path.basename(first)
+    check_launch(first, "small", int(name.rsplit("_", 1)[1]))
+    check(b"small" in stdout[stdout.find(b"kscope op: "):],
+          "Ctrl+C: the summary does not list the collected kernel" + r.why())
+
+
+SCENARIOS = {
+    "out_vadd": out_vadd,
+    "out_matmul": out_matmul,
+    "out_ranges": out_ranges,
+    "out_many": out_many,
+    "threads2": threads2,
+    "binprog": binprog,
+    "filter_skip": filter_skip,
+    "filter_count": filter_count,
+    "filter_name": filter_name,
+    "filter_mstx": filter_mstx,
+    "mode_kernel": mode_kernel,
+    "mode_application": mode_application,
+    "mode_range": mode_range,
+    "kill": kill,
+    "deliverables": deliverables,
+    "roofline": roofline,
+    "nomatch": nomatch,
+    "noopencl": noopencl,
+    "failed_replay": failed_replay,
+    "sigint": sigint,
+}
+
+
+def main():
+    if SCENARIO not in SCENARIOS:
+        raise Failure(f"unknown scenario {SCENARIO}")
+    if opencl_platforms() == 0:
+        print(f"skip {SCENARIO}: no OpenCL platform on this machine")
+        sys.exit(SKIP)
+    SCENARIOS[SCENARIO]()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failure as e:
+        print(f"FAIL {SCENARIO}: {e}")
+        if _tmpdirs:
+            print("kept for a look: " + " ".join(_tmpdirs))
+        sys.exit(1)
+    for d in _tmpdirs:
+        # (run directories and deliverables are read-only)
+        for root, dirs, _ in os.walk(d):
+            for x in dirs:
+                os.chmod(os.path.join(root, x), 0o700)
+        shutil.rmtree(d, ignore_errors=True)
+    print(f"ok {SCENARIO}")
