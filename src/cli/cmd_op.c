@@ -194,6 +194,7 @@ struct op_state {
 	struct ks_op_flops *flops;
 	struct ks_op_filter *name_filter;
 	struct ks_calib calib;
+	bool calib_tried;      /* load_calibration ran (on the first build) */
 	bool have_calib;
 	char calib_why[KS_ERR_MSG_MAX];
 	struct ks_rundir rd;
@@ -588,12 +589,25 @@ static struct launch_rec *find_launch(struct op_state *st, const char *rel)
 	return NULL;
 }
 
+/* This machine's ceilings, read when the first launch is collected rather
+ * than at start: finding this machine's file lists its OpenCL devices in
+ * a child process (tens of milliseconds), which a run that collects
+ * nothing should not pay.  NULL when there are none. */
+static const struct ks_calib *calibration(struct op_state *st)
+{
+	if (!st->calib_tried) {
+		st->calib_tried = true;
+		load_calibration(st);
+	}
+	return st->have_calib ? &st->calib : NULL;
+}
+
 /* Writes (or, with replace, rewrites) a launch's deliverables. */
 static void build(struct op_state *st, struct launch_rec *l, bool replace)
 {
 	struct ks_oppost_opts po = {
 		.flops = st->flops,
-		.calib = st->have_calib ? &st->calib : NULL,
+		.calib = calibration(st),
 		.calib_why = st->calib_why,
 		.status = !l->collected ? "incomplete" : l->failed ? "failed" : NULL,
 		.message = l->message,
@@ -1203,6 +1217,20 @@ static void explain_nothing(const struct op_state *st, bool as_error)
 /* The command                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Gives kscope back the signal mask it started with.  Signals still
+ * pending in the signalfd (a second Ctrl+C, the program's SIGCHLD) are
+ * read first: unblocked, they would end kscope before it returns its
+ * exit status. */
+static void restore_signals(struct op_state *st)
+{
+	struct signalfd_siginfo si;
+
+	if (st->sigfd >= 0)
+		while (read(st->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
+	sigprocmask(SIG_SETMASK, &st->oldmask, NULL);
+}
+
 static void state_free(struct op_state *st)
 {
 	for (size_t i = 0; i < st->nkernels; i++)
@@ -1269,14 +1297,13 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	st.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (st.sigfd < 0) {
 		ks_error("signalfd: %s", strerror(errno));
-		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		restore_signals(&st);
 		state_free(&st);
 		return KS_EXIT_FAIL;
 	}
-	load_calibration(&st);
 	if (ks_rundir_create(st.o->output, "op", 0, &st.rd, &err)) {
 		ks_error("%s", err.msg);
-		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		restore_signals(&st);
 		state_free(&st);
 		return KS_EXIT_FAIL;
 	}
@@ -1288,7 +1315,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	rc = run_program(&st, &run0, &err);
 	if (rc) {
 		ks_error("%s", err.msg);
-		sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
+		restore_signals(&st);
 		ks_rundir_discard(&st.rd);
 		state_free(&st);
 		return KS_EXIT_USAGE;
@@ -1305,7 +1332,6 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 				"its replay", st.launches[i].name, st.launches[i].index);
 			build(&st, &st.launches[i], false);
 		}
-	sigprocmask(SIG_SETMASK, &st.oldmask, NULL);
 
 	exit_code = st.interrupted ? 128 + st.interrupted
 		    : run0.killed_by_kill ? KS_EXIT_OK
@@ -1318,6 +1344,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		printf("kscope op: 0 kernel(s) collected (replay mode %s)\n",
 		       mode_choices[st.o->mode]);
 		ks_rundir_discard(&st.rd);
+		restore_signals(&st);
 		state_free(&st);
 		return clean ? KS_EXIT_FAIL : exit_code;
 	}
@@ -1342,6 +1369,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (st.write_failed && exit_code == 0)
 		exit_code = KS_EXIT_FAIL;
 	ks_rundir_close(&st.rd);
+	restore_signals(&st);
 	state_free(&st);
 	return exit_code;
 }
