@@ -13,6 +13,9 @@
  *   context.json   the captured launch:
  *     { "kind": "kernel",                   ("range" for range replay)
  *       "name": "mm_tiled", "index": 7, "pid": 123, "tid": 124,
+ *       "ordinal": K,                (among launches of this name and
+ *                                     global size; proto.h's launch)
+ *       "range": "step" or null,     (the user range the launch was in)
  *       "platform": {"name", "vendor", "version"},
  *       "device": {"name", "vendor", "version", "driver_version",
  *                  "type": "CPU"|"GPU"|"ACCELERATOR"|"OTHER",
@@ -21,7 +24,9 @@
  *                  "local_mem_bytes"},
  *       "program": {"origin": "source"|"binary"|"il"|"unknown",
  *                   "file": "kernel.cl"|"kernel.bin"|"kernel.il"|null,
- *                   "bytes": N, "build_options": "..." or null},
+ *                   "bytes": N, "build_options": "..." or null,
+ *                   "kscope_build_options": "..." (what the runtime
+ *                   added, -cl-kernel-arg-info) },
  *       "work": {"dim": 2, "global": [..], "local": [..] or null,
  *                "offset": [..] or null},
  *       "args": [ { "index": 0,
@@ -40,7 +45,8 @@
  *                   (buffers only) } ],
  *       "queue": {"out_of_order": false, "profiling_by_program": false},
  *       "launches": [ ... ]   (range only: one object per launch, each with
- *                              name, index, work, args as above) }
+ *                              name, index, work, args as above; a range
+ *                              has no top-level work or args) }
  *   kernel.cl | kernel.bin | kernel.il
  *                  the program's source (all strings concatenated as the
  *                  runtime compiled them), binary or IL, as given; absent
@@ -55,9 +61,12 @@
  *       "pass_queued_ns": [N, ...], (START of each pass, relative to the
  *                                    first warm-up's START: for trace.json)
  *       "warmup_ns": [N, ...],
+ *       "warmup_queued_ns": [N, ...], (START of each warm-up, as above)
  *       "replay_wall_ns": N,        (the whole replay, backup to restore)
  *       "backup_bytes": N,          (bytes backed up and restored per pass)
  *       "buffers": [ { "arg": 0, "bytes": N, "backed_up": true|false,
+ *                      "launch": I (ranges: which recorded launch),
+ *                      (bytes_written is null when it was not measured)
  *                      "bytes_read": N, "bytes_written": N,
  *                      "read_basis": "whole buffer (not write-only)"|...,
  *                      "write_basis": "bytes changed by the launch"|... } ],
