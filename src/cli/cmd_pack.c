@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "log.h"
 #include "outdir.h"
+#include "readfile.h"
 
 /* Largest input file pack reads (a block is held in memory). */
 #define PACK_MAX_INPUT (1ll << 30)
@@ -66,48 +67,12 @@ struct pack_item {
 static int read_file(const char *path, unsigned char **data, size_t *size,
 		     struct ks_err *err)
 {
-	struct stat st;
-	unsigned char *buf = NULL;
-	size_t got = 0;
-	int fd, rc = 0;
+	char *buf;
+	int rc = ks_read_file_at(AT_FDCWD, path, 0, PACK_MAX_INPUT, &buf, size, err);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ks_err_set(err, -errno, "cannot open '%s': %s", path,
-				  strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = ks_err_set(err, -EINVAL, "'%s' is not a regular file", path);
-		goto out;
-	}
-	if (st.st_size > PACK_MAX_INPUT) {
-		rc = ks_err_set(err, -EFBIG, "'%s' is larger than 1 GiB", path);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = ks_err_set(err, -ENOMEM, "out of memory reading '%s'", path);
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = ks_err_set(err, -errno, "reading '%s' failed: %s", path,
-					strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break; /* the file shrank: take what is there */
-		got += (size_t)n;
-	}
-	*data = buf;
-	*size = got;
-	buf = NULL;
-out:
-	free(buf);
-	close(fd);
+	if (rc == -EFBIG)
+		ks_err_set(err, rc, "'%s' is larger than 1 GiB", path);
+	*data = (unsigned char *)buf;
 	return rc;
 }
 

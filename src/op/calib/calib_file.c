@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "calib_int.h"
+#include "readfile.h"
 
 #define MAX_FILE_BYTES (1 << 20)  /* a calibration file is a few KiB */
 
@@ -291,10 +292,9 @@ int ks_calib_load(struct ks_calib *c, struct ks_err *err)
 {
 	json_error_t jerr;
 	json_t *root;
-	struct stat st;
 	char dir[4000], *buf = NULL;
 	size_t got = 0;
-	int fd, rc;
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	rc = ks_calib_machine_probe(&c->machine, err);
@@ -311,42 +311,22 @@ int ks_calib_load(struct ks_calib *c, struct ks_err *err)
 		if (rc)
 			return rc;
 	}
-	fd = open(c->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return ks_err_set(err, -ENOENT, "this machine has no "
-					  "calibration yet (no file '%s'); run "
-					  "'kscope calibrate'", c->path);
-		return ks_err_set(err, -errno, "cannot open calibration file '%s': %s",
-				  c->path, strerror(errno));
+	rc = ks_read_file_at(AT_FDCWD, c->path, 0, MAX_FILE_BYTES, &buf, &got, err);
+	if (rc == -ENOENT) {
+		rc = ks_err_set(err, -ENOENT, "this machine has no calibration yet (no "
+				"file '%s'); run 'kscope calibrate'", c->path);
+		goto out;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (rc == -EINVAL) {
 		rc = damaged(err, c->path, "it is not a regular file");
 		goto out;
 	}
-	if (st.st_size > MAX_FILE_BYTES) {
+	if (rc == -EFBIG) {
 		rc = damaged(err, c->path, "it is larger than %d bytes", MAX_FILE_BYTES);
 		goto out;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = ks_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = ks_err_set(err, -errno, "reading calibration file '%s' "
-					"failed: %s", c->path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
+	if (rc)
+		goto out; /* err names the file and what failed */
 	root = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		rc = damaged(err, c->path, "invalid JSON at line %d, column %d: %s",
@@ -357,7 +337,6 @@ int ks_calib_load(struct ks_calib *c, struct ks_err *err)
 	json_decref(root);
 out:
 	free(buf);
-	close(fd);
 	if (rc) {
 		/* Nothing half read: the caller gets the path and machine only. */
 		struct ks_calib_machine m = c->machine;

@@ -22,6 +22,7 @@
 
 #include "opraw.h"
 #include "oppost_int.h"
+#include "readfile.h"
 
 /* Raw files larger than this are not read (a context.json is a few KiB). */
 #define RAW_MAX (64 << 20)
@@ -178,36 +179,22 @@ static json_t *load_json(int dirfd, const char *rel, const char *file,
 			 const struct ks_oppost_opts *o, bool quiet_missing)
 {
 	json_error_t jerr;
-	struct stat st;
+	struct ks_err err;
 	char *buf = NULL;
 	json_t *j = NULL;
 	size_t got = 0;
-	int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = ks_read_file_at(dirfd, file, O_NOFOLLOW, RAW_MAX, &buf, &got, &err);
 
-	if (fd < 0) {
-		if (errno != ENOENT || !quiet_missing)
-			ks_oppost_warnf(o, "%s/%s cannot be read: %s", rel, file,
-					strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > RAW_MAX) {
+	if (rc == -EINVAL || rc == -EFBIG) {
 		ks_oppost_warnf(o, "%s/%s is not a regular file of at most %d MiB", rel,
 				file, RAW_MAX >> 20);
-		goto out;
+		return NULL;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		ks_oppost_warnf(o, "%s/%s: out of memory", rel, file);
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
+	if (rc) {
+		if (rc != -ENOENT || !quiet_missing)
+			ks_oppost_warnf(o, "%s/%s cannot be read: %s", rel, file,
+					strerror(-rc));
+		return NULL;
 	}
 	j = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j)
@@ -220,9 +207,7 @@ static json_t *load_json(int dirfd, const char *rel, const char *file,
 		json_decref(j);
 		j = NULL;
 	}
-out:
 	free(buf);
-	close(fd);
 	return j;
 }
 
