@@ -100,7 +100,9 @@ static void xml_stack(struct ks_mtr_out *o, const struct ks_mtr_stack *s)
 	ks_mtr_puts(o, "  <stack>\n");
 	for (uint32_t i = 0; i < s->nframes; i++) {
 		const struct ks_mtr_frame *f = &s->frames[i];
-		char ip[40], *p = ip + sizeof(ip);
+		/* The frame's opening, "0x", 16 digits at most and "</ip>\n". */
+		char ip[sizeof("    <frame>\n      <ip>0x") - 1 + 16 + sizeof("</ip>\n") - 1];
+		char *p = ip + sizeof(ip);
 		uint64_t v = f->ip;
 
 		/* Memcheck's HEX64: "0x" and upper-case digits. */
