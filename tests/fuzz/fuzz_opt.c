@@ -96,13 +96,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	switch (data[0] % 7) {
+	switch (data[0] % 9) {
 	case 0: args = &all_args; break;
 	case 1: args = &ks_cmd_inspect.args; break;
 	case 2: args = &ks_cmd_pack.args; break;
 	case 3: args = &ks_cmd_sample.args; break;
 	case 4: args = &ks_cmd_memcheck.args; break;
 	case 5: args = &ks_cmd_falseshare.args; break;
+	case 6: args = &ks_cmd_op.args; break;
+	case 7: args = &ks_cmd_calibrate.args; break;
 	default: args = &ks_cmd_report.args; break;
 	}
 	copy = malloc(size);
