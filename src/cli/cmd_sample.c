@@ -13,7 +13,6 @@
  * signal N ended it), or 1 if profiling itself failed.
  */
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
