@@ -12,8 +12,9 @@ set -euo pipefail
 BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
 # Libraries kscope links (docs/architecture.md says why each): jansson
 # (JSON), libunwind (stack walking in the sampler), elfutils' libdw and
-# libelf (symbols, lines, inlined frames), SQLite (profile.db).
-LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev"
+# libelf (symbols, lines, inlined frames), SQLite (profile.db), capstone
+# (disassembly in kscope op --simulate).
+LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev"
 # MPI: Open MPI, for profiling MPI programs and for its tests.
 MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Valgrind: its tool API (headers, core archives, pkg-config file) builds

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "glob.h"
 
 struct ks_op_filter {
 	size_t n;       /* alternatives */
@@ -82,37 +83,12 @@ int ks_op_filter_compile(const char *pattern, struct ks_op_filter **out,
 	return 0;
 }
 
-/* Prefix match of pat against s with '*' for any run. */
-static int match_prefix(const char *pat, const char *s)
-{
-	const char *star = NULL, *resume = NULL;
-
-	for (;;) {
-		if (*pat == '\0')
-			return 1; /* the pattern is a prefix of what is left */
-		if (*pat == '*') {
-			star = ++pat;
-			resume = s;
-			continue;
-		}
-		if (*s != '\0' && *s == *pat) {
-			pat++;
-			s++;
-			continue;
-		}
-		if (!star || *resume == '\0')
-			return 0;
-		pat = star;
-		s = ++resume;
-	}
-}
-
 bool ks_op_filter_match(const struct ks_op_filter *f, const char *name)
 {
 	if (!f)
 		return true;
 	for (size_t i = 0; i < f->n; i++)
-		if (match_prefix(f->alt[i], name))
+		if (ks_glob_prefix(f->alt[i], -1, name))
 			return true;
 	return false;
 }
