@@ -18,12 +18,10 @@
  * (falseshare) were found, else the program's own status (128+N if
  * signal N ended it); 1 if the analysis itself failed, 2 for bad input.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +35,8 @@
 #include "mtreport.h"
 #include "outdir.h"
 #include "runprog.h"
+#include "vgrun.h"
 
-#ifndef KS_VG_LIBEXEC
-#define KS_VG_LIBEXEC "/usr/libexec/valgrind"
-#endif
-#ifndef KS_VG_PLATFORM
-#define KS_VG_PLATFORM "amd64-linux"
-#endif
-
-extern char **environ;
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -147,243 +138,40 @@ static const struct ks_opt falseshare_opts[] = {
 	KS_OPT_END
 };
 
-/* ------------------------------------------------------------------ */
-/* The Valgrind library directory                                      */
-/* ------------------------------------------------------------------ */
-
-/* kscope's tool and preload library: in the build tree next to the
- * executable (build/lib/valgrind/), or <prefix>/lib/kscope/valgrind/. */
-/* The directory holding kscope's Valgrind tool and preload library. */
-static int find_tool_dir(char *out, size_t size, struct ks_err *err)
-{
-	char *slash;
-	int rc = ks_find_own_file("valgrind/kscope-" KS_VG_PLATFORM, X_OK,
-				  "kscope's Valgrind tool kscope-" KS_VG_PLATFORM, out, size, err);
-
-	if (rc)
-		return rc;
-	slash = strrchr(out, '/');
-	if (slash)
-		*slash = '\0';
-	return 0;
-}
-
-static int rm_tree_links(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		unlinkat(dirfd(d), de->d_name, 0);
-	}
-	closedir(d);
-	return rmdir(dir) ? -errno : 0;
-}
-
-/* A temporary directory with a link to every file of the system's
- * Valgrind library directory and to kscope's tool and preload library:
- * what VALGRIND_LIB must point at for `--tool=kscope`.  *out is
- * malloc'd; remove it with rm_tree_links. */
-static int make_vglib(const char *tooldir, char **out, struct ks_err *err)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir = NULL;
-	DIR *d;
-	int dfd;
-	struct dirent *de;
-	static const char *const own[] = { "kscope-" KS_VG_PLATFORM,
-					   "vgpreload_kscope-" KS_VG_PLATFORM ".so" };
-
-	if (!tmp || !*tmp || access(tmp, W_OK) != 0)
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/kscope-vglib-XXXXXX", tmp) < 0)
-		return ks_err_set(err, -ENOMEM, "out of memory");
-	if (!mkdtemp(dir)) {
-		int e = errno;
-		free(dir);
-		return ks_err_set(err, -e, "cannot create a temporary directory in %s: %s",
-				  tmp, strerror(e));
-	}
-	d = opendir(KS_VG_LIBEXEC);
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (!d || dfd < 0) {
-		int e = errno;
-		if (d)
-			closedir(d);
-		if (dfd >= 0)
-			close(dfd);
-		rm_tree_links(dir);
-		free(dir);
-		return ks_err_set(err, -e, "Valgrind's library directory %s cannot be "
-				  "read (%s); install the valgrind package "
-				  "(scripts/install-deps.sh)", KS_VG_LIBEXEC, strerror(e));
-	}
-	while ((de = readdir(d))) {
-		char src[PATH_MAX];
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(src, sizeof(src), "%s/%s", KS_VG_LIBEXEC, de->d_name);
-		if (symlinkat(src, dfd, de->d_name) != 0) {
-			int e = errno;
-			closedir(d);
-			close(dfd);
-			rm_tree_links(dir);
-			free(dir);
-			return ks_err_set(err, -e, "cannot link %s into %s: %s", src, dir,
-					  strerror(e));
-		}
-	}
-	closedir(d);
-	close(dfd);
-	for (size_t i = 0; i < 2; i++) {
-		char src[PATH_MAX + 64], dst[PATH_MAX + 64];
-		snprintf(src, sizeof(src), "%s/%s", tooldir, own[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", dir, own[i]);
-		if (symlink(src, dst) != 0) {
-			int e = errno;
-			rm_tree_links(dir);
-			free(dir);
-			return ks_err_set(err, -e, "cannot link %s into %s: %s", src, dir,
-					  strerror(e));
-		}
-	}
-	*out = dir;
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Running                                                             */
-/* ------------------------------------------------------------------ */
-
-/* path with every '%' doubled: Valgrind expands %p and %q in file names. */
-static char *escape_percent(const char *path)
-{
-	size_t n = strlen(path), extra = 0;
-	char *out, *o;
-	for (size_t i = 0; i < n; i++)
-		extra += path[i] == '%';
-	out = malloc(n + extra + 1);
-	if (!out)
-		return NULL;
-	o = out;
-	for (size_t i = 0; i < n; i++) {
-		*o++ = path[i];
-		if (path[i] == '%')
-			*o++ = '%';
-	}
-	*o = '\0';
-	return out;
-}
-
-struct argv_buf {
-	char **v;
-	size_t n, cap;
-	char **owned;
-	size_t nowned;
-};
-
-static int argv_add(struct argv_buf *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int argv_add(struct argv_buf *a, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (rc < 0)
-		return -ENOMEM;
-	if (a->n + 2 > a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 32;
-		char **v = realloc(a->v, cap * sizeof(*v));
-		if (!v) {
-			free(s);
-			return -ENOMEM;
-		}
-		a->v = v;
-		a->cap = cap;
-	}
-	a->v[a->n++] = s;
-	a->v[a->n] = NULL;
-	return 0;
-}
-
-static void argv_free(struct argv_buf *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-	memset(a, 0, sizeof(*a));
-}
-
 static int build_argv(const char *analysis, const struct mt_opts *o,
 		      const char *valgrind, const char *rundir, char **program,
-		      struct argv_buf *a)
+		      struct ks_argv *a)
 {
-	char *esc = escape_percent(rundir);
+	char *esc = ks_vg_escape_percent(rundir);
 	int rc = 0;
 
 	if (!esc)
 		return -ENOMEM;
-	rc |= argv_add(a, "%s", valgrind);
-	rc |= argv_add(a, "--tool=kscope");
-	rc |= argv_add(a, "--log-file=%s/valgrind.log", esc);
-	rc |= argv_add(a, "--analysis=%s", analysis);
-	rc |= argv_add(a, "--out=%s/findings.%%p.jsonl", esc);
-	rc |= argv_add(a, "--num-callers=%" PRId64, o->num_callers);
-	rc |= argv_add(a, "--max-threads=%" PRId64, o->max_threads + 1);
-	rc |= argv_add(a, "--fair-sched=%s", o->fair_sched ? "yes" : "no");
+	rc |= ks_argv_add(a, "%s", valgrind);
+	rc |= ks_argv_add(a, "--tool=kscope");
+	rc |= ks_argv_add(a, "--log-file=%s/valgrind.log", esc);
+	rc |= ks_argv_add(a, "--analysis=%s", analysis);
+	rc |= ks_argv_add(a, "--out=%s/findings.%%p.jsonl", esc);
+	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers);
+	rc |= ks_argv_add(a, "--max-threads=%" PRId64, o->max_threads + 1);
+	rc |= ks_argv_add(a, "--fair-sched=%s", o->fair_sched ? "yes" : "no");
 	if (!strcmp(analysis, "memcheck")) {
-		rc |= argv_add(a, "--redzone-size=%" PRId64, o->redzone);
-		rc |= argv_add(a, "--freelist-vol=%" PRId64, o->freelist_vol);
-		rc |= argv_add(a, "--leak-check=%s", o->no_leak_check ? "no" : "yes");
+		rc |= ks_argv_add(a, "--redzone-size=%" PRId64, o->redzone);
+		rc |= ks_argv_add(a, "--freelist-vol=%" PRId64, o->freelist_vol);
+		rc |= ks_argv_add(a, "--leak-check=%s", o->no_leak_check ? "no" : "yes");
 	} else {
-		rc |= argv_add(a, "--line-size=%" PRId64, o->line_size);
+		rc |= ks_argv_add(a, "--line-size=%" PRId64, o->line_size);
 		if (!strcmp(analysis, "falseshare"))
-			rc |= argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
-		rc |= argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
-		rc |= argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
-		rc |= argv_add(a, "--thread-isolation=%s",
+			rc |= ks_argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
+		rc |= ks_argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
+		rc |= ks_argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
+		rc |= ks_argv_add(a, "--thread-isolation=%s",
 			       o->no_thread_isolation ? "no" : "yes");
 	}
 	for (char **p = program; *p; p++)
-		rc |= argv_add(a, "%s", *p);
+		rc |= ks_argv_add(a, "%s", *p);
 	free(esc);
 	return rc ? -ENOMEM : 0;
-}
-
-/* The environment: kscope's own with VALGRIND_LIB set and VALGRIND_OPTS
- * removed (its options could change what the tool is told). */
-static char **build_env(const char *vglib, char **owned)
-{
-	size_t n = 0, k = 0;
-	char **envp;
-
-	while (environ[n])
-		n++;
-	envp = calloc(n + 2, sizeof(*envp));
-	if (!envp)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(environ[i], "VALGRIND_LIB=", 13) ||
-		    !strncmp(environ[i], "VALGRIND_OPTS=", 14))
-			continue;
-		envp[k++] = environ[i];
-	}
-	if (asprintf(owned, "VALGRIND_LIB=%s", vglib) < 0) {
-		free(envp);
-		return NULL;
-	}
-	envp[k++] = *owned;
-	envp[k] = NULL;
-	return envp;
 }
 
 /* The tool names its file findings.<pid>.jsonl; the program's own becomes
@@ -408,9 +196,10 @@ static int adopt_findings(struct ks_rundir *rd, pid_t pid, char *path, size_t si
 static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	const struct mt_opts *o = ps->opts;
-	char tooldir[PATH_MAX], findings[PATH_MAX + 32];
-	char *prog = NULL, *valgrind = NULL, *vglib = NULL, *envvar = NULL, **envp = NULL;
-	struct argv_buf av = { 0 };
+	char findings[PATH_MAX + 32];
+	char *prog = NULL;
+	struct ks_argv av = { 0 };
+	struct ks_vg vg = { 0 };
 	struct ks_rundir rd = { 0 };
 	struct ks_mtr_opts ro;
 	struct ks_mtr_summary sum;
@@ -431,32 +220,20 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_error("%s", err.msg);
 		return KS_EXIT_USAGE;
 	}
-	if (ks_find_program("valgrind", &valgrind, &err)) {
-		ks_error("valgrind is not installed (it is in scripts/install-deps.sh): %s",
-			 err.msg);
-		goto out;
-	}
-	if (find_tool_dir(tooldir, sizeof(tooldir), &err) ||
+	if (ks_vg_open(&vg, &err) ||
 	    ks_rundir_create(o->output, cmd->name, 0, &rd, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
 	have_rd = true;
-	if (make_vglib(tooldir, &vglib, &err)) {
-		ks_error("%s", err.msg);
-		goto out;
-	}
-	if (build_argv(cmd->name, o, valgrind, rd.path, ps->program, &av) ||
-	    !(envp = build_env(vglib, &envvar))) {
+	if (build_argv(cmd->name, o, vg.valgrind, rd.path, ps->program, &av)) {
 		ks_error("out of memory");
 		goto out;
 	}
 	ks_info("%s: running %s under Valgrind (expect it to run 10 to 50 times "
 		"slower); results in %s", cmd->name, prog, rd.path);
-	status = ks_run_program(av.v, envp, &pid, &err);
-	rm_tree_links(vglib);
-	free(vglib);
-	vglib = NULL;
+	status = ks_run_program(av.v, vg.envp, &pid, &err);
+	ks_vg_close(&vg);
 	if (status < 0) {
 		ks_error("%s", err.msg);
 		goto out;
@@ -491,16 +268,10 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	     (!strcmp(cmd->name, "falseshare") && sum.false_lines > 0)))
 		code = (int)o->error_exitcode;
 out:
-	if (vglib) {
-		rm_tree_links(vglib);
-		free(vglib);
-	}
+	ks_vg_close(&vg);
 	if (have_rd)
 		ks_rundir_close(&rd);
-	argv_free(&av);
-	free(envp);
-	free(envvar);
-	free(valgrind);
+	ks_argv_free(&av);
 	free(prog);
 	return code;
 }

@@ -1,0 +1,257 @@
+/*
+ * Running a program under kscope's Valgrind tool: the private Valgrind
+ * library directory, the environment and argument vectors (vgrun.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runprog.h"
+#include "vgrun.h"
+
+#ifndef KS_VG_LIBEXEC
+#define KS_VG_LIBEXEC "/usr/libexec/valgrind"
+#endif
+#ifndef KS_VG_PLATFORM
+#define KS_VG_PLATFORM "amd64-linux"
+#endif
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* The Valgrind library directory                                      */
+/* ------------------------------------------------------------------ */
+
+/* kscope's tool and preload library: in the build tree next to the
+ * executable (build/lib/valgrind/), or <prefix>/lib/kscope/valgrind/. */
+/* The directory holding kscope's Valgrind tool and preload library. */
+static int find_tool_dir(char *out, size_t size, struct ks_err *err)
+{
+	char *slash;
+	int rc = ks_find_own_file("valgrind/kscope-" KS_VG_PLATFORM, X_OK,
+				  "kscope's Valgrind tool kscope-" KS_VG_PLATFORM, out, size, err);
+
+	if (rc)
+		return rc;
+	slash = strrchr(out, '/');
+	if (slash)
+		*slash = '\0';
+	return 0;
+}
+
+static int rm_tree_links(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	return rmdir(dir) ? -errno : 0;
+}
+
+/* A temporary directory with a link to every file of the system's
+ * Valgrind library directory and to kscope's tool and preload library:
+ * what VALGRIND_LIB must point at for `--tool=kscope`.  *out is
+ * malloc'd; remove it with rm_tree_links. */
+static int make_vglib(const char *tooldir, char **out, struct ks_err *err)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir = NULL;
+	DIR *d;
+	int dfd;
+	struct dirent *de;
+	static const char *const own[] = { "kscope-" KS_VG_PLATFORM,
+					   "vgpreload_kscope-" KS_VG_PLATFORM ".so" };
+
+	if (!tmp || !*tmp || access(tmp, W_OK) != 0)
+		tmp = "/tmp";
+	if (asprintf(&dir, "%s/kscope-vglib-XXXXXX", tmp) < 0)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	if (!mkdtemp(dir)) {
+		int e = errno;
+		free(dir);
+		return ks_err_set(err, -e, "cannot create a temporary directory in %s: %s",
+				  tmp, strerror(e));
+	}
+	d = opendir(KS_VG_LIBEXEC);
+	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (!d || dfd < 0) {
+		int e = errno;
+		if (d)
+			closedir(d);
+		if (dfd >= 0)
+			close(dfd);
+		rm_tree_links(dir);
+		free(dir);
+		return ks_err_set(err, -e, "Valgrind's library directory %s cannot be "
+				  "read (%s); install the valgrind package "
+				  "(scripts/install-deps.sh)", KS_VG_LIBEXEC, strerror(e));
+	}
+	while ((de = readdir(d))) {
+		char src[PATH_MAX];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", KS_VG_LIBEXEC, de->d_name);
+		if (symlinkat(src, dfd, de->d_name) != 0) {
+			int e = errno;
+			closedir(d);
+			close(dfd);
+			rm_tree_links(dir);
+			free(dir);
+			return ks_err_set(err, -e, "cannot link %s into %s: %s", src, dir,
+					  strerror(e));
+		}
+	}
+	closedir(d);
+	close(dfd);
+	for (size_t i = 0; i < 2; i++) {
+		char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+		snprintf(src, sizeof(src), "%s/%s", tooldir, own[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", dir, own[i]);
+		if (symlink(src, dst) != 0) {
+			int e = errno;
+			rm_tree_links(dir);
+			free(dir);
+			return ks_err_set(err, -e, "cannot link %s into %s: %s", src, dir,
+					  strerror(e));
+		}
+	}
+	*out = dir;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Running                                                             */
+/* ------------------------------------------------------------------ */
+
+char *ks_vg_escape_percent(const char *path)
+{
+	size_t n = strlen(path), extra = 0;
+	char *out, *o;
+	for (size_t i = 0; i < n; i++)
+		extra += path[i] == '%';
+	out = malloc(n + extra + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	for (size_t i = 0; i < n; i++) {
+		*o++ = path[i];
+		if (path[i] == '%')
+			*o++ = '%';
+	}
+	*o = '\0';
+	return out;
+}
+
+int ks_argv_add(struct ks_argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -ENOMEM;
+	if (a->n + 2 > a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		char **v = realloc(a->v, cap * sizeof(*v));
+		if (!v) {
+			free(s);
+			return -ENOMEM;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+void ks_argv_free(struct ks_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+
+/* The environment: kscope's own with VALGRIND_LIB set and VALGRIND_OPTS
+ * removed (its options could change what the tool is told). */
+static char **build_env(const char *vglib, char **owned)
+{
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "VALGRIND_LIB=", 13) ||
+		    !strncmp(environ[i], "VALGRIND_OPTS=", 14))
+			continue;
+		envp[k++] = environ[i];
+	}
+	if (asprintf(owned, "VALGRIND_LIB=%s", vglib) < 0) {
+		free(envp);
+		return NULL;
+	}
+	envp[k++] = *owned;
+	envp[k] = NULL;
+	return envp;
+}
+
+
+int ks_vg_open(struct ks_vg *vg, struct ks_err *err)
+{
+	char tooldir[PATH_MAX];
+	int rc;
+
+	memset(vg, 0, sizeof(*vg));
+	rc = ks_find_program("valgrind", &vg->valgrind, err);
+	if (rc) {
+		struct ks_err why = *err;
+
+		ks_err_set(err, rc, "valgrind is not installed (it is in "
+			   "scripts/install-deps.sh): %s", why.msg);
+		goto fail;
+	}
+	if ((rc = find_tool_dir(tooldir, sizeof(tooldir), err)) ||
+	    (rc = make_vglib(tooldir, &vg->vglib, err)))
+		goto fail;
+	if (!(vg->envp = build_env(vg->vglib, &vg->envvar))) {
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	return 0;
+fail:
+	ks_vg_close(vg);
+	return rc;
+}
+
+void ks_vg_close(struct ks_vg *vg)
+{
+	if (vg->vglib)
+		rm_tree_links(vg->vglib);
+	free(vg->vglib);
+	free(vg->envp);
+	free(vg->envvar);
+	free(vg->valgrind);
+	memset(vg, 0, sizeof(*vg));
+}
