@@ -42,6 +42,7 @@
 #include "cli.h"
 #include "filter.h"
 #include "log.h"
+#include "op_simulate.h"
 #include "oppost.h"
 #include "outdir.h"
 #include "proto.h"
@@ -66,6 +67,11 @@ struct op_opts {
 	int64_t timeout;        /* minutes; 0 when not given */
 	char *flops;
 	char *output;
+	/* --simulate */
+	bool simulate;
+	char *threads, *cache;
+	double clock_ghz;
+	int64_t trace_limit, mem_latency;
 };
 
 enum { MODE_KERNEL, MODE_APPLICATION, MODE_RANGE };
@@ -136,6 +142,32 @@ static const struct ks_opt op_opts[] = {
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
+	{ .name = "simulate", .type = KS_OPT_FLAG, .env = "KSCOPE_OP_SIMULATE",
+	  .help = "run the program on kscope's instruction-level engine instead: "
+		  "hot-spot map per line and instruction, cache simulation, "
+		  "bandwidth and pipeline charts (docs/simulate.md); --kernel-name "
+		  "then names functions", OPT(simulate) },
+	{ .name = "threads", .type = KS_OPT_STRING, .metavar = "LIST",
+	  .env = "KSCOPE_OP_THREADS",
+	  .help = "--simulate: only these threads, e.g. 1,3 (1 is the main "
+		  "thread; default: all)", OPT(threads), .max_len = 1024 },
+	{ .name = "cache", .type = KS_OPT_STRING, .metavar = "SPEC",
+	  .env = "KSCOPE_OP_CACHE",
+	  .help = "--simulate: cache levels NAME=SIZE:WAYS:LINE[:LATENCY],... "
+		  "nearest first, e.g. L1=32k:8:64,L2=1M:16:64,LL=32M:16:64 "
+		  "(default: this machine's)", OPT(cache), .max_len = 400 },
+	{ .name = "clock", .type = KS_OPT_DOUBLE, .metavar = "GHZ",
+	  .env = "KSCOPE_OP_CLOCK",
+	  .help = "--simulate: clock that turns simulated cycles into time "
+		  "(default: this machine's)", OPT(clock_ghz), .dmin = 0.01, .dmax = 100 },
+	{ .name = "trace-limit", .type = KS_OPT_INT, .metavar = "N", .def = "100000",
+	  .env = "KSCOPE_OP_TRACE_LIMIT",
+	  .help = "--simulate: at most N block executions in the pipeline chart "
+		  "(0: none)", OPT(trace_limit), .min = 0, .max = 10000000 },
+	{ .name = "mem-latency", .type = KS_OPT_INT, .metavar = "CYCLES", .def = "200",
+	  .env = "KSCOPE_OP_MEM_LATENCY",
+	  .help = "--simulate: cycles of an access that no cache level holds",
+	  OPT(mem_latency), .min = 1, .max = 100000 },
 	KS_COMMON_OPTS(struct op_opts),
 	KS_OPT_END
 };
@@ -1250,6 +1282,78 @@ static void state_free(struct op_state *st)
 		close(st->sigfd);
 }
 
+/* ------------------------------------------------------------------ */
+/* --simulate                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The options of the on-board profiler and of --simulate: each applies to
+ * one of the two only. */
+static const char *const onboard_only[] = {
+	"launch-skip-before-match", "launch-count", "replay-mode", "warm-up",
+	"replay-count", "cache-flush", "kill", "mstx", "mstx-include", "timeout",
+	"flops", NULL
+};
+static const char *const simulate_only[] = {
+	"threads", "cache", "clock", "trace-limit", "mem-latency", NULL
+};
+
+static bool given(struct ks_parsed *ps, const char *name)
+{
+	return ps->given[ks_opt_find(op_opts, name) - op_opts];
+}
+
+static bool simulate_only_given(struct ks_parsed *ps)
+{
+	for (const char *const *n = simulate_only; *n; n++)
+		if (given(ps, *n))
+			return true;
+	return false;
+}
+
+static int simulate(struct op_state *st, struct ks_parsed *ps)
+{
+	const struct op_opts *o = st->o;
+	struct ks_op_sim_args a = {
+		.kernel_name = o->kernel_name,
+		.threads = o->threads,
+		.cache = o->cache,
+		.clock_ghz = o->clock_ghz,
+		.trace_limit = o->trace_limit,
+		.mem_latency = o->mem_latency,
+		.output = o->output,
+		.program = ps->program,
+	};
+	struct ks_err err;
+	int rc;
+
+	ks_err_clear(&err);
+	if (!o->simulate) {
+		for (const char *const *n = simulate_only; *n; n++)
+			if (given(ps, *n)) {
+				ks_error("option --%s applies to --simulate only", *n);
+				break;
+			}
+		state_free(st);
+		return KS_EXIT_USAGE;
+	}
+	for (const char *const *n = onboard_only; *n; n++)
+		if (given(ps, *n)) {
+			ks_error("option --%s does not apply to --simulate, which runs "
+				 "the program once on kscope's instruction-level engine",
+				 *n);
+			state_free(st);
+			return KS_EXIT_USAGE;
+		}
+	if ((rc = check_filter("kernel-name", o->kernel_name, &st->name_filter, &err)) ||
+	    (rc = ks_op_sim_check(&a, &err))) {
+		ks_error("%s", err.msg);
+		state_free(st);
+		return KS_EXIT_USAGE;
+	}
+	state_free(st);
+	return ks_op_simulate(&a);
+}
+
 static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	struct op_state st = { .o = ps->opts, .argv = ps->program, .sigfd = -1 };
@@ -1260,6 +1364,8 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 
 	(void)cmd;
 	ks_err_clear(&err);
+	if (st.o->simulate || simulate_only_given(ps))
+		return simulate(&st, ps);
 	/* Everything is checked before anything is created or started. */
 	if (check_options(&st, &err) ||
 	    ks_find_program(ps->program[0], &st.prog, &err) ||
@@ -1394,7 +1500,11 @@ const struct ks_cmd ks_cmd_op = {
 		"Memory.csv, trace.json and visualize_data.bin; summary.csv lists them,\n"
 		"and a summary follows the program's output (docs/op.md).  kscope exits\n"
 		"with the program's status; 1 if the program succeeded but nothing was\n"
-		"collected; 0 when --kill stopped it.",
+		"collected; 0 when --kill stopped it.\n"
+		"With --simulate, the program runs once on kscope's instruction-level\n"
+		"engine instead: per source line and instruction, executions, simulated\n"
+		"cycles, bytes, FLOPs and cache hits, bandwidth and pipeline charts, in\n"
+		"<output>/simulate_<YYYYmmdd_HHMMSS>_<pid>/ (docs/simulate.md).",
 	.args = {
 		.opts = op_opts,
 		.opts_size = sizeof(struct op_opts),

@@ -1,0 +1,504 @@
+/*
+ * kscope op --simulate (op_simulate.h): the cache geometry (--cache, or
+ * this machine's from sysfs), the simulated clock, the run of
+ * `valgrind --tool=kscope --analysis=hotspot`, then the deliverables and
+ * the summary.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "argcheck.h"
+#include "calib.h"
+#include "cli.h"
+#include "log.h"
+#include "op_simulate.h"
+#include "outdir.h"
+#include "readfile.h"
+#include "runprog.h"
+#include "simpost.h"
+#include "simraw.h"
+#include "vgrun.h"
+
+/* Latencies (cycles) of an access served by the k-th level when --cache
+ * does not give one, and of one no level holds.  docs/simulate.md, "The
+ * cost model". */
+static const int64_t default_latency[KS_SIM_MAX_LEVELS] = { 4, 14, 50, 80 };
+
+struct level {
+	char name[16];
+	int64_t size, assoc, line, latency;
+};
+
+struct geometry {
+	struct level l[KS_SIM_MAX_LEVELS];
+	unsigned n;
+	struct level icache; /* name unused */
+	bool have_icache;
+};
+
+static bool pow2(int64_t v)
+{
+	return v > 0 && (v & (v - 1)) == 0;
+}
+
+/* "32k", "1M", "65536": bytes (k, m, g multiply by 1024, 1024^2, 1024^3). */
+static bool parse_size(const char *s, size_t len, int64_t *out)
+{
+	int64_t v = 0, mul = 1;
+	size_t i = 0;
+
+	if (len == 0 || !isdigit((unsigned char)s[0]))
+		return false;
+	for (; i < len && isdigit((unsigned char)s[i]); i++) {
+		if (v > INT64_MAX / 10 / 1024 / 1024 / 1024)
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (i < len) {
+		switch (tolower((unsigned char)s[i])) {
+		case 'k': mul = 1024; break;
+		case 'm': mul = 1024 * 1024; break;
+		case 'g': mul = 1024 * 1024 * 1024; break;
+		default: return false;
+		}
+		if (++i != len)
+			return false;
+	}
+	*out = v * mul;
+	return true;
+}
+
+static bool parse_int(const char *s, size_t len, int64_t max, int64_t *out)
+{
+	int64_t v = 0;
+
+	if (len == 0 || len > 12)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < 1 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Why level l cannot be simulated, or NULL. */
+static const char *level_problem(const struct level *l)
+{
+	if (!pow2(l->line) || l->line < 16 || l->line > 4096)
+		return "the line size must be a power of two from 16 to 4096";
+	if (l->assoc > 1024)
+		return "at most 1024 ways";
+	if (l->size % (l->assoc * l->line) != 0)
+		return "the size must be a multiple of ways x line size";
+	if (!pow2(l->size / (l->assoc * l->line)))
+		return "the number of sets (size / (ways x line size)) must be a "
+		       "power of two";
+	return NULL;
+}
+
+#define CACHE_ACCEPTED \
+	"accepted: NAME=SIZE:WAYS:LINE[:LATENCY] for 1 to 4 levels, nearest " \
+	"the core first, separated by commas, e.g. L1=32k:8:64,L2=1M:16:64," \
+	"LL=32M:16:64 (SIZE in bytes with an optional k, m or g; LATENCY in " \
+	"cycles)"
+
+static int parse_cache(const char *spec, struct geometry *g, struct ks_err *err)
+{
+	const char *p = spec;
+	char q[300];
+
+	memset(g, 0, sizeof(*g));
+	ks_quote(q, sizeof(q), spec, strlen(spec));
+	for (;;) {
+		const char *end = strchr(p, ','), *eq, *f[4];
+		size_t len = end ? (size_t)(end - p) : strlen(p), nf = 0;
+		struct level *l;
+		const char *why;
+
+		if (g->n == KS_SIM_MAX_LEVELS)
+			return ks_err_set(err, -EINVAL, "option --cache: '%s' has more "
+					  "than %d levels; " CACHE_ACCEPTED, q,
+					  KS_SIM_MAX_LEVELS);
+		l = &g->l[g->n];
+		eq = memchr(p, '=', len);
+		if (!eq || eq == p || (size_t)(eq - p) >= sizeof(l->name))
+			return ks_err_set(err, -EINVAL, "option --cache: level %u of '%s' "
+					  "has no NAME= (at most 15 characters); "
+					  CACHE_ACCEPTED, g->n + 1, q);
+		for (const char *c = p; c < eq; c++)
+			if (!isalnum((unsigned char)*c) && *c != '_')
+				return ks_err_set(err, -EINVAL, "option --cache: level %u "
+						  "of '%s': the name may hold letters, "
+						  "digits and '_'; " CACHE_ACCEPTED,
+						  g->n + 1, q);
+		memcpy(l->name, p, (size_t)(eq - p));
+		f[nf++] = eq + 1;
+		for (const char *c = eq + 1; c < p + len; c++)
+			if (*c == ':') {
+				if (nf == 4)
+					goto bad_fields;
+				f[nf++] = c + 1;
+			}
+		if (nf < 3)
+			goto bad_fields;
+#define FLEN(i) ((size_t)((i + 1 < (int)nf ? f[i + 1] - 1 : p + len) - f[i]))
+		if (!parse_size(f[0], FLEN(0), &l->size) || l->size < 1024 ||
+		    l->size > ((int64_t)1 << 40))
+			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s': "
+					  "the size must be from 1k to 1024g; "
+					  CACHE_ACCEPTED, l->name, q);
+		if (!parse_int(f[1], FLEN(1), 1024, &l->assoc) ||
+		    !parse_int(f[2], FLEN(2), 4096, &l->line))
+			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s': "
+					  "ways (1-1024) and line size (16-4096) must "
+					  "be whole numbers; " CACHE_ACCEPTED, l->name, q);
+		l->latency = default_latency[g->n];
+		if (nf == 4 && !parse_int(f[3], FLEN(3), 100000, &l->latency))
+			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s': "
+					  "the latency must be from 1 to 100000 cycles; "
+					  CACHE_ACCEPTED, l->name, q);
+#undef FLEN
+		if ((why = level_problem(l)))
+			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s' "
+					  "(%" PRId64 " bytes, %" PRId64 " ways, %" PRId64
+					  "-byte lines) cannot be simulated: %s", l->name, q,
+					  l->size, l->assoc, l->line, why);
+		for (unsigned i = 0; i < g->n; i++)
+			if (!strcmp(g->l[i].name, l->name))
+				return ks_err_set(err, -EINVAL, "option --cache: '%s' names "
+						  "level %s twice; " CACHE_ACCEPTED, q,
+						  l->name);
+		g->n++;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+bad_fields:
+	return ks_err_set(err, -EINVAL, "option --cache: level %u of '%s' needs three "
+			  "or four fields after '='; " CACHE_ACCEPTED, g->n + 1, q);
+}
+
+static int check_threads(const char *s, struct ks_err *err)
+{
+	const char *p = s;
+	char q[300];
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int64_t v;
+
+		if (!parse_int(p, len, 100000, &v)) {
+			ks_quote(q, sizeof(q), s, strlen(s));
+			return ks_err_set(err, -EINVAL, "option --threads: '%s' is not a "
+					  "list of threads; accepted: thread numbers "
+					  "from 1 (the main thread) to 100000 separated "
+					  "by commas, e.g. 1,3", q);
+		}
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int ks_op_sim_check(const struct ks_op_sim_args *a, struct ks_err *err)
+{
+	struct geometry g;
+	int rc;
+
+	if (a->cache && (rc = parse_cache(a->cache, &g, err)))
+		return rc;
+	if (a->threads && (rc = check_threads(a->threads, err)))
+		return rc;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* This machine                                                        */
+/* ------------------------------------------------------------------ */
+
+static bool sysfs_value(const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!(f = fopen(path, "re")))
+		return false;
+	ok = fgets(buf, (int)size, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+/* The data and unified caches of cpu0 (sysfs), nearest first, and its
+ * instruction cache.  A level whose number of sets is not a power of two
+ * (an 11-way 35.75 MiB L3, say) is simulated with the power of two just
+ * below it and as many ways: a smaller cache, said on stderr. */
+static int machine_geometry(struct geometry *g, struct ks_err *err)
+{
+	memset(g, 0, sizeof(*g));
+	for (int idx = 0; idx < 16; idx++) {
+		char dir[96], type[32], buf[64], size[64];
+		struct level l = { 0 };
+		int64_t level, sets;
+
+		snprintf(dir, sizeof(dir), "/sys/devices/system/cpu/cpu0/cache/index%d", idx);
+		if (!sysfs_value(dir, "type", type, sizeof(type)))
+			break;
+		if (!sysfs_value(dir, "level", buf, sizeof(buf)) ||
+		    !parse_int(buf, strlen(buf), 9, &level) ||
+		    !sysfs_value(dir, "size", size, sizeof(size)) ||
+		    !parse_size(size, strlen(size), &l.size) ||
+		    !sysfs_value(dir, "ways_of_associativity", buf, sizeof(buf)) ||
+		    !parse_int(buf, strlen(buf), 1024, &l.assoc) ||
+		    !sysfs_value(dir, "coherency_line_size", buf, sizeof(buf)) ||
+		    !parse_int(buf, strlen(buf), 4096, &l.line))
+			continue;
+		snprintf(l.name, sizeof(l.name), "L%" PRId64, level);
+		sets = l.size / (l.assoc * l.line);
+		if (sets < 1)
+			continue;
+		if (!pow2(sets)) {
+			int64_t p2 = 1;
+
+			while (p2 * 2 <= sets)
+				p2 *= 2;
+			ks_info("%s (%s) has %" PRId64 " sets, not a power of two: "
+				"simulated with %" PRId64 " sets of %" PRId64 " ways "
+				"(%" PRId64 " KiB)", l.name, size, sets, p2, l.assoc,
+				p2 * l.assoc * l.line / 1024);
+			l.size = p2 * l.assoc * l.line;
+		}
+		if (!strcmp(type, "Instruction")) {
+			if (level == 1 && !level_problem(&l)) {
+				g->icache = l;
+				g->have_icache = true;
+			}
+			continue;
+		}
+		if (strcmp(type, "Data") && strcmp(type, "Unified"))
+			continue;
+		if (g->n == KS_SIM_MAX_LEVELS || level_problem(&l))
+			continue;
+		g->l[g->n++] = l;
+	}
+	/* sysfs lists levels in order; keep them sorted all the same. */
+	for (unsigned i = 1; i < g->n; i++)
+		for (unsigned j = i; j > 0 && strcmp(g->l[j - 1].name, g->l[j].name) > 0; j--) {
+			struct level t = g->l[j];
+			g->l[j] = g->l[j - 1];
+			g->l[j - 1] = t;
+		}
+	if (g->n == 0)
+		return ks_err_set(err, -ENOENT, "this machine's caches cannot be read "
+				  "from /sys/devices/system/cpu/cpu0/cache; give them "
+				  "with --cache, e.g. L1=32k:8:64,LL=8M:16:64");
+	for (unsigned i = 0; i < g->n; i++)
+		g->l[i].latency = default_latency[i];
+	return 0;
+}
+
+/* The clock in Hz: --clock, else /proc/cpuinfo's "cpu MHz" of the first
+ * processor, else 1 GHz (said on stderr). */
+static double machine_clock(double ghz)
+{
+	FILE *f;
+	char line[256];
+	double mhz = 0;
+
+	if (ghz > 0)
+		return ghz * 1e9;
+	if ((f = fopen("/proc/cpuinfo", "re"))) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "cpu MHz", 7)) {
+				const char *c = strchr(line, ':');
+				if (c)
+					mhz = strtod(c + 1, NULL);
+				break;
+			}
+		fclose(f);
+	}
+	if (mhz > 0 && isfinite(mhz))
+		return mhz * 1e6;
+	ks_info("this machine's clock is unknown (/proc/cpuinfo has no \"cpu MHz\"): "
+		"simulated time is at 1 GHz; --clock sets it");
+	return 1e9;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                             */
+/* ------------------------------------------------------------------ */
+
+static int build_argv(const struct ks_op_sim_args *a, const struct geometry *g,
+		      double clock_hz, const char *valgrind, const char *rundir,
+		      struct ks_argv *av)
+{
+	char *esc = ks_vg_escape_percent(rundir);
+	char spec[512];
+	size_t off = 0;
+	int rc = 0;
+
+	if (!esc)
+		return -ENOMEM;
+	for (unsigned i = 0; i < g->n; i++)
+		off += (size_t)snprintf(spec + off, sizeof(spec) - off,
+					"%s%s=%" PRId64 ":%" PRId64 ":%" PRId64 ":%" PRId64,
+					i ? "," : "", g->l[i].name, g->l[i].size,
+					g->l[i].assoc, g->l[i].line, g->l[i].latency);
+	rc |= ks_argv_add(av, "%s", valgrind);
+	rc |= ks_argv_add(av, "--tool=kscope");
+	rc |= ks_argv_add(av, "--log-file=%s/valgrind.log", esc);
+	rc |= ks_argv_add(av, "--analysis=hotspot");
+	rc |= ks_argv_add(av, "--out=%s/hotspot.%%p.raw", esc);
+	rc |= ks_argv_add(av, "--cache=%s", spec);
+	if (g->have_icache)
+		rc |= ks_argv_add(av, "--icache=%" PRId64 ":%" PRId64 ":%" PRId64,
+				  g->icache.size, g->icache.assoc, g->icache.line);
+	rc |= ks_argv_add(av, "--mem-latency=%" PRId64, a->mem_latency);
+	rc |= ks_argv_add(av, "--interval=%.0f", fmax(1.0, round(clock_hz / 1e6)));
+	rc |= ks_argv_add(av, "--trace-limit=%" PRId64, a->trace_limit);
+	if (a->kernel_name)
+		rc |= ks_argv_add(av, "--region=%s", a->kernel_name);
+	if (a->threads)
+		rc |= ks_argv_add(av, "--threads=%s", a->threads);
+	for (char **p = a->program; *p; p++)
+		rc |= ks_argv_add(av, "%s", *p);
+	free(esc);
+	return rc ? -ENOMEM : 0;
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	(void)ctx;
+	ks_warn("%s", msg);
+}
+
+static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
+			  const char *rundir)
+{
+	fprintf(stderr, "kscope op --simulate: %" PRIu64 " instructions, %" PRIu64
+		" cycles on %u thread%s (%.6g ms at %.3g GHz), %" PRIu64 " FLOPs\n",
+		s->instrs, s->cycles, s->threads, s->threads == 1 ? "" : "s",
+		s->sim_seconds * 1e3, clock_hz / 1e9, s->flops);
+	for (unsigned i = 0; i < s->levels; i++)
+		if (s->level_acc[i])
+			fprintf(stderr, "  %-4s %" PRIu64 " accesses, %" PRIu64
+				" misses, hit rate %.2f%%\n", s->level_name[i],
+				s->level_acc[i], s->level_miss[i],
+				100.0 * (double)(s->level_acc[i] - s->level_miss[i]) /
+					(double)s->level_acc[i]);
+	if (s->ntop)
+		fprintf(stderr, "  hottest lines (cycles, share):\n");
+	for (size_t i = 0; i < s->ntop; i++)
+		fprintf(stderr, "    %s:%u  %" PRIu64 "  %.1f%%\n", s->top[i].file,
+			s->top[i].line, s->top[i].cycles,
+			s->cycles ? 100.0 * (double)s->top[i].cycles / (double)s->cycles : 0);
+	fprintf(stderr, "results: %s\n", rundir);
+}
+
+int ks_op_simulate(const struct ks_op_sim_args *a)
+{
+	struct geometry g;
+	struct ks_vg vg = { 0 };
+	struct ks_argv av = { 0 };
+	struct ks_rundir rd = { 0 };
+	struct ks_simpost_opts po = { 0 };
+	struct ks_simpost_summary sum;
+	struct ks_calib calib;
+	struct ks_err err;
+	char raw[PATH_MAX + 64], *prog = NULL;
+	double clock_hz;
+	pid_t pid = 0;
+	int status, code = KS_EXIT_FAIL, prog_code;
+	bool have_rd = false;
+
+	ks_err_clear(&err);
+	if (a->cache ? parse_cache(a->cache, &g, &err) : machine_geometry(&g, &err)) {
+		ks_error("%s", err.msg);
+		return a->cache ? KS_EXIT_USAGE : KS_EXIT_FAIL;
+	}
+	if (ks_find_program(a->program[0], &prog, &err)) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	clock_hz = machine_clock(a->clock_ghz);
+	if (ks_vg_open(&vg, &err) || ks_rundir_create(a->output, "simulate", 0, &rd, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	have_rd = true;
+	if (build_argv(a, &g, clock_hz, vg.valgrind, rd.path, &av)) {
+		ks_error("out of memory");
+		goto out;
+	}
+	ks_info("op --simulate: running %s on kscope's Valgrind tool (expect it to "
+		"run 50 to 150 times slower); results in %s", prog, rd.path);
+	status = ks_run_program(av.v, vg.envp, &pid, &err);
+	ks_vg_close(&vg);
+	if (status < 0) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	prog_code = WIFEXITED(status) ? WEXITSTATUS(status)
+		    : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	if (WIFSIGNALED(status))
+		ks_info("the program was ended by signal %d (%s); writing what was "
+			"simulated", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	snprintf(raw, sizeof(raw), "%s/hotspot.%d.raw", rd.path, (int)pid);
+	if (access(raw, R_OK) != 0) {
+		ks_error("kscope's Valgrind tool wrote no results (see %s/valgrind.log)",
+			 rd.path);
+		goto out;
+	}
+	ks_info("op --simulate: writing the deliverables");
+	po.raw_path = raw;
+	po.clock_hz = clock_hz;
+	ks_err_clear(&err);
+	if (ks_calib_load(&calib, &err) == 0)
+		po.calib = &calib;
+	po.warn = warn_cb;
+	ks_err_clear(&err);
+	memset(&sum, 0, sizeof(sum));
+	if (ks_simpost_write(&rd, &po, &sum, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (sum.truncated)
+		ks_warn("the tool's results have no end record: the simulation was cut "
+			"short, and what it counted so far is written");
+	print_summary(&sum, clock_hz, rd.path);
+	code = prog_code;
+	if (sum.instrs == 0) {
+		if (a->kernel_name)
+			ks_error("no instruction was counted: the program never called a "
+				 "function matching --kernel-name '%s' (on the threads "
+				 "simulated)", a->kernel_name);
+		else
+			ks_error("no instruction was counted");
+		if (code == 0)
+			code = KS_EXIT_FAIL;
+	}
+out:
+	ks_vg_close(&vg);
+	if (have_rd)
+		ks_rundir_close(&rd);
+	ks_argv_free(&av);
+	free(prog);
+	return code;
+}

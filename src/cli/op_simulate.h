@@ -1,0 +1,33 @@
+/*
+ * kscope op --simulate: runs a program on kscope's Valgrind tool with the
+ * hotspot analysis (src/memtools/vg/kst_hot*.c) and writes the hot-spot
+ * map, cache figures, bandwidth and pipeline charts from its raw file
+ * (src/op/sim).  cmd_op.c parses the options and calls this.
+ * docs/simulate.md is the user's page.
+ */
+#ifndef KS_CLI_OP_SIMULATE_H
+#define KS_CLI_OP_SIMULATE_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+struct ks_op_sim_args {
+	const char *kernel_name; /* checked name pattern, or NULL: everything */
+	const char *threads;     /* "1,3", or NULL: every thread */
+	const char *cache;       /* --cache spec, or NULL: this machine's */
+	double clock_ghz;        /* 0: this machine's */
+	int64_t trace_limit;
+	int64_t mem_latency;
+	const char *output;      /* where the run directory is created */
+	char **program;          /* NULL-terminated */
+};
+
+/* Checks the options that only --simulate has (--threads, --cache); -EINVAL
+ * with err naming the option, the value and what is accepted. */
+int ks_op_sim_check(const struct ks_op_sim_args *a, struct ks_err *err);
+
+/* Runs it all; returns the KS_EXIT_* status or the program's status. */
+int ks_op_simulate(const struct ks_op_sim_args *a);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * The raw file of kscope op --simulate: what kscope's Valgrind tool
+ * (src/memtools/vg/kst_hot*.c, --analysis=hotspot) writes at the end of
+ * the program, and what the post-processor (src/op/sim) turns into the
+ * deliverables.  This header is the contract between the two; it holds
+ * the constants both use, and the format below.
+ *
+ * Text, one record per line, fields separated by one TAB; the first field
+ * names the record.  Integers are decimal unless said otherwise;
+ * addresses are "0x" and lower-case hex.  A string field (path, name,
+ * pattern) is always the last field of its record and escapes '\\' as
+ * "\\\\", TAB as "\\t" and newline as "\\n".
+ *
+ *   kscope-hotspot  FORMAT                 first line; FORMAT is 1
+ *   pid     PID
+ *   exe     PATH                           the program as started
+ *   cache   LEVEL SIZE ASSOC LINE LATENCY SCOPE NAME
+ *           one per data-cache level, LEVEL 0 (closest to the core) up;
+ *           SIZE bytes, ASSOC ways, LINE bytes, LATENCY cycles an access
+ *           served by this level costs, SCOPE "private" (one per thread)
+ *           or "shared" (one for all threads: only the last level can be).
+ *           NAME as the user gave it ("L1", "L2", "LL").
+ *   icache  SIZE ASSOC LINE                the instruction cache beside
+ *           level 0; its misses go to level 1 (or memory)
+ *   memory  LATENCY                        cycles of an access no level held
+ *   interval CYCLES                        simulated cycles per bandwidth
+ *           bucket (the tool doubles it when a thread has used
+ *           KS_SIM_MAX_BUCKETS, merging pairs; this is the final value)
+ *   region  PATTERN                        the --kernel-name filter, or "*"
+ *   file    ID PATH                        a source file (IDs from 0)
+ *   fn      ID NAME                        a function name (IDs from 0)
+ *   ins     ID ADDR LEN BYTES FILE LINE FN PIPE FLOPS BASE
+ *           one per instruction ever instrumented (IDs from 0, unique
+ *           per (ADDR, LEN)).  BYTES: the instruction's bytes in hex (LEN
+ *           bytes, at most 16).  FILE, FN: IDs, -1 when unknown; LINE 0
+ *           when unknown.  PIPE: one of KS_SIM_PIPE_NAMES.  FLOPS: floating-
+ *           point operations per execution (each SIMD lane counts; a fused
+ *           multiply-add counts 2).  BASE: base cycles per execution.
+ *   sb      ID COUNT INS...                a translated block (superblock):
+ *           its instruction IDs in execution order
+ *   thread  TID INSTRS CYCLES              a thread that ran counted code:
+ *           TID is Valgrind's thread id (1 = main), INSTRS and CYCLES its
+ *           totals in the region
+ *   x       TID INS EXECS CYCLES LOADB STOREB IMISS ACC0 MISS0 ACC1 MISS1 ...
+ *           per thread and instruction, for each instruction that thread
+ *           executed in the region: executions, cycles (base + memory
+ *           latencies), bytes loaded and stored, instruction-cache misses,
+ *           then for each data-cache level its accesses and misses
+ *           (an access that misses level k is an access of level k+1)
+ *   bw      TID BUCKET RD0 WR0 RD1 WR1 ... RDn WRn
+ *           bytes moved in bucket BUCKET (simulated cycles [BUCKET *
+ *           interval, (BUCKET+1) * interval) of that thread) across each
+ *           boundary: boundary 0 is registers <-> level 0 (RD: bytes
+ *           loaded, WR: bytes stored), boundary k is level k-1 <-> level k,
+ *           the last (k = levels) is the last level <-> memory (RD: lines
+ *           filled from below, WR: dirty lines written back below).
+ *           Buckets with nothing moved are left out.
+ *   tr      TID SB EXECUTED START END
+ *           one execution of block SB by thread TID: its first EXECUTED
+ *           instructions ran (a side exit leaves early) from simulated
+ *           cycle START to END.  At most the --trace-limit first.
+ *   end     HOW CODE DROPPED
+ *           HOW "exit" (CODE the exit status) or "signal" (CODE the
+ *           signal); DROPPED the tr records past the trace limit.
+ *           Missing when the tool did not finish (the file is then cut
+ *           short and the reader says so).
+ *
+ * The order is: kscope-hotspot, pid, exe, cache..., icache, memory,
+ * region, file/fn/ins/sb in any interleaving (each ID defined before it is
+ * used), thread, x, interval, bw, tr, end.
+ */
+#ifndef KS_SIMRAW_H
+#define KS_SIMRAW_H
+
+#define KS_SIM_FORMAT 1
+#define KS_SIM_MAGIC "kscope-hotspot"
+/* Data-cache levels the tool simulates at most. */
+#define KS_SIM_MAX_LEVELS 4
+/* Bandwidth buckets per thread before the interval doubles. */
+#define KS_SIM_MAX_BUCKETS 65536
+/* Default bandwidth interval: one simulated microsecond at the clock
+ * kscope passes (cycles = clock_hz / 1e6). */
+#define KS_SIM_DEFAULT_TRACE_LIMIT 100000
+
+/* Pipe classes, in the order of their numeric values. */
+enum ks_sim_pipe {
+	KS_SIM_PIPE_SCALAR = 0, /* integer and address arithmetic, moves */
+	KS_SIM_PIPE_VECTOR,     /* floating-point or SIMD arithmetic */
+	KS_SIM_PIPE_LOAD,       /* loads data and does no FP/SIMD arithmetic */
+	KS_SIM_PIPE_STORE,      /* stores data (and does no FP/SIMD arithmetic) */
+	KS_SIM_PIPE_BRANCH,     /* may transfer control: jumps, calls, returns */
+	KS_SIM_PIPE_COUNT
+};
+#define KS_SIM_PIPE_NAMES { "SCALAR", "VECTOR", "LOAD", "STORE", "BRANCH" }
+
+#endif
