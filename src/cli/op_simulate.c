@@ -479,9 +479,6 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	if (sum.truncated)
-		ks_warn("the tool's results have no end record: the simulation was cut "
-			"short, and what it counted so far is written");
 	print_summary(&sum, clock_hz, rd.path);
 	code = prog_code;
 	if (sum.instrs == 0) {

@@ -280,22 +280,30 @@ static bool path_storable(const char *path)
 	return n < KS_VB_PATH_SIZE;
 }
 
-/* Files that cannot go in the container are warned about by name up to
- * this many, then counted: a program built from hundreds of files whose
- * sources are elsewhere would otherwise drown the other warnings. */
+/* Files that cannot go in the container (the C library's, whose sources
+ * are seldom installed, say) are named in one warning, up to this many,
+ * then counted. */
 #define SIM_SOURCE_WARNINGS 3
 
-static void source_warn(const struct sim *s, unsigned *n, const char *path, const char *why)
+struct skipped {
+	unsigned n;
+	char names[SIM_SOURCE_WARNINGS * 160];
+};
+
+static void source_skip(struct skipped *sk, const char *path, const char *why)
 {
-	if ((*n)++ < SIM_SOURCE_WARNINGS)
-		sim_warnf(s, "source file '%.300s' is not in visualize_data.bin: %s", path, why);
+	size_t len = strlen(sk->names);
+
+	if (sk->n++ < SIM_SOURCE_WARNINGS)
+		snprintf(sk->names + len, sizeof(sk->names) - len, "%s'%.100s' (%.40s)",
+			 len ? ", " : "", path, why);
 }
 
 static int write_sources(struct vbsink *v, const struct sim *s,
 			 struct ks_simpost_summary *sum, struct ks_err *err)
 {
 	const char *prev = NULL;
-	unsigned nbad = 0;
+	struct skipped sk = { 0 };
 
 	for (size_t l = 0; l < s->nlines; l++) {
 		const char *path;
@@ -311,11 +319,11 @@ static int write_sources(struct vbsink *v, const struct sim *s,
 			continue;
 		prev = path;
 		if (path[0] != '/') {
-			source_warn(s, &nbad, path, "not an absolute path");
+			source_skip(&sk, path, "not an absolute path");
 			continue;
 		}
 		if (!path_storable(path)) {
-			source_warn(s, &nbad, path, "its path is too long or has a control "
+			source_skip(&sk, path, "its path is too long or has a control "
 				    "character");
 			continue;
 		}
@@ -325,12 +333,12 @@ static int write_sources(struct vbsink *v, const struct sim *s,
 			return ks_err_set(err, rc, "out of memory");
 		}
 		if (rc) {
-			source_warn(s, &nbad, path, rc == -EFBIG ? "larger than 64 MiB"
+			source_skip(&sk, path, rc == -EFBIG ? "larger than 64 MiB"
 				    : rc == -EINVAL ? "not a regular file" : strerror(-rc));
 			continue;
 		}
 		if (memchr(data, '\0', size)) {
-			source_warn(s, &nbad, path, "it has a NUL byte (not text)");
+			source_skip(&sk, path, "it has a NUL byte (not text)");
 			free(data);
 			continue;
 		}
@@ -340,9 +348,10 @@ static int write_sources(struct vbsink *v, const struct sim *s,
 			return ks_err_set(err, rc, "visualize_data.bin: %s", v->verr.msg);
 		sum->sources++;
 	}
-	if (nbad > SIM_SOURCE_WARNINGS)
-		sim_warnf(s, "%u more source files are not in visualize_data.bin (they could "
-			  "not be read)", nbad - SIM_SOURCE_WARNINGS);
+	if (sk.n)
+		sim_warnf(s, "%u source file%s not in visualize_data.bin, their text "
+			  "cannot be read: %s%s", sk.n, sk.n == 1 ? " is" : "s are", sk.names,
+			  sk.n > SIM_SOURCE_WARNINGS ? ", ..." : "");
 	return 0;
 }
 
