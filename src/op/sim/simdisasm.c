@@ -72,7 +72,7 @@ int sim_disasm(struct sim *s, struct ks_err *err)
 	for (size_t i = 0; i < s->nins && !rc; i++) {
 		struct sim_ins *in = &s->ins[i];
 		const uint8_t *code = in->bytes;
-		size_t size = in->len;
+		size_t size = in->len < sizeof(in->bytes) ? in->len : sizeof(in->bytes);
 		uint64_t addr = in->addr;
 
 		if (cs_disasm_iter(h, &code, &size, &addr, insn)) {

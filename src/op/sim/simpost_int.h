@@ -36,7 +36,7 @@ struct sim_ins {
 	uint32_t dis;            /* offset of its disassembly in s->text */
 	uint16_t mnem_len;       /* bytes of the mnemonic at the start of dis */
 	uint8_t len, pipe;
-	uint8_t bytes[16];
+	uint8_t bytes[KS_SIM_MAX_INS_BYTES];
 	bool executed;           /* some x record names it */
 };
 

@@ -31,8 +31,10 @@
  *   fn      ID NAME                        a function name (IDs from 0)
  *   ins     ID ADDR LEN BYTES FILE LINE FN PIPE FLOPS BASE
  *           one per instruction ever instrumented (IDs from 0, unique
- *           per (ADDR, LEN)).  BYTES: the instruction's bytes in hex (LEN
- *           bytes, at most 16).  FILE, FN: IDs, -1 when unknown; LINE 0
+ *           per (ADDR, LEN)).  LEN: 1 to KS_SIM_MAX_INS_LEN (the engine
+ *           sees Valgrind's client-request marker, a 19-byte sequence, as
+ *           one instruction).  BYTES: the instruction's first
+ *           min(LEN, KS_SIM_MAX_INS_BYTES) bytes in hex.  FILE, FN: IDs, -1 when unknown; LINE 0
  *           when unknown.  PIPE: one of KS_SIM_PIPE_NAMES.  FLOPS: floating-
  *           point operations per execution (each SIMD lane counts; a fused
  *           multiply-add counts 2).  BASE: base cycles per execution.
@@ -74,6 +76,9 @@
 
 #define KS_SIM_FORMAT 1
 #define KS_SIM_MAGIC "kscope-hotspot"
+/* Longest instruction, and most bytes of one the raw file carries. */
+#define KS_SIM_MAX_INS_LEN 64
+#define KS_SIM_MAX_INS_BYTES 16
 /* Data-cache levels the tool simulates at most. */
 #define KS_SIM_MAX_LEVELS 4
 /* Bandwidth buckets per thread before the interval doubles. */

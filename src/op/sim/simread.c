@@ -360,13 +360,15 @@ static int rec_ins(struct reader *r)
 	if (rc || (rc = get_u32(r, 1, &id)) || (rc = get_addr(r, 2, &in.addr)) ||
 	    (rc = get_u64(r, 3, &len)))
 		return rc;
-	if (len < 1 || len > 16)
-		return bad(r, "instruction %u has %llu bytes (1 to 16)", id,
-			   (unsigned long long)len);
+	if (len < 1 || len > KS_SIM_MAX_INS_LEN)
+		return bad(r, "instruction %u has %llu bytes (1 to %d)", id,
+			   (unsigned long long)len, KS_SIM_MAX_INS_LEN);
 	in.len = (uint8_t)len;
+	if (len > KS_SIM_MAX_INS_BYTES)
+		len = KS_SIM_MAX_INS_BYTES;
 	if (strlen(r->f[4]) != 2 * len)
 		return bad(r, "instruction %u: BYTES has %zu hex digits, not %u", id,
-			   strlen(r->f[4]), 2 * in.len);
+			   strlen(r->f[4]), 2 * (unsigned)len);
 	for (size_t i = 0; i < len; i++) {
 		unsigned v;
 
