@@ -160,7 +160,7 @@ static const struct ks_opt op_opts[] = {
 	  .env = "KSCOPE_OP_CLOCK",
 	  .help = "--simulate: clock that turns simulated cycles into time "
 		  "(default: this machine's)", OPT(clock_ghz), .dmin = 0.01, .dmax = 100 },
-	{ .name = "trace-limit", .type = KS_OPT_INT, .metavar = "N", .def = "100000",
+	{ .name = "trace-limit", .type = KS_OPT_INT, .metavar = "N", .def = "10000",
 	  .env = "KSCOPE_OP_TRACE_LIMIT",
 	  .help = "--simulate: at most N block executions in the pipeline chart "
 		  "(0: none)", OPT(trace_limit), .min = 0, .max = 10000000 },

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -479,6 +481,9 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 		ks_error("%s", err.msg);
 		goto out;
 	}
+	/* Read-only, like every deliverable. */
+	fchmodat(rd.dirfd, strrchr(raw, '/') + 1, KS_DELIVERABLE_MODE, 0);
+	fchmodat(rd.dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
 	print_summary(&sum, clock_hz, rd.path);
 	code = prog_code;
 	if (sum.instrs == 0) {

@@ -83,9 +83,10 @@
 #define KS_SIM_MAX_LEVELS 4
 /* Bandwidth buckets per thread before the interval doubles. */
 #define KS_SIM_MAX_BUCKETS 65536
-/* Default bandwidth interval: one simulated microsecond at the clock
- * kscope passes (cycles = clock_hz / 1e6). */
-#define KS_SIM_DEFAULT_TRACE_LIMIT 100000
+/* Default --trace-limit: block executions in the pipeline chart.  Each
+ * becomes a few slices of some 200 bytes, in trace.json and again in
+ * visualize_data.bin: 10000 keep both to a few MB. */
+#define KS_SIM_DEFAULT_TRACE_LIMIT 10000
 
 /* Pipe classes, in the order of their numeric values. */
 enum ks_sim_pipe {

@@ -71,6 +71,25 @@ static void meta(struct ks_text *t, bool *first, const char *what, uint32_t pid,
 	ks_text_puts(t, "}}");
 }
 
+/* A non-negative time in microseconds with 6 decimals, without printf
+ * (a trace has hundreds of thousands of them). */
+static void put_us(struct ks_text *t, double us)
+{
+	char frac[8];
+	uint64_t ps;
+
+	if (!isfinite(us) || us < 0 || us > 1e12) {
+		ks_text_json_num(t, us, 6);
+		return;
+	}
+	ps = (uint64_t)llround(us * 1e6);
+	ks_text_u64(t, ps / 1000000);
+	frac[0] = '.';
+	for (int i = 6, v = (int)(ps % 1000000); i >= 1; i--, v /= 10)
+		frac[i] = (char)('0' + v % 10);
+	ks_text_put(t, frac, 7);
+}
+
 /* One slice: instructions [from, to) of the block's list, from cycle
  * c0 to c1. */
 static void slice(struct ks_text *t, const struct sim *s, uint32_t tid,
@@ -93,9 +112,9 @@ static void slice(struct ks_text *t, const struct sim *s, uint32_t tid,
 	ks_text_puts(t, ",\"tid\":");
 	ks_text_u64(t, in->pipe + 1u);
 	ks_text_puts(t, ",\"ts\":");
-	ks_text_json_num(t, sim_us(s, c0), 6);
+	put_us(t, sim_us(s, c0));
 	ks_text_puts(t, ",\"dur\":");
-	ks_text_json_num(t, sim_us(s, c1 - c0), 6);
+	put_us(t, sim_us(s, c1 - c0));
 	ks_text_printf(t, ",\"args\":{\"pc_addr\":\"0x%llx\",\"code\":",
 		       (unsigned long long)in->addr);
 	ks_text_json_str(t, loc);
