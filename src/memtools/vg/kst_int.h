@@ -1,6 +1,6 @@
 /*
  * Private interface between the files of kscope's Valgrind tool: its
- * options, the heap block table, the findings writer and the three
+ * options, the heap block table, the findings writer and the four
  * instrumenters.  Nothing outside src/memtools/vg includes this.
  *
  * The tool runs inside Valgrind, which runs one guest thread at a time,
@@ -15,11 +15,34 @@
 #include "pub_tool_tooliface.h"
 
 #include "mtcore.h"
+#include "simraw.h"
 
 /* An IR expression that is a temporary or a constant (flat IR). */
 typedef IRExpr IRAtom;
 
-enum kst_analysis { KST_MEMCHECK, KST_CONTENTION, KST_FALSESHARE };
+enum kst_analysis { KST_MEMCHECK, KST_CONTENTION, KST_FALSESHARE, KST_HOTSPOT };
+
+/* One cache of the hotspot analysis, as the options give it. */
+struct kst_hot_cache_opt {
+	HChar name[16];
+	ULong size;               /* bytes */
+	UInt assoc, line, latency;
+};
+
+/* The hotspot analysis' options (kst_hot.c parses the values). */
+struct kst_hot_opts {
+	UInt nlevels;             /* 0 until --cache is seen: the default then */
+	struct kst_hot_cache_opt level[KS_SIM_MAX_LEVELS];
+	struct kst_hot_cache_opt icache;
+	Bool icache_set;          /* else level 0's geometry */
+	const HChar *icache_arg;  /* the --icache option, for late messages */
+	UInt mem_latency;
+	const HChar *region;      /* function-name filter; NULL: everything */
+	UInt *threads;            /* --threads: sorted Valgrind ids; NULL: all */
+	UInt nthreads;
+	ULong interval;           /* bandwidth bucket, simulated cycles */
+	ULong trace_limit;
+};
 
 /* Tool options (see kst_main.c for their command-line names). */
 struct kst_opts {
@@ -30,6 +53,7 @@ struct kst_opts {
 	Bool min_write, pad_smu, thread_isolation;
 	Bool leak_check;
 	UInt min_accesses;        /* falseshare: accesses per thread for a line to count */
+	struct kst_hot_opts hot;
 };
 extern struct kst_opts kst_clo;
 extern SizeT kst_redzone; /* effective client redzone, bytes */
@@ -83,6 +107,53 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 void kst_cache_fini(void);
 /* A thread is being created (called from kst_main.c's one handler). */
 void kst_cache_thread_create(ThreadId parent, ThreadId child);
+
+/* ---- hotspot: instruction counts and cache simulation (kst_hot.c) ---- */
+/* Option values; each reports a bad value with VG_(fmsg_bad_option),
+ * which exits. */
+void kst_hot_opt_cache(const HChar *arg, const HChar *val);
+void kst_hot_opt_icache(const HChar *arg, const HChar *val);
+void kst_hot_opt_region(const HChar *arg, const HChar *val);
+void kst_hot_opt_threads(const HChar *arg, const HChar *val);
+void kst_hot_init(void);
+IRSB *kst_hot_instrument(IRSB *in, const VexGuestLayout *layout,
+			 IRType gWordTy, IRType hWordTy);
+void kst_hot_fini(void);
+void kst_hot_thread_create(ThreadId parent, ThreadId child);
+/* The program's exit status, from its exit system calls. */
+void kst_hot_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs);
+void kst_hot_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs,
+			  SysRes res);
+
+/* ---- hotspot: the cache simulator (kst_hotcache.c) ---- */
+#define KST_HC_MIN_LINE 16
+#define KST_HC_EMPTY (~(UWord)0)
+/* One set-associative cache.  Each set's entries run from the most to
+ * the least recently used; an entry is line << 1 | dirty, or
+ * KST_HC_EMPTY. */
+struct kst_hc {
+	UWord *tags;
+	UWord set_mask;           /* sets - 1 */
+	UInt assoc;
+	UInt line_bits;
+};
+/* The caches one thread sees: its instruction cache and its data levels
+ * (the last one shared by all threads). */
+struct kst_hier {
+	struct kst_hc *ic;
+	struct kst_hc *lv[KS_SIM_MAX_LEVELS];
+	UInt n;                   /* data levels */
+};
+void kst_hc_init(struct kst_hc *c, ULong size, UInt assoc, UInt line);
+/* One data access of size bytes at a (a store when write).  Returns the
+ * level that served it: 0 when level 0 held every line, h->n for memory;
+ * the access missed every level above that one.  bw, when not NULL,
+ * receives the lines filled and written back: bw[2k] and bw[2k+1] are
+ * the bytes read and written across boundary k (boundary 0, the
+ * register side, is the caller's). */
+UInt kst_hc_data(const struct kst_hier *h, Addr a, UInt size, Bool write, ULong *bw);
+/* One instruction fetch; the same, 0 meaning an instruction-cache hit. */
+UInt kst_hc_fetch(const struct kst_hier *h, Addr a, UInt size, ULong *bw);
 
 /* ---- IR helpers shared by both instrumenters (kst_main.c) ---- */
 /* Which temporaries of a (flat) input block hold the stack pointer plus

@@ -1,10 +1,13 @@
 /*
  * kscope's Valgrind tool: the entry points Valgrind calls (initialization,
- * options, instrumentation, exit) for the three analyses that share one
- * pass over the instruction stream: memcheck (heap defects), contention
- * (cache-line ownership) and falseshare (word-level sharing).  `kscope
- * memcheck|contention|falseshare` starts it as `valgrind --tool=kscope
- * --analysis=...` and reads back the findings file it writes.
+ * options, instrumentation, exit) for its four analyses: memcheck (heap
+ * defects), contention (cache-line ownership) and falseshare (word-level
+ * sharing), which share one pass over the instruction stream, and
+ * hotspot (instruction counts and a simulated cache hierarchy, for
+ * `kscope op --simulate`).  `kscope memcheck|contention|falseshare`
+ * starts it as `valgrind --tool=kscope --analysis=...` and reads back the
+ * findings file it writes; hotspot writes the raw file of
+ * src/op/sim/simraw.h instead.
  *
  * The analysis state machines themselves are freestanding C in
  * src/memtools/core; this directory is the Valgrind front-end around
@@ -36,8 +39,15 @@ struct kst_opts kst_clo = {
 	.thread_isolation = True,
 	.leak_check = True,
 	.min_accesses = 100,
+	.hot = {
+		.mem_latency = 200,
+		.interval = 1000,
+		.trace_limit = KS_SIM_DEFAULT_TRACE_LIMIT,
+	},
 };
 SizeT kst_redzone = 16;
+/* hotspot asked for at start-up (and its preload library kept out). */
+static Bool hot_args;
 /* Highest thread id the program used (Valgrind reuses the ids of threads
  * that ended, so this is the most threads alive at once, roughly). */
 static UInt threads_seen = 1;
@@ -46,7 +56,9 @@ static void kst_thread_create(ThreadId parent, ThreadId child)
 {
 	if (child > threads_seen)
 		threads_seen = child;
-	if (kst_clo.analysis != KST_MEMCHECK)
+	if (kst_clo.analysis == KST_HOTSPOT)
+		kst_hot_thread_create(parent, child);
+	else if (kst_clo.analysis != KST_MEMCHECK)
 		kst_cache_thread_create(parent, child);
 }
 
@@ -139,8 +151,11 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 			kst_clo.analysis = KST_CONTENTION;
 		else if (VG_(strcmp)(s, "falseshare") == 0)
 			kst_clo.analysis = KST_FALSESHARE;
+		else if (VG_(strcmp)(s, "hotspot") == 0)
+			kst_clo.analysis = KST_HOTSPOT;
 		else
-			VG_(fmsg_bad_option)(arg, "expected memcheck, contention or falseshare\n");
+			VG_(fmsg_bad_option)(arg, "expected memcheck, contention, falseshare or "
+					     "hotspot\n");
 	} else if (VG_STR_CLO(arg, "--out", kst_clo.out)) {
 	} else if (VG_BINT_CLO(arg, "--line-size", v, 16, 4096)) {
 		if (v & (v - 1))
@@ -154,6 +169,20 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 	} else if (VG_BOOL_CLO(arg, "--pad-smu", kst_clo.pad_smu)) {
 	} else if (VG_BOOL_CLO(arg, "--thread-isolation", kst_clo.thread_isolation)) {
 	} else if (VG_BOOL_CLO(arg, "--leak-check", kst_clo.leak_check)) {
+	} else if (VG_STR_CLO(arg, "--cache", s)) {
+		kst_hot_opt_cache(arg, s);
+	} else if (VG_STR_CLO(arg, "--icache", s)) {
+		kst_hot_opt_icache(arg, s);
+	} else if (VG_BINT_CLO(arg, "--mem-latency", v, 0, 1000000)) {
+		kst_clo.hot.mem_latency = (UInt)v;
+	} else if (VG_STR_CLO(arg, "--region", s)) {
+		kst_hot_opt_region(arg, s);
+	} else if (VG_STR_CLO(arg, "--threads", s)) {
+		kst_hot_opt_threads(arg, s);
+	} else if (VG_BINT_CLO(arg, "--interval", v, 1, (Long)1 << 40)) {
+		kst_clo.hot.interval = (ULong)v;
+	} else if (VG_BINT_CLO(arg, "--trace-limit", v, 0, 1000000000)) {
+		kst_clo.hot.trace_limit = (ULong)v;
 	} else {
 		return VG_(replacement_malloc_process_cmd_line_option)(arg);
 	}
@@ -163,7 +192,7 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 static void kst_print_usage(void)
 {
 	VG_(printf)(
-"    --analysis=memcheck|contention|falseshare  what to look for [memcheck]\n"
+"    --analysis=memcheck|contention|falseshare|hotspot  what to look for [memcheck]\n"
 "    --out=FILE                findings file, %%p is the pid [findings.%%p.jsonl]\n"
 "    --line-size=N             cache line size, bytes [64]\n"
 "    --freelist-vol=N          bytes of freed blocks kept unusable [20000000]\n"
@@ -172,7 +201,21 @@ static void kst_print_usage(void)
 "                              each accessed it N times [100]\n"
 "    --min-write=yes|no        test shadow words before writing them [yes]\n"
 "    --pad-smu=yes|no          pad shadow units to a cache line [yes]\n"
-"    --thread-isolation=yes|no per-thread counters merged at exit [yes]\n");
+"    --thread-isolation=yes|no per-thread counters merged at exit [yes]\n"
+"  hotspot (writes the raw file of kscope op --simulate to --out):\n"
+"    --cache=NAME=SIZE:ASSOC:LINE[:LATENCY],...  data-cache levels, closest\n"
+"                              first (1 to %d; SIZE with k/m/g; the last level\n"
+"                              is shared by all threads, the others are private;\n"
+"                              latencies default to 4, 14, 50, 80 by position)\n"
+"                              [" "L1=32k:8:64,LL=8m:16:64" "]\n"
+"    --icache=SIZE:ASSOC:LINE  instruction cache beside level 0 [level 0's]\n"
+"    --mem-latency=N           cycles of an access no level holds [200]\n"
+"    --region=PATTERN          count only inside calls of the functions whose\n"
+"                              names match (NAME|NAME..., '*' any run) [all]\n"
+"    --threads=LIST            Valgrind thread ids to simulate (1 = main) [all]\n"
+"    --interval=CYCLES         bandwidth bucket width [1000]\n"
+"    --trace-limit=N           superblock executions traced [%d]\n",
+		KS_SIM_MAX_LEVELS, KS_SIM_DEFAULT_TRACE_LIMIT);
 }
 
 static void kst_print_debug_usage(void)
@@ -181,11 +224,105 @@ static void kst_print_debug_usage(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Keeping the preload library out of hotspot runs                     */
+/* ------------------------------------------------------------------ */
+
+/* Whether --analysis=hotspot is the analysis the command line asks for
+ * (the last --analysis wins, as in option processing).  Valgrind calls
+ * kst_pre_clo_init before it hands the tool its options, but the
+ * decisions below must be taken there. */
+static Bool args_ask_hotspot(void)
+{
+	Bool hot = False;
+	Word i;
+
+	if (!VG_(args_for_valgrind))
+		return False;
+	for (i = 0; i < VG_(sizeXA)(VG_(args_for_valgrind)); i++) {
+		const HChar *a = *(HChar **)VG_(indexXA)(VG_(args_for_valgrind), i);
+		if (VG_(strncmp)(a, "--kscope:", 9) == 0)
+			a += 7; /* "--kscope:--analysis=..." -> "--analysis=..." */
+		if (VG_(strncmp)(a, "--analysis=", 11) == 0)
+			hot = VG_(strcmp)(a + 11, "hotspot") == 0;
+	}
+	return hot;
+}
+
+/* The program's environment as Valgrind built it, on the program's
+ * initial stack (coregrind's pub_core_clientstate.h; the tool interface
+ * does not offer it).  It is ready when kst_pre_clo_init runs: Valgrind
+ * builds the initial image before it initializes the tool, and the
+ * program's dynamic linker reads LD_PRELOAD only when it starts. */
+extern HChar **VG_(client_envp);
+
+/* Removes kscope's preload library (vgpreload_kscope-<platform>.so,
+ * which Valgrind adds to LD_PRELOAD for --tool=kscope when it finds it)
+ * from the program's LD_PRELOAD, in place: with it, malloc and the
+ * string functions would run kscope's replacements (Valgrind redirects
+ * them whatever the tool asks for) and the instruction counts would not
+ * be the program's. */
+static void drop_own_preload(void)
+{
+	static const HChar ld[] = "LD_PRELOAD=";
+	static const HChar own[] = "vgpreload_kscope-";
+	HChar **e;
+
+	for (e = VG_(client_envp); e && *e; e++) {
+		HChar *p, *start;
+		if (VG_(strncmp)(*e, ld, sizeof(ld) - 1) != 0)
+			continue;
+		start = *e + sizeof(ld) - 1;
+		for (p = start; *p;) {
+			HChar *end = VG_(strchr)(p, ':'), *base = p, *q;
+			SizeT len = end ? (SizeT)(end - p) : VG_(strlen)(p);
+			for (q = p; q < p + len; q++)
+				if (*q == '/')
+					base = q + 1;
+			if ((SizeT)(p + len - base) >= sizeof(own) - 1 &&
+			    VG_(strncmp)(base, own, sizeof(own) - 1) == 0) {
+				/* Cut the entry and one ':' next to it. */
+				HChar *from = end ? end + 1 : p + len;
+				HChar *to = p;
+				if (!end && p > start)
+					to = p - 1;
+				VG_(memmove)(to, from, VG_(strlen)(from) + 1);
+				return;
+			}
+			if (!end)
+				break;
+			p = end + 1;
+		}
+	}
+}
+
+/* Superblocks whose instructions all run when the block runs to its
+ * end: the translator must not follow conditional branches (it would
+ * merge short branch-over paths into the block, with their instructions'
+ * marks present even when the branch skips them) nor unroll loops.
+ * callgrind asks the same, so the instruction counts are comparable.
+ * Set before and after the options, which could change them. */
+static void hot_exact_blocks(void)
+{
+	VG_(clo_vex_control).guest_chase = False;
+	VG_(clo_vex_control).iropt_unroll_thresh = 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Tool life cycle                                                     */
 /* ------------------------------------------------------------------ */
 
 static void kst_post_clo_init(void)
 {
+	if (kst_clo.analysis == KST_HOTSPOT) {
+		hot_exact_blocks();
+		/* The raw file is written at the end (kst_hot_fini), when the
+		 * pid of a forked child is its own. */
+		VG_(track_pre_thread_ll_create)(kst_thread_create);
+		kst_hot_init();
+		return;
+	}
+	/* Both read the same options: the start-up decision holds. */
+	tl_assert(!hot_args);
 	kst_redzone = VG_(malloc_effective_client_redzone_size)();
 	if (!kst_out_open())
 		VG_(exit)(1);
@@ -229,11 +366,17 @@ static IRSB *kst_instrument(VgCallbackClosure *closure, IRSB *in,
 {
 	if (kst_clo.analysis == KST_MEMCHECK)
 		return kst_mc_instrument(in, layout, gWordTy, hWordTy);
+	if (kst_clo.analysis == KST_HOTSPOT)
+		return kst_hot_instrument(in, layout, gWordTy, hWordTy);
 	return kst_cache_instrument(in, layout, gWordTy, hWordTy);
 }
 
 static void kst_fini(Int exitcode)
 {
+	if (kst_clo.analysis == KST_HOTSPOT) {
+		kst_hot_fini();
+		return;
+	}
 	if (kst_clo.analysis == KST_MEMCHECK)
 		kst_mc_fini();
 	else
@@ -257,6 +400,16 @@ static void kst_pre_clo_init(void)
 	VG_(basic_tool_funcs)(kst_post_clo_init, kst_instrument, kst_fini);
 	VG_(needs_command_line_options)(kst_process_cmd_line_option,
 					kst_print_usage, kst_print_debug_usage);
+	hot_args = args_ask_hotspot();
+	if (hot_args) {
+		/* hotspot must see the program run as it does under callgrind:
+		 * its own malloc and string functions, no exit-time freeres
+		 * calls.  The syscall hook gives it the exit status. */
+		drop_own_preload();
+		VG_(needs_syscall_wrapper)(kst_hot_pre_syscall, kst_hot_post_syscall);
+		hot_exact_blocks();
+		return;
+	}
 	VG_(needs_libc_freeres)();
 	VG_(needs_cxx_freeres)();
 	kst_heap_init();
