@@ -117,6 +117,12 @@ static const char *level_problem(const struct level *l)
 	"LL=32M:16:64 (SIZE in bytes with an optional k, m or g; LATENCY in " \
 	"cycles)"
 
+/* Length of field i of nf fields starting at f[], the last ending at end. */
+static size_t field_len(const char *const *f, size_t nf, size_t i, const char *end)
+{
+	return (size_t)((i + 1 < nf ? f[i + 1] - 1 : end) - f[i]);
+}
+
 static int parse_cache(const char *spec, struct geometry *g, struct ks_err *err)
 {
 	const char *p = spec;
@@ -156,7 +162,7 @@ static int parse_cache(const char *spec, struct geometry *g, struct ks_err *err)
 			}
 		if (nf < 3)
 			goto bad_fields;
-#define FLEN(i) ((size_t)((i + 1 < (int)nf ? f[i + 1] - 1 : p + len) - f[i]))
+#define FLEN(i) field_len(f, nf, i, p + len)
 		if (!parse_size(f[0], FLEN(0), &l->size) || l->size < 1024 ||
 		    l->size > ((int64_t)1 << 40))
 			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s': "
