@@ -40,10 +40,13 @@
  * at the start of each superblock; nested entries keep the outermost.
  *
  * Run-time cost: one helper call per superblock (trace, region exit),
- * one per instruction, merged with its first data access, and one per
- * further data access; per-instruction facts are precomputed structures
- * passed as constants, and per-thread counters are arrays indexed by the
- * instruction's number.
+ * one per instruction with data accesses, merged with its first access,
+ * one per further access, and one per run of up to three instructions
+ * without; per-instruction facts are precomputed structures passed as
+ * constants, per-thread counters are arrays indexed by the instruction's
+ * number (each instruction remembers the counters its last thread used),
+ * and the common cases (a fetch from the line fetched last, an access to
+ * the most recently used line of its level-0 set) stay in the helpers.
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_clientstate.h"
@@ -72,7 +75,7 @@
 static const UInt default_latency[KS_SIM_MAX_LEVELS] = { 4, 14, 50, 80 };
 #define KST_HOT_DEFAULT_CACHE "L1=32k:8:64,LL=8m:16:64"
 
-/* Per-thread counters of one instruction, KST_HOT_STRIDE ULongs:
+/* Per-thread counters of one instruction, `stride` ULongs:
  * executions, cycles, bytes loaded, bytes stored, instruction-cache
  * misses, then accesses and misses of each data level. */
 enum { X_EXECS, X_CYCLES, X_LOADB, X_STOREB, X_IMISS, X_LEVELS };
@@ -575,6 +578,15 @@ static void stop_client_code(ThreadId tid, ULong blocks_done)
 		}
 }
 
+/* A signal the program handles did not end it. */
+static void pre_deliver_signal(ThreadId tid, Int sig, Bool alt_stack)
+{
+	if (sig == pending_signal)
+		pending_signal = 0;
+	if (sig == self_signal)
+		self_signal = 0;
+}
+
 void kst_hot_thread_create(ThreadId parent, ThreadId child)
 {
 	/* Valgrind reuses the number of a thread that ended: the new thread
@@ -745,9 +757,14 @@ static VG_REGPARM(1) void h_enter(UWord sp)
  * so fetching it again is a hit that changes nothing. */
 static __attribute__((noinline)) UInt fetch_slow(struct hthread *t, const struct hins *in)
 {
-	UInt r = kst_hc_fetch(&t->hier, in->addr, in->len, t->active ? bw_row(t) : NULL);
+	const struct kst_hc *ic = t->hier.ic;
+	UInt r = 0;
 
-	t->last_iline = (in->addr + in->len - 1) >> t->hier.ic->line_bits;
+	/* Most others hit the most recently used line of their set. */
+	if (in->ic_key == KST_HC_EMPTY - 1 ||
+	    (ic->tags[(in->ic_key & ic->set_mask) * ic->assoc] >> 1) != in->ic_key)
+		r = kst_hc_fetch(&t->hier, in->addr, in->len, t->active ? bw_row(t) : NULL);
+	t->last_iline = (in->addr + in->len - 1) >> ic->line_bits;
 	return r;
 }
 
@@ -1566,6 +1583,7 @@ void kst_hot_init(void)
 	ins_hash = VG_(calloc)("kst.hot.ins", 1u << INS_HASH_BITS, sizeof(*ins_hash));
 	VG_(track_start_client_code)(start_client_code);
 	VG_(track_stop_client_code)(stop_client_code);
+	VG_(track_pre_deliver_signal)(pre_deliver_signal);
 }
 
 void kst_hot_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)

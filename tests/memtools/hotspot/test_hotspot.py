@@ -66,9 +66,7 @@ def make_vglib(tmp):
     return d
 
 
-TMP = tempfile.mkdtemp(prefix="ks-hotspot-")
-ENV = dict(os.environ, VALGRIND_LIB=make_vglib(TMP))
-ENV.pop("VALGRIND_OPTS", None)
+TMP = ENV = None  # set up by main()
 RUNS = 0
 
 
@@ -485,10 +483,14 @@ def test_options():
 
 
 def main():
+    global TMP, ENV
     tests = [test_options, test_counts_and_flops, test_caches, test_threads_trace_interval,
              test_signal]
     failed = 0
+    TMP = tempfile.mkdtemp(prefix="ks-hotspot-")
     try:
+        ENV = dict(os.environ, VALGRIND_LIB=make_vglib(TMP))
+        ENV.pop("VALGRIND_OPTS", None)
         for t in tests:
             try:
                 t()
