@@ -184,6 +184,12 @@ static int parse_cache(const char *spec, struct geometry *g, struct ks_err *err)
 					  "(%" PRId64 " bytes, %" PRId64 " ways, %" PRId64
 					  "-byte lines) cannot be simulated: %s", l->name, q,
 					  l->size, l->assoc, l->line, why);
+		if (g->n && l->line < g->l[g->n - 1].line)
+			return ks_err_set(err, -EINVAL, "option --cache: level %s of '%s' has "
+					  "%" PRId64 "-byte lines, shorter than the %" PRId64
+					  "-byte lines of the level above it; a level's lines "
+					  "must be at least as long as those nearer the core",
+					  l->name, q, l->line, g->l[g->n - 1].line);
 		for (unsigned i = 0; i < g->n; i++)
 			if (!strcmp(g->l[i].name, l->name))
 				return ks_err_set(err, -EINVAL, "option --cache: '%s' names "
