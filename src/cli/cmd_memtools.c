@@ -238,8 +238,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
-		    : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	exit_code = ks_exit_status(status);
 	if (WIFSIGNALED(status))
 		ks_info("the program was ended by signal %d (%s); reporting what was "
 			"found", WTERMSIG(status), strsignal(WTERMSIG(status)));

@@ -1441,8 +1441,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 
 	exit_code = st.interrupted ? 128 + st.interrupted
 		    : run0.killed_by_kill ? KS_EXIT_OK
-		    : WIFEXITED(run0.status) ? WEXITSTATUS(run0.status)
-		    : WIFSIGNALED(run0.status) ? 128 + WTERMSIG(run0.status) : KS_EXIT_FAIL;
+		    : ks_exit_status(run0.status);
 	if (st.nlaunches == 0) {
 		bool clean = exit_code == 0 && !st.interrupted && !st.timed_out;
 

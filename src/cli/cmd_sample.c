@@ -609,8 +609,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_rundir_discard(&rd);
 		return KS_EXIT_USAGE;
 	}
-	exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
-		    : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	exit_code = ks_exit_status(status);
 	if (WIFSIGNALED(status))
 		ks_info("the program was ended by signal %d (%s); writing what was "
 			"collected", WTERMSIG(status), strsignal(WTERMSIG(status)));

@@ -469,8 +469,7 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	prog_code = WIFEXITED(status) ? WEXITSTATUS(status)
-		    : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	prog_code = ks_exit_status(status);
 	if (WIFSIGNALED(status))
 		ks_info("the program was ended by signal %d (%s); writing what was "
 			"simulated", WTERMSIG(status), strsignal(WTERMSIG(status)));

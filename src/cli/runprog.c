@@ -207,3 +207,9 @@ int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
 	return ks_err_set(err, -ENOENT, "%s is missing (looked for %s and %s)", what, cand[0],
 			  cand[1]);
 }
+
+int ks_exit_status(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status)
+	       : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}

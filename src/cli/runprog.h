@@ -36,4 +36,8 @@ int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
  * not be started.  *pid_out (may be NULL) gets the program's pid. */
 int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err);
 
+/* The exit status a shell would give for a wait status: the program's
+ * own, 128+N when signal N ended it, else 1. */
+int ks_exit_status(int status);
+
 #endif
