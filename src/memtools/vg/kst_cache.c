@@ -506,43 +506,6 @@ static void add_access(IRSB *sb, IRAtom *addr, Int size, Bool write, Addr ip,
 	addStmtToIRSB(sb, IRStmt_Dirty(d));
 }
 
-/* The store in in->stmts[i+1..] that writes the bytes the load at
- * stmts[i] read, within the same instruction and with nothing in between
- * that could leave the instruction early: the x += y of compiled code.
- * Returns its index, or -1. */
-static Int rmw_store(const IRSB *in, Int i)
-{
-	const IRExpr *ld = in->stmts[i]->Ist.WrTmp.data;
-	Int j;
-
-	for (j = i + 1; j < in->stmts_used; j++) {
-		const IRStmt *st = in->stmts[j];
-		switch (st->tag) {
-		case Ist_IMark:
-		case Ist_Exit:
-		case Ist_Dirty:
-		case Ist_CAS:
-		case Ist_LLSC:
-		case Ist_StoreG:
-		case Ist_LoadG:
-		case Ist_MBE:
-			return -1;
-		case Ist_WrTmp:
-			if (st->Ist.WrTmp.data->tag == Iex_Load)
-				return -1;
-			break;
-		case Ist_Store:
-			if (eqIRAtom(st->Ist.Store.addr, ld->Iex.Load.addr) &&
-			    typeOfIRExpr(in->tyenv, st->Ist.Store.data) == ld->Iex.Load.ty)
-				return j;
-			return -1;
-		default:
-			break;
-		}
-	}
-	return -1;
-}
-
 IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 			   IRType gWordTy, IRType hWordTy)
 {
@@ -581,7 +544,7 @@ IRSB *kst_cache_instrument(IRSB *in, const VexGuestLayout *layout,
 			if (e->tag == Iex_Load) {
 				if (kst_sp_atom(&sp, e->Iex.Load.addr)) {
 					nstack += 1;
-				} else if ((rmw_at = rmw_store(in, i)) >= 0) {
+				} else if ((rmw_at = kst_rmw_store(in, i, True)) >= 0) {
 					/* Load and store of x += y: one test. */
 					add_access(sb, e->Iex.Load.addr, sizeofIRType(e->Iex.Load.ty),
 						   True, ip, &idx, NULL, QF_RMW);

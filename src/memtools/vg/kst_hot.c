@@ -1371,44 +1371,6 @@ static void add_access(struct ist *s, IRAtom *addr, Int bytes, UWord rw, IRAtom 
 	}
 }
 
-/* The store in in->stmts[i+1..] that writes back the bytes the load at
- * stmts[i] read, with no other memory access or exit in between: a
- * read-modify-write, one access (a "modify").  Its index, or -1. */
-static Int modify_store(const IRSB *in, Int i)
-{
-	const IRExpr *ld = in->stmts[i]->Ist.WrTmp.data;
-	Int j;
-
-	for (j = i + 1; j < in->stmts_used; j++) {
-		const IRStmt *st = in->stmts[j];
-		switch (st->tag) {
-		case Ist_IMark:
-		case Ist_Exit:
-		case Ist_CAS:
-		case Ist_LLSC:
-		case Ist_StoreG:
-		case Ist_LoadG:
-			return -1;
-		case Ist_Dirty:
-			if (st->Ist.Dirty.details->mFx != Ifx_None)
-				return -1;
-			break;
-		case Ist_WrTmp:
-			if (st->Ist.WrTmp.data->tag == Iex_Load)
-				return -1;
-			break;
-		case Ist_Store:
-			if (eqIRAtom(st->Ist.Store.addr, ld->Iex.Load.addr) &&
-			    typeOfIRExpr(in->tyenv, st->Ist.Store.data) == ld->Iex.Load.ty)
-				return j;
-			return -1;
-		default:
-			break;
-		}
-	}
-	return -1;
-}
-
 static struct hsb *sb_new(const IRSB *in, Int first)
 {
 	UInt n = 0;
@@ -1473,7 +1435,7 @@ IRSB *kst_hot_instrument(IRSB *in, const VexGuestLayout *layout, IRType gWordTy,
 			IRExpr *e = st->Ist.WrTmp.data;
 			if (e->tag == Iex_Load) {
 				Int sz = sizeofIRType(e->Iex.Load.ty);
-				merged = modify_store(in, i);
+				merged = kst_rmw_store(in, i, False);
 				add_access(&s, e->Iex.Load.addr, sz,
 					   merged >= 0 ? ACC_RD | ACC_WR : ACC_RD, NULL, False);
 			}

@@ -170,4 +170,13 @@ void kst_sp_note(struct kst_sp *s, IRStmt *st);
 Bool kst_sp_atom(const struct kst_sp *s, IRExpr *a);
 void kst_sp_end(struct kst_sp *s);
 
+/* The store in in->stmts[i+1..] that writes back the bytes the load at
+ * stmts[i] (a WrTmp of an Iex_Load) read, of the same type and address,
+ * within the same instruction and with no other memory access or exit in
+ * between: a read-modify-write such as x += y.  Its index, or -1.
+ * strict: any dirty call or memory barrier in between also rules it out
+ * (contention, falseshare); otherwise only dirty calls that touch memory
+ * do (hotspot, which counts a modify as cachegrind does). */
+Int kst_rmw_store(const IRSB *in, Int i, Bool strict);
+
 #endif

@@ -135,6 +135,46 @@ void kst_sp_end(struct kst_sp *s)
 	s->is_sp = NULL;
 }
 
+Int kst_rmw_store(const IRSB *in, Int i, Bool strict)
+{
+	const IRExpr *ld = in->stmts[i]->Ist.WrTmp.data;
+	Int j;
+
+	for (j = i + 1; j < in->stmts_used; j++) {
+		const IRStmt *st = in->stmts[j];
+
+		switch (st->tag) {
+		case Ist_IMark:
+		case Ist_Exit:
+		case Ist_CAS:
+		case Ist_LLSC:
+		case Ist_StoreG:
+		case Ist_LoadG:
+			return -1;
+		case Ist_MBE:
+			if (strict)
+				return -1;
+			break;
+		case Ist_Dirty:
+			if (strict || st->Ist.Dirty.details->mFx != Ifx_None)
+				return -1;
+			break;
+		case Ist_WrTmp:
+			if (st->Ist.WrTmp.data->tag == Iex_Load)
+				return -1;
+			break;
+		case Ist_Store:
+			if (eqIRAtom(st->Ist.Store.addr, ld->Iex.Load.addr) &&
+			    typeOfIRExpr(in->tyenv, st->Ist.Store.data) == ld->Iex.Load.ty)
+				return j;
+			return -1;
+		default:
+			break;
+		}
+	}
+	return -1;
+}
+
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
