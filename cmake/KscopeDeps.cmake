@@ -8,8 +8,8 @@
 # With KSCOPE_STATIC_DEPS (the default) each is linked from its static
 # archives when the system has every one of them (Debian's -dev packages
 # ship them).  kscope then starts without the dynamic loader opening and
-# relocating ten shared libraries: about 1.5 ms less per start, which is
-# what `kscope op` adds to a short program (docs/performance.md, "op").
+# relocating ten shared libraries, about 1 ms less per start here, which
+# counts in what `kscope op` adds to a short program.
 # Where an archive is missing, the target falls back to the shared library.
 # libc's own parts (m, pthread, dl, rt) are always linked dynamically.
 # None of kscope's preloaded libraries links these targets.
