@@ -40,7 +40,9 @@
 
 #define CLOCK 1e9
 #define KERNEL KS_FIXTURES "/kernel.c"
-#define MISSING "/nonexistent/kscope-missing.c"
+/* Under the fixtures too, so that it sorts before KERNEL wherever the
+ * checkout lies. */
+#define MISSING KS_FIXTURES "/absent/kscope-missing.c"
 
 /* ------------------------------------------------------------------ */
 /* Fixtures                                                            */
