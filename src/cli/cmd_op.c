@@ -138,7 +138,7 @@ static const struct ks_opt op_opts[] = {
 	  .help = "floating-point operations per launch, an expression over the "
 		  "kernel's scalar arguments by name and gx gy gz lx ly lz, "
 		  "e.g. 2*M*N*K",
-	  OPT(flops), .max_len = KS_OP_FLOPS_MAX_LEN },
+	  OPT(flops), .max_len = KS_EXPR_MAX_LEN },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -223,7 +223,7 @@ struct op_state {
 	char *prog;                   /* its resolved path */
 	char runtime[PATH_MAX];
 	char token[KS_OP_TOKEN_LEN + 1];
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_op_filter *name_filter;
 	struct ks_calib calib;
 	bool calib_tried;      /* load_calibration ran (on the first build) */
@@ -368,7 +368,7 @@ static int check_options(struct op_state *st, struct ks_err *err)
 		struct ks_err e;
 		char q[400];
 
-		rc = ks_op_flops_parse(o->flops, &st->flops, &e);
+		rc = ks_expr_parse(o->flops, &st->flops, &e);
 		if (rc == -ENOMEM)
 			return ks_err_set(err, rc, "out of memory");
 		if (rc) {
@@ -1273,7 +1273,7 @@ static void state_free(struct op_state *st)
 		free(st->launches[i].app_run);
 	}
 	free(st->launches);
-	ks_op_flops_free(st->flops);
+	ks_expr_free(st->flops);
 	ks_op_filter_free(st->name_filter);
 	free(st->prog);
 	free(st->in);

@@ -23,37 +23,8 @@
 
 #include "calib.h"
 #include "err.h"
+#include "expr.h"
 #include "outdir.h"
-
-/* ------------------------------------------------------------------ */
-/* The --flops expression                                              */
-/* ------------------------------------------------------------------ */
-
-#define KS_OP_FLOPS_MAX_LEN 1024  /* characters of an expression */
-#define KS_OP_FLOPS_MAX_DEPTH 64  /* nesting of parentheses and signs */
-
-struct ks_op_flops;
-
-/* A name an expression may use, and its value for one launch. */
-struct ks_op_var {
-	const char *name;
-	double value;
-};
-
-/* Parses text: numbers, names ([A-Za-z_][A-Za-z0-9_]*), + - * /, unary
- * signs and parentheses.  -EINVAL with err saying what is wrong and where
- * (the message starts with the problem, for the caller to prefix with the
- * option), or -ENOMEM. */
-int ks_op_flops_parse(const char *text, struct ks_op_flops **out, struct ks_err *err);
-/* The expression as given. */
-const char *ks_op_flops_text(const struct ks_op_flops *f);
-/* Evaluates f with vars (nvars of them; the first of a repeated name
- * wins).  0 with *out set; -ENOENT when a name is not among vars (err names
- * it and lists the names available); -EDOM on division by zero or a
- * negative result; -ERANGE when a value overflows. */
-int ks_op_flops_eval(const struct ks_op_flops *f, const struct ks_op_var *vars,
-		     size_t nvars, double *out, struct ks_err *err);
-void ks_op_flops_free(struct ks_op_flops *f);
 
 /* ------------------------------------------------------------------ */
 /* Deliverables                                                        */
@@ -69,7 +40,7 @@ void ks_oppost_dirname(long long pid, const char *name, unsigned long long index
 typedef void (*ks_oppost_warn_fn)(void *ctx, const char *msg);
 
 struct ks_oppost_opts {
-	const struct ks_op_flops *flops; /* --flops, or NULL */
+	const struct ks_expr *flops; /* --flops, or NULL */
 	const struct ks_calib *calib;    /* this machine's ceilings, or NULL */
 	const char *calib_why;           /* why calib is NULL (for OpBasicInfo) */
 	/* NULL: the status comes from measure.json; otherwise it overrides

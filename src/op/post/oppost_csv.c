@@ -143,7 +143,7 @@ int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
 		"partial: some buffers' counts are unknown" : "per buffer, see Memory.csv");
 	ks_csv_num(&t, l->gbps, 3);
 	ks_csv_num(&t, l->flops, 0);
-	ks_csv_str(&t, false, o->flops ? ks_op_flops_text(o->flops) : "");
+	ks_csv_str(&t, false, o->flops ? ks_expr_text(o->flops) : "");
 	ks_csv_num(&t, l->gflops, 3);
 	if (isfinite(l->intensity))
 		ks_text_printf(&t, ",%.6g", l->intensity);

@@ -303,7 +303,7 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "spread_pct", jnum(l->spread_pct, 2), bad);
 	put(j, "bandwidth_gbps", jnum(l->gbps, 3), bad);
 	put(j, "flops", jcount(l->flops), bad);
-	put(j, "flops_expression", o->flops ? jstr(ks_op_flops_text(o->flops)) : json_null(),
+	put(j, "flops_expression", o->flops ? jstr(ks_expr_text(o->flops)) : json_null(),
 	    bad);
 	put(j, "gflops", jnum(l->gflops, 3), bad);
 	put(j, "arithmetic_intensity", jnum(l->intensity, 6), bad);

@@ -689,11 +689,11 @@ static void derive_bytes(struct op_launch *l)
 
 /* The names one launch's expression may use. */
 static int launch_vars(const struct op_work *w, const struct op_arg *args, size_t nargs,
-		       struct ks_op_var **out, size_t *n)
+		       struct ks_expr_var **out, size_t *n)
 {
 	static const char *const gnames[] = { "gx", "gy", "gz" };
 	static const char *const lnames[] = { "lx", "ly", "lz" };
-	struct ks_op_var *v = calloc(nargs + 6, sizeof(*v));
+	struct ks_expr_var *v = calloc(nargs + 6, sizeof(*v));
 
 	*out = v;
 	*n = 0;
@@ -701,21 +701,21 @@ static int launch_vars(const struct op_work *w, const struct op_arg *args, size_
 		return -ENOMEM;
 	for (size_t i = 0; i < nargs; i++)
 		if (args[i].name[0] && args[i].has_value)
-			v[(*n)++] = (struct ks_op_var){ args[i].name, args[i].value };
+			v[(*n)++] = (struct ks_expr_var){ args[i].name, args[i].value };
 	if (w->dim)
 		for (int d = 0; d < 3; d++)
-			v[(*n)++] = (struct ks_op_var){ gnames[d],
+			v[(*n)++] = (struct ks_expr_var){ gnames[d],
 				d < w->dim ? (double)w->global[d] : 1.0 };
 	if (w->dim && w->has_local)
 		for (int d = 0; d < 3; d++)
-			v[(*n)++] = (struct ks_op_var){ lnames[d],
+			v[(*n)++] = (struct ks_expr_var){ lnames[d],
 				d < w->dim ? (double)w->local[d] : 1.0 };
 	return 0;
 }
 
 static int derive_flops(struct op_launch *l, const struct ks_oppost_opts *o)
 {
-	struct ks_op_var *vars;
+	struct ks_expr_var *vars;
 	struct ks_err e;
 	size_t nvars;
 	int rc;
@@ -738,12 +738,12 @@ static int derive_flops(struct op_launch *l, const struct ks_oppost_opts *o)
 			if (launch_vars(&l->subs[i].work, l->subs[i].args, l->subs[i].nargs,
 					&vars, &nvars))
 				return -ENOMEM;
-			rc = ks_op_flops_eval(o->flops, vars, nvars, &f, &e);
+			rc = ks_expr_eval(o->flops, vars, nvars, &f, &e);
 			free(vars);
 			if (rc) {
 				snprintf(l->flops_why, sizeof(l->flops_why),
 					 "--flops '%.100s' for launch %zu (%.64s) of the range: %.300s",
-					 ks_op_flops_text(o->flops), i, l->subs[i].name, e.msg);
+					 ks_expr_text(o->flops), i, l->subs[i].name, e.msg);
 				goto unknown;
 			}
 			sum += f;
@@ -756,11 +756,11 @@ static int derive_flops(struct op_launch *l, const struct ks_oppost_opts *o)
 	} else {
 		if (launch_vars(&l->work, l->args, l->nargs, &vars, &nvars))
 			return -ENOMEM;
-		rc = ks_op_flops_eval(o->flops, vars, nvars, &l->flops, &e);
+		rc = ks_expr_eval(o->flops, vars, nvars, &l->flops, &e);
 		free(vars);
 		if (rc) {
 			snprintf(l->flops_why, sizeof(l->flops_why), "--flops '%.100s': %.400s",
-				 ks_op_flops_text(o->flops), e.msg);
+				 ks_expr_text(o->flops), e.msg);
 			l->flops = NAN;
 			goto unknown;
 		}

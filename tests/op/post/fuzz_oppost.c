@@ -102,20 +102,20 @@ static void setup(void)
 
 static void fuzz_flops(const uint8_t *data, size_t size)
 {
-	static const struct ks_op_var vars[] = { { "M", 3 }, { "N", 1e200 }, { "z", 0 } };
+	static const struct ks_expr_var vars[] = { { "M", 3 }, { "N", 1e200 }, { "z", 0 } };
 	char *text = strndup((const char *)data, size);
-	struct ks_op_flops *f;
+	struct ks_expr *f;
 	struct ks_err err;
 	double v;
 
 	if (!text)
 		return;
-	if (ks_op_flops_parse(text, &f, &err) == 0) {
-		if (ks_op_flops_eval(f, vars, 3, &v, &err) == 0 && !(v >= 0))
+	if (ks_expr_parse(text, &f, &err) == 0) {
+		if (ks_expr_eval(f, vars, 3, &v, &err) == 0 && !(v >= 0))
 			abort(); /* a value is a non-negative number */
-		if (strcmp(ks_op_flops_text(f), text) != 0)
+		if (strcmp(ks_expr_text(f), text) != 0)
 			abort();
-		ks_op_flops_free(f);
+		ks_expr_free(f);
 	}
 	free(text);
 }
@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	struct ks_oppost_opts o = { .calib = &calib, .replace = true };
 	struct ks_oppost_result res;
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_vb_reader *r;
 	struct ks_vb_error verr;
 	struct ks_err err;
@@ -162,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	}
-	if (ks_op_flops_parse("2*N*gx/lx+gy", &flops, &err) != 0)
+	if (ks_expr_parse("2*N*gx/lx+gy", &flops, &err) != 0)
 		abort();
 	o.flops = flops;
 	if (ks_oppost_launch(&run, "1/k_1", &o, &res, &err) != 0)
@@ -171,6 +171,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ks_vb_open(path, KS_VB_CHECK_PAYLOADS, &r, &verr) != 0)
 		abort();
 	ks_vb_close(r);
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 	return 0;
 }

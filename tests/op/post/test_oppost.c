@@ -38,20 +38,20 @@
 /* The --flops expression                                              */
 /* ------------------------------------------------------------------ */
 
-static const struct ks_op_var mnk[] = {
+static const struct ks_expr_var mnk[] = {
 	{ "M", 256 }, { "N", 256 }, { "K", 256 }, { "gx", 1024 }, { "zero", 0 },
 };
 
 static double eval_ok(const char *text)
 {
-	struct ks_op_flops *f;
+	struct ks_expr *f;
 	struct ks_err err;
 	double v = -1;
 
-	assert_int_equal(ks_op_flops_parse(text, &f, &err), 0);
-	assert_string_equal(ks_op_flops_text(f), text);
-	assert_int_equal(ks_op_flops_eval(f, mnk, 5, &v, &err), 0);
-	ks_op_flops_free(f);
+	assert_int_equal(ks_expr_parse(text, &f, &err), 0);
+	assert_string_equal(ks_expr_text(f), text);
+	assert_int_equal(ks_expr_eval(f, mnk, 5, &v, &err), 0);
+	ks_expr_free(f);
 	return v;
 }
 
@@ -75,11 +75,11 @@ static void test_flops_values(void **state)
 
 static void parse_fails(const char *text, const char *want)
 {
-	struct ks_op_flops *f = (void *)1;
+	struct ks_expr *f = (void *)1;
 	struct ks_err err;
 
 	ks_err_clear(&err);
-	assert_int_equal(ks_op_flops_parse(text, &f, &err), -EINVAL);
+	assert_int_equal(ks_expr_parse(text, &f, &err), -EINVAL);
 	assert_null(f);
 	if (!strstr(err.msg, want))
 		fail_msg("'%s': message '%s' lacks '%s'", text, err.msg, want);
@@ -87,7 +87,7 @@ static void parse_fails(const char *text, const char *want)
 
 static void test_flops_syntax(void **state)
 {
-	char deep[300], longer[KS_OP_FLOPS_MAX_LEN + 10];
+	char deep[300], longer[KS_EXPR_MAX_LEN + 10];
 
 	(void)state;
 	parse_fails("", "at the end");
@@ -118,13 +118,13 @@ static void test_flops_syntax(void **state)
 
 static int eval_rc(const char *text, struct ks_err *err)
 {
-	struct ks_op_flops *f;
+	struct ks_expr *f;
 	double v = 0;
 	int rc;
 
-	assert_int_equal(ks_op_flops_parse(text, &f, err), 0);
-	rc = ks_op_flops_eval(f, mnk, 5, &v, err);
-	ks_op_flops_free(f);
+	assert_int_equal(ks_expr_parse(text, &f, err), 0);
+	rc = ks_expr_eval(f, mnk, 5, &v, err);
+	ks_expr_free(f);
 	return rc;
 }
 
@@ -145,13 +145,13 @@ static void test_flops_eval_errors(void **state)
 	assert_int_equal(eval_rc("0-M", &err), -EDOM);
 	assert_non_null(strstr(err.msg, "negative"));
 	{
-		struct ks_op_flops *f;
+		struct ks_expr *f;
 		double v;
 
-		assert_int_equal(ks_op_flops_parse("x", &f, &err), 0);
-		assert_int_equal(ks_op_flops_eval(f, NULL, 0, &v, &err), -ENOENT);
+		assert_int_equal(ks_expr_parse("x", &f, &err), 0);
+		assert_int_equal(ks_expr_eval(f, NULL, 0, &v, &err), -ENOENT);
 		assert_non_null(strstr(err.msg, "names available: none"));
-		ks_op_flops_free(f);
+		ks_expr_free(f);
 	}
 }
 
@@ -416,7 +416,7 @@ static void test_full_launch(void **state)
 {
 	struct fx *f = *state;
 	const char *rel = "4242/mm_tiled_3";
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_oppost_opts o = { .calib = test_calib() };
 	struct ks_oppost_result res;
 	struct ks_err err;
@@ -426,7 +426,7 @@ static void test_full_launch(void **state)
 	size_t i, nx = 0;
 
 	install(f, "mm", rel);
-	assert_int_equal(ks_op_flops_parse("2*M*N*K", &flops, &err), 0);
+	assert_int_equal(ks_expr_parse("2*M*N*K", &flops, &err), 0);
 	o.flops = flops;
 	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
 	assert_int_equal(f->nwarn, 0);
@@ -571,7 +571,7 @@ static void test_full_launch(void **state)
 	assert_true(json_number_value(json_array_get(json_object_get(json_array_get(e, 0),
 								     "point"), 1)) == 33.554);
 	json_decref(j);
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 }
 
 static void test_no_calibration(void **state)
@@ -580,13 +580,13 @@ static void test_no_calibration(void **state)
 	const char *rel = "4242/mm_tiled_3";
 	struct ks_oppost_opts o = { .calib_why = "no calibration for this machine" };
 	struct ks_oppost_result res;
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_err err;
 	struct csv c;
 	char types[64];
 
 	install(f, "mm", rel);
-	assert_int_equal(ks_op_flops_parse("2*M*N*K", &flops, &err), 0);
+	assert_int_equal(ks_expr_parse("2*M*N*K", &flops, &err), 0);
 	o.flops = flops;
 	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
 	viz_types(path_of(f, rel, "visualize_data.bin"), types, sizeof(types));
@@ -598,7 +598,7 @@ static void test_no_calibration(void **state)
 	assert_string_equal(cell(&c, 1, "binding_ceiling"), "");
 	assert_string_equal(cell(&c, 1, "peak_bandwidth_pct"), "");
 	csv_free(&c);
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 
 	/* No --flops either: the roofline says so. */
 	install(f, "mm", "4242/mm_tiled_4");
@@ -620,13 +620,13 @@ static void test_corrupt_context(void **state)
 	const char *rel = "4242/mm_tiled_3";
 	struct ks_oppost_opts o = { 0 };
 	struct ks_oppost_result res;
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_err err;
 	struct csv c;
 	char types[64];
 
 	install(f, "corrupt_context", rel);
-	assert_int_equal(ks_op_flops_parse("2*M", &flops, &err), 0);
+	assert_int_equal(ks_expr_parse("2*M", &flops, &err), 0);
 	o.flops = flops;
 	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
 	assert_non_null(strstr(f->warnings, "4242/mm_tiled_3/context.json is damaged "
@@ -653,7 +653,7 @@ static void test_corrupt_context(void **state)
 	csv_free(&c);
 	viz_types(path_of(f, rel, "visualize_data.bin"), types, sizeof(types));
 	assert_string_equal(types, "05 08 09");
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 }
 
 static void test_missing_source(void **state)
@@ -689,15 +689,15 @@ static void test_failed_replay(void **state)
 	const char *rel = "4242/vadd_0";
 	struct ks_oppost_opts o = { .calib = test_calib() };
 	struct ks_oppost_result res;
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_err err;
 	struct csv c;
 
 	install(f, "failed", rel);
-	assert_int_equal(ks_op_flops_parse("2*n", &flops, &err), 0);
+	assert_int_equal(ks_expr_parse("2*n", &flops, &err), 0);
 	o.flops = flops;
 	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
-	assert_non_null(strstr(f->warnings, "the name 'n' is not known for this launch; "
+	assert_non_null(strstr(f->warnings, "the name 'n' is not known here; "
 				"names available: gx, gy, gz"));
 	assert_string_equal(res.status, "failed");
 	assert_int_equal(res.passes, 0);
@@ -723,7 +723,7 @@ static void test_failed_replay(void **state)
 	assert_string_equal(cell(&c, 1, "bytes"), "4194304");
 	assert_string_equal(cell(&c, 1, "bytes_read"), "");
 	csv_free(&c);
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 }
 
 static void test_application(void **state)
@@ -770,12 +770,12 @@ static void test_range(void **state)
 	const char *rel = "99/step_1";
 	struct ks_oppost_opts o = { .calib = test_calib() };
 	struct ks_oppost_result res;
-	struct ks_op_flops *flops;
+	struct ks_expr *flops;
 	struct ks_err err;
 	struct csv c;
 
 	install(f, "range", rel);
-	assert_int_equal(ks_op_flops_parse("n+gx", &flops, &err), 0);
+	assert_int_equal(ks_expr_parse("n+gx", &flops, &err), 0);
 	o.flops = flops;
 	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
 	assert_int_equal(f->nwarn, 0);
@@ -791,7 +791,7 @@ static void test_range(void **state)
 	assert_string_equal(cell(&c, 1, "attainable_gflops"), "3.750");
 	assert_string_equal(cell(&c, 1, "global_size"), "");
 	csv_free(&c);
-	ks_op_flops_free(flops);
+	ks_expr_free(flops);
 }
 
 static void test_empty_measure(void **state)

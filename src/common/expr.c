@@ -1,6 +1,6 @@
 /*
- * The --flops expression of kscope op (oppost.h): a small recursive-descent
- * parser into a tree, and its evaluation over one launch's names.
+ * Arithmetic expressions (expr.h): a small recursive-descent
+ * parser into a tree, and its evaluation over a set of named values.
  *
  *     expr    := term { ('+' | '-') term }
  *     term    := unary { ('*' | '/') unary }
@@ -11,16 +11,17 @@
  * the messages point at the character that is wrong, and evaluation
  * reports division by zero, overflow and unknown names by name.  Values
  * are doubles, so 2*M*N*K stays exact up to 2^53.  Nesting is limited
- * (KS_OP_FLOPS_MAX_DEPTH) so that recursion depth is bounded.
+ * (KS_EXPR_MAX_DEPTH) so that recursion depth is bounded.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "oppost.h"
+#include "expr.h"
 
 enum node_kind { N_NUM, N_NAME, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV };
 
@@ -31,7 +32,7 @@ struct node {
 	struct node *l, *r;    /* N_NEG uses l */
 };
 
-struct ks_op_flops {
+struct ks_expr {
 	char *text;
 	struct node *root;
 };
@@ -197,7 +198,7 @@ static struct node *parse_unary(struct parser *p)
 	c = p->s[p->pos];
 	if (c != '-' && c != '+')
 		return parse_primary(p);
-	if (++p->depth > KS_OP_FLOPS_MAX_DEPTH)
+	if (++p->depth > KS_EXPR_MAX_DEPTH)
 		return fail(p, "the expression nests too deeply");
 	p->pos++;
 	inner = parse_unary(p);
@@ -255,23 +256,23 @@ static struct node *parse_expr(struct parser *p)
 {
 	struct node *n;
 
-	if (++p->depth > KS_OP_FLOPS_MAX_DEPTH)
+	if (++p->depth > KS_EXPR_MAX_DEPTH)
 		return fail(p, "the expression nests too deeply");
 	n = parse_binary(p, parse_term, '+', N_ADD, '-', N_SUB);
 	p->depth--;
 	return n;
 }
 
-int ks_op_flops_parse(const char *text, struct ks_op_flops **out, struct ks_err *err)
+int ks_expr_parse(const char *text, struct ks_expr **out, struct ks_err *err)
 {
 	struct parser p = { .s = text, .err = err };
-	struct ks_op_flops *f;
+	struct ks_expr *f;
 	struct node *root;
 
 	*out = NULL;
-	if (strlen(text) > KS_OP_FLOPS_MAX_LEN)
+	if (strlen(text) > KS_EXPR_MAX_LEN)
 		return ks_err_set(err, -EINVAL, "it has %zu characters, more than %d",
-				  strlen(text), KS_OP_FLOPS_MAX_LEN);
+				  strlen(text), KS_EXPR_MAX_LEN);
 	root = parse_expr(&p);
 	if (root) {
 		skip_space(&p);
@@ -297,12 +298,12 @@ int ks_op_flops_parse(const char *text, struct ks_op_flops **out, struct ks_err 
 	return 0;
 }
 
-const char *ks_op_flops_text(const struct ks_op_flops *f)
+const char *ks_expr_text(const struct ks_expr *f)
 {
 	return f->text;
 }
 
-void ks_op_flops_free(struct ks_op_flops *f)
+void ks_expr_free(struct ks_expr *f)
 {
 	if (!f)
 		return;
@@ -316,7 +317,7 @@ void ks_op_flops_free(struct ks_op_flops *f)
 /* ------------------------------------------------------------------ */
 
 struct evalctx {
-	const struct ks_op_var *vars;
+	const struct ks_expr_var *vars;
 	size_t nvars;
 	struct ks_err *err;
 };
@@ -338,8 +339,8 @@ static int unknown_name(const struct evalctx *c, const char *name)
 	}
 	if (off >= sizeof(avail))
 		memcpy(avail + sizeof(avail) - 4, "...", 4);
-	return ks_err_set(c->err, -ENOENT, "the name '%s' is not known for this "
-			  "launch; names available: %s", name, off ? avail : "none");
+	return ks_err_set(c->err, -ENOENT, "the name '%s' is not known here; "
+			  "names available: %s", name, off ? avail : "none");
 }
 
 static int eval(const struct evalctx *c, const struct node *n, double *out)
@@ -391,7 +392,7 @@ static int eval(const struct evalctx *c, const struct node *n, double *out)
 	return 0;
 }
 
-int ks_op_flops_eval(const struct ks_op_flops *f, const struct ks_op_var *vars,
+int ks_expr_eval(const struct ks_expr *f, const struct ks_expr_var *vars,
 		     size_t nvars, double *out, struct ks_err *err)
 {
 	struct evalctx c = { vars, nvars, err };
