@@ -37,8 +37,10 @@ extern const struct ks_cmd ks_cmd_memcheck;
 extern const struct ks_cmd ks_cmd_merge;
 extern const struct ks_cmd ks_cmd_op;
 extern const struct ks_cmd ks_cmd_pack;
+extern const struct ks_cmd ks_cmd_predict;
 extern const struct ks_cmd ks_cmd_report;
 extern const struct ks_cmd ks_cmd_sample;
+extern const struct ks_cmd ks_cmd_tune;
 
 /* The command table, NULL-terminated. */
 extern const struct ks_cmd *const ks_commands[];

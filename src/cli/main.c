@@ -30,6 +30,8 @@ const struct ks_cmd *const ks_commands[] = {
 	&ks_cmd_falseshare,
 	&ks_cmd_op,
 	&ks_cmd_calibrate,
+	&ks_cmd_predict,
+	&ks_cmd_tune,
 	&ks_cmd_avail,
 	&ks_cmd_inspect,
 	&ks_cmd_pack,

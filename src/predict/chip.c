@@ -1,0 +1,2 @@
+/* ks_predict: chip (being written). */
+#include "kscope/predict.h"

@@ -1,0 +1,2 @@
+/* ks_predict: measured (being written). */
+#include "kscope/predict.h"

@@ -1,0 +1,2 @@
+/* ks_predict: model (being written). */
+#include "kscope/predict.h"

@@ -1,0 +1,2 @@
+/* ks_predict: out (being written). */
+#include "kscope/predict.h"

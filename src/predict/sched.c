@@ -1,0 +1,2 @@
+/* ks_predict: sched (being written). */
+#include "kscope/predict.h"

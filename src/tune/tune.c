@@ -1,0 +1,2 @@
+/* ks_tune (being written). */
+#include <stdio.h>
