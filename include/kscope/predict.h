@@ -173,16 +173,21 @@ int ks_pred_write(struct ks_pred_model *m, const char *dir, const char *measured
 /* The text language                                                   */
 /* ------------------------------------------------------------------ */
 
+/* ks_pred_parse_file flags */
+#define KS_PRED_PARSE_IGNORE_UNKNOWN 1u /* keys the file does not declare as
+					 * a param are ignored (kscope tune) */
+
 /* Reads a model file (docs/predict.md, "The language") and builds it
  * into a new model.  chip, when not NULL, replaces the file's `chip`
  * statement.  keys/values (n pairs) override the file's `param`
  * defaults (kscope predict -D KEY=VALUE; kscope tune's configurations);
- * a key the file does not declare is an error.  NULL with *err saying
- * file:line:column: what is wrong. */
+ * a key the file does not declare is an error unless flags has
+ * KS_PRED_PARSE_IGNORE_UNKNOWN; a value that is not an integer is an
+ * error.  NULL with *err saying file:line:column: what is wrong. */
 struct ks_pred_model *ks_pred_parse_file(const char *path, const char *chip,
 					 const char *const *keys,
-					 const char *const *values, size_t n, char *err,
-					 size_t errsize);
+					 const char *const *values, size_t n,
+					 unsigned flags, char *err, size_t errsize);
 
 #ifdef __cplusplus
 }
