@@ -1,2 +1,508 @@
-/* ks_predict: out (being written). */
-#include "kscope/predict.h"
+/*
+ * kscope predict's outputs (docs/predict.md, "Outputs"): trace.json (and
+ * the same document as visualize_data.bin's 0x02 block), the pipe and
+ * instruction statistics, the instruction-time pie chart.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kscope/vizbin.h"
+#include "pred_int.h"
+#include "textout.h"
+
+/* ------------------------------------------------------------------ */
+/* Times                                                               */
+/* ------------------------------------------------------------------ */
+
+static double us_of(const struct ks_pred_model *m, double cycles)
+{
+	return cycles / m->chip.clock_hz * 1e6;
+}
+
+/* Microseconds with 6 decimals (picoseconds), without printf: a trace of
+ * a million slices prints three of these per slice. */
+static void put_us(struct ks_text *t, double us)
+{
+	char buf[32], *p = buf + sizeof(buf);
+	long long ps;
+	int i;
+
+	if (!isfinite(us) || us < 0 || us > 9e12) {
+		ks_text_json_num(t, us, 6);
+		return;
+	}
+	ps = llround(us * 1e6);
+	for (i = 0; i < 6; i++) {
+		*--p = (char)('0' + ps % 10);
+		ps /= 10;
+	}
+	*--p = '.';
+	do {
+		*--p = (char)('0' + ps % 10);
+		ps /= 10;
+	} while (ps);
+	ks_text_put(t, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* ------------------------------------------------------------------ */
+/* trace.json                                                          */
+/* ------------------------------------------------------------------ */
+
+static void operand_list(struct ks_text *t, const struct ks_pred_model *m, uint32_t first,
+			 unsigned n)
+{
+	ks_text_puts(t, "\"");
+	for (unsigned k = 0; k < n; k++) {
+		const char *s = pred_tensor_name(m, m->operands[first + k]);
+
+		if (k)
+			ks_text_puts(t, ", ");
+		/* names are [A-Za-z0-9_.-] and [i]: nothing to escape */
+		ks_text_puts(t, s);
+	}
+	ks_text_puts(t, "\"");
+}
+
+static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
+{
+	uint64_t flow = 0;
+
+	ks_text_puts(t, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
+			"\"tid\":0,\"args\":{\"name\":");
+	{
+		char name[200];
+
+		snprintf(name, sizeof(name), "kscope predict (%s)", m->chip.name);
+		ks_text_json_str(t, name);
+	}
+	ks_text_puts(t, "}}");
+	for (size_t p = 0; p < m->chip.npipes; p++) {
+		ks_text_puts(t, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":");
+		ks_text_u64(t, p + 1);
+		ks_text_puts(t, ",\"args\":{\"name\":");
+		ks_text_json_str(t, m->chip.pipes[p]);
+		ks_text_puts(t, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,"
+				"\"tid\":");
+		ks_text_u64(t, p + 1);
+		ks_text_puts(t, ",\"args\":{\"sort_index\":");
+		ks_text_u64(t, p + 1);
+		ks_text_puts(t, "}}");
+	}
+	for (size_t i = 0; i < m->ni; i++) {
+		const struct pred_instr *in = &m->in[i];
+
+		ks_text_puts(t, ",\n{\"name\":\"");
+		ks_text_puts(t, pred_op_name(m, in->op));
+		ks_text_puts(t, "\",\"ph\":\"X\",\"pid\":1,\"tid\":");
+		ks_text_u64(t, (uint64_t)in->pipe + 1);
+		ks_text_puts(t, ",\"ts\":");
+		put_us(t, us_of(m, in->start));
+		ks_text_puts(t, ",\"dur\":");
+		put_us(t, us_of(m, in->end - in->start));
+		ks_text_puts(t, ",\"args\":{\"id\":");
+		ks_text_u64(t, i);
+		ks_text_puts(t, ",\"inputs\":");
+		operand_list(t, m, in->operand, in->nin);
+		ks_text_puts(t, ",\"outputs\":");
+		operand_list(t, m, in->operand + in->nin, in->nout);
+		ks_text_puts(t, ",\"bytes\":");
+		ks_text_u64(t, (uint64_t)in->bytes);
+		ks_text_puts(t, ",\"ops\":");
+		ks_text_u64(t, (uint64_t)in->ops);
+		ks_text_puts(t, ",\"cycles\":");
+		ks_text_json_num(t, in->end - in->start, 3);
+		if (in->loc >= 0) {
+			ks_text_puts(t, ",\"location\":");
+			ks_text_json_str(t, pred_str(m, in->loc));
+		}
+		ks_text_puts(t, "}}");
+		/* The flow arrows: from what made each input ready. */
+		for (unsigned k = 0; k < in->nin; k++) {
+			int32_t d = m->deps[in->operand + k];
+
+			if (d < 0)
+				continue;
+			flow++;
+			ks_text_puts(t, ",\n{\"name\":\"");
+			ks_text_puts(t, pred_tensor_name(m, m->operands[in->operand + k]));
+			ks_text_puts(t, "\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":");
+			ks_text_u64(t, flow);
+			ks_text_puts(t, ",\"pid\":1,\"tid\":");
+			ks_text_u64(t, (uint64_t)m->in[d].pipe + 1);
+			ks_text_puts(t, ",\"ts\":");
+			put_us(t, us_of(m, m->in[d].start));
+			ks_text_puts(t, "},\n{\"name\":\"");
+			ks_text_puts(t, pred_tensor_name(m, m->operands[in->operand + k]));
+			ks_text_puts(t, "\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+			ks_text_u64(t, flow);
+			ks_text_puts(t, ",\"pid\":1,\"tid\":");
+			ks_text_u64(t, (uint64_t)in->pipe + 1);
+			ks_text_puts(t, ",\"ts\":");
+			put_us(t, us_of(m, in->start));
+			ks_text_puts(t, "}");
+		}
+	}
+	ks_text_puts(t, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"kscope "
+			"predict\",\"chip\":");
+	ks_text_json_str(t, m->chip.name);
+	ks_text_puts(t, ",\"clock_hz\":");
+	ks_text_json_num(t, m->chip.clock_hz, 0);
+	ks_text_puts(t, ",\"instructions\":");
+	ks_text_u64(t, m->ni);
+	ks_text_puts(t, ",\"total_cycles\":");
+	ks_text_json_num(t, m->total, 3);
+	ks_text_puts(t, ",\"total_us\":");
+	put_us(t, us_of(m, m->total));
+	ks_text_puts(t, "}}\n");
+}
+
+/* Writes to the trace file and to the open 0x02 block at once. */
+struct tee {
+	struct ks_outfile *of;
+	struct ks_vb_writer *w;
+	struct ks_vb_error verr;
+};
+
+static int tee_sink(void *ctx, const void *buf, size_t len)
+{
+	struct tee *t = ctx;
+	int rc = ks_outfile_write(t->of, buf, len);
+
+	if (rc)
+		return rc;
+	return ks_vb_append(t->w, buf, len, &t->verr);
+}
+
+static int write_trace(struct ks_pred_model *m, struct ks_rundir *rd, struct ks_err *err)
+{
+	struct ks_outfile tf, vf;
+	struct tee tee = { 0 };
+	struct ks_text t;
+	int rc;
+
+	rc = ks_outfile_open(rd, "trace.json", &tf, err);
+	if (rc)
+		return rc;
+	rc = ks_outfile_open(rd, "visualize_data.bin", &vf, err);
+	if (rc) {
+		ks_outfile_abort(&tf);
+		return rc;
+	}
+	tee.of = &tf;
+	rc = ks_vb_writer_open(vf.fd, &tee.w, &tee.verr);
+	if (!rc)
+		rc = ks_vb_begin(tee.w, KS_VB_TRACE, KS_VB_VERSION, NULL, &tee.verr);
+	if (rc) {
+		ks_err_set(err, rc, "visualize_data.bin: %s", tee.verr.msg);
+		goto fail;
+	}
+	rc = ks_text_open(&t, tee_sink, &tee);
+	if (rc) {
+		ks_err_set(err, rc, "out of memory");
+		goto fail;
+	}
+	trace_doc(m, &t);
+	rc = ks_text_close(&t);
+	if (!rc)
+		rc = ks_vb_end(tee.w, &tee.verr);
+	if (rc) {
+		if (tf.error)
+			ks_err_set(err, rc, "trace.json: %s", strerror(-rc));
+		else
+			ks_err_set(err, rc, "visualize_data.bin: %s", tee.verr.msg);
+		goto fail;
+	}
+	ks_vb_writer_free(tee.w);
+	tee.w = NULL;
+	rc = ks_outfile_commit(&tf, KS_DELIVERABLE_MODE, err);
+	if (rc) {
+		ks_outfile_abort(&vf);
+		return rc;
+	}
+	return ks_outfile_commit(&vf, KS_DELIVERABLE_MODE, err);
+fail:
+	ks_vb_writer_free(tee.w);
+	ks_outfile_abort(&tf);
+	ks_outfile_abort(&vf);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+struct group {
+	int32_t op;
+	int pipe;
+	uint64_t count;
+	double bytes, ops, cycles;
+};
+
+struct pipe_stat {
+	uint64_t count;
+	double bytes, ops, cycles;
+};
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->cycles != y->cycles)
+		return x->cycles > y->cycles ? -1 : 1;
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	return x->pipe - y->pipe;
+}
+
+/* Groups by (instruction name, pipe), largest total first. */
+static struct group *groups_of(const struct ks_pred_model *m, struct pipe_stat *ps,
+			       size_t *ng, double *all_cycles)
+{
+	size_t nops = m->chip.ninstr + OP_CHIP, np = m->chip.npipes, n = 0;
+	struct group *g = calloc(nops * np, sizeof(*g)), *out;
+
+	if (!g)
+		return NULL;
+	*all_cycles = 0;
+	for (size_t i = 0; i < m->ni; i++) {
+		const struct pred_instr *in = &m->in[i];
+		struct group *e = &g[(size_t)in->op * np + (size_t)in->pipe];
+		double c = in->end - in->start;
+
+		e->op = in->op;
+		e->pipe = in->pipe;
+		e->count++;
+		e->bytes += in->bytes;
+		e->ops += in->ops;
+		e->cycles += c;
+		ps[in->pipe].count++;
+		ps[in->pipe].bytes += in->bytes;
+		ps[in->pipe].ops += in->ops;
+		ps[in->pipe].cycles += c;
+		*all_cycles += c;
+	}
+	out = g;
+	for (size_t i = 0; i < nops * np; i++)
+		if (g[i].count)
+			out[n++] = g[i];
+	qsort(out, n, sizeof(*out), group_cmp);
+	*ng = n;
+	return out;
+}
+
+static int write_pipe_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
+			  const struct pipe_stat *ps, const struct pred_measured *meas,
+			  struct ks_err *err)
+{
+	struct ks_outfile of;
+	struct ks_text t;
+	int rc = ks_outfile_open(rd, "Pipe_statistic.csv", &of, err);
+
+	if (rc)
+		return rc;
+	rc = ks_text_open_outfile(&t, &of);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "out of memory");
+	}
+	ks_text_puts(&t, "Pipe,Instructions,Busy (us),Share (%),Bytes,Operations");
+	if (meas)
+		ks_text_puts(&t, ",Measured (us),Measured/Predicted");
+	ks_csv_end(&t);
+	for (size_t p = 0; p <= m->chip.npipes; p++) {
+		bool total = p == m->chip.npipes;
+		const char *name = total ? "total" : m->chip.pipes[p];
+		double us = us_of(m, total ? m->total : ps[p].cycles), mus = -1;
+
+		ks_csv_str(&t, true, name);
+		ks_csv_u64(&t, total ? m->ni : ps[p].count);
+		ks_csv_num(&t, us, 6);
+		ks_csv_num(&t, m->total > 0 ? 100.0 * (total ? m->total : ps[p].cycles) /
+						      m->total : 0, 2);
+		if (total) {
+			double b = 0, o = 0;
+
+			for (size_t q = 0; q < m->chip.npipes; q++) {
+				b += ps[q].bytes;
+				o += ps[q].ops;
+			}
+			ks_csv_num(&t, b, 0);
+			ks_csv_num(&t, o, 0);
+		} else {
+			ks_csv_num(&t, ps[p].bytes, 0);
+			ks_csv_num(&t, ps[p].ops, 0);
+		}
+		if (meas) {
+			if (total)
+				mus = meas->total_us;
+			for (size_t j = 0; !total && j < meas->n; j++)
+				if (strcasecmp(meas->name[j], name) == 0)
+					mus = meas->us[j];
+			ks_csv_num(&t, mus >= 0 ? mus : NAN, 6);
+			ks_csv_num(&t, mus >= 0 && us > 0 ? mus / us : NAN, 4);
+		}
+		ks_csv_end(&t);
+	}
+	rc = ks_text_close(&t);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "Pipe_statistic.csv: %s", strerror(-rc));
+	}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+static int write_instr_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
+			   const struct group *g, size_t ng, double all, struct ks_err *err)
+{
+	struct ks_outfile of;
+	struct ks_text t;
+	int rc = ks_outfile_open(rd, "Instruction_statistic.csv", &of, err);
+
+	if (rc)
+		return rc;
+	rc = ks_text_open_outfile(&t, &of);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "out of memory");
+	}
+	ks_text_puts(&t, "Instruction,Pipe,Count,Bytes,Operations,Total (us),Mean (us),"
+			 "Share (%)");
+	ks_csv_end(&t);
+	for (size_t i = 0; i < ng; i++) {
+		ks_csv_str(&t, true, pred_op_name(m, g[i].op));
+		ks_csv_str(&t, false, m->chip.pipes[g[i].pipe]);
+		ks_csv_u64(&t, g[i].count);
+		ks_csv_num(&t, g[i].bytes, 0);
+		ks_csv_num(&t, g[i].ops, 0);
+		ks_csv_num(&t, us_of(m, g[i].cycles), 6);
+		ks_csv_num(&t, us_of(m, g[i].cycles / (double)g[i].count), 6);
+		ks_csv_num(&t, all > 0 ? 100.0 * g[i].cycles / all : 0, 2);
+		ks_csv_end(&t);
+	}
+	rc = ks_text_close(&t);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "Instruction_statistic.csv: %s", strerror(-rc));
+	}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* The pie chart                                                       */
+/* ------------------------------------------------------------------ */
+
+#define PIE_MAX 12  /* slices; the rest are "other" */
+
+static const char *const pie_colors[PIE_MAX + 1] = {
+	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+	"#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#8cd17d", "#86bcb6", "#d3d3d3",
+};
+
+static int write_pie(const struct ks_pred_model *m, struct ks_rundir *rd,
+		     const struct group *g, size_t ng, double all, struct ks_err *err)
+{
+	struct ks_outfile of;
+	struct ks_text t;
+	const double cx = 200, cy = 210, r = 160;
+	size_t n = ng > PIE_MAX ? PIE_MAX : ng;
+	double angle = -M_PI / 2, other = 0;
+	int rc = ks_outfile_open(rd, "instruction_time.svg", &of, err);
+
+	if (rc)
+		return rc;
+	rc = ks_text_open_outfile(&t, &of);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "out of memory");
+	}
+	for (size_t i = n; i < ng; i++)
+		other += g[i].cycles;
+	ks_text_printf(&t, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" "
+			   "height=\"%d\" font-family=\"sans-serif\" font-size=\"13\">\n"
+			   "<title>Instruction time: %s</title>\n"
+			   "<text x=\"10\" y=\"24\" font-size=\"16\">Instruction time "
+			   "(%.3f us in all; predicted %.3f us on %s)</text>\n",
+			   (int)(60 + 22 * (n + 1) > 420 ? 60 + 22 * (n + 1) : 420),
+			   m->chip.name, us_of(m, all), us_of(m, m->total), m->chip.name);
+	if (all <= 0)
+		ks_text_puts(&t, "<text x=\"10\" y=\"60\">no instruction took time</text>\n");
+	for (size_t i = 0; i <= n && all > 0; i++) {
+		double c = i < n ? g[i].cycles : other, frac = c / all, a2;
+		char label[200];
+
+		if (i == n && other <= 0)
+			break;
+		if (i < n)
+			snprintf(label, sizeof(label), "%s (%s)", pred_op_name(m, g[i].op),
+				 m->chip.pipes[g[i].pipe]);
+		else
+			snprintf(label, sizeof(label), "other (%zu kinds)", ng - n);
+		a2 = angle + 2 * M_PI * frac;
+		if (frac >= 0.999999)
+			ks_text_printf(&t, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"%.0f\" fill=\"%s\"/>\n",
+				       cx, cy, r, pie_colors[i]);
+		else if (frac > 0)
+			ks_text_printf(&t, "<path d=\"M%.2f,%.2f L%.2f,%.2f A%.0f,%.0f 0 %d 1 "
+					   "%.2f,%.2f Z\" fill=\"%s\" stroke=\"white\"/>\n",
+				       cx, cy, cx + r * cos(angle), cy + r * sin(angle), r, r,
+				       frac > 0.5 ? 1 : 0, cx + r * cos(a2), cy + r * sin(a2),
+				       pie_colors[i]);
+		angle = a2;
+		ks_text_printf(&t, "<rect x=\"400\" y=\"%zu\" width=\"14\" height=\"14\" "
+				   "fill=\"%s\"/>\n<text x=\"420\" y=\"%zu\">",
+			       50 + 22 * i, pie_colors[i], 62 + 22 * i);
+		ks_text_puts(&t, label);
+		ks_text_printf(&t, ": %.1f%%</text>\n", 100 * frac);
+	}
+	ks_text_puts(&t, "</svg>\n");
+	rc = ks_text_close(&t);
+	if (rc) {
+		ks_outfile_abort(&of);
+		return ks_err_set(err, rc, "instruction_time.svg: %s", strerror(-rc));
+	}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+
+int pred_write_rundir(struct ks_pred_model *m, struct ks_rundir *rd, const char *measured,
+		      struct ks_err *err)
+{
+	struct pipe_stat ps[PRED_MAX_PIPES];
+	struct pred_measured *meas = NULL;
+	struct group *g;
+	size_t ng = 0;
+	double all = 0;
+	int rc;
+
+	if (measured) {
+		meas = calloc(1, sizeof(*meas));
+		if (!meas)
+			return ks_err_set(err, -ENOMEM, "out of memory");
+		rc = pred_measured_load(measured, meas, err);
+		if (rc) {
+			free(meas);
+			return rc;
+		}
+	}
+	memset(ps, 0, sizeof(ps));
+	g = groups_of(m, ps, &ng, &all);
+	if (!g) {
+		free(meas);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	rc = write_trace(m, rd, err);
+	if (!rc)
+		rc = write_pipe_csv(m, rd, ps, meas, err);
+	if (!rc)
+		rc = write_instr_csv(m, rd, g, ng, all, err);
+	if (!rc)
+		rc = write_pie(m, rd, g, ng, all, err);
+	free(g);
+	free(meas);
+	return rc;
+}

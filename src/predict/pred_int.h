@@ -1,0 +1,225 @@
+/*
+ * ks_predict's internals: the chip (chip.c), the model (model.c), the
+ * scheduler (sched.c), the outputs (out.c) and --measured (measured.c).
+ * include/kscope/predict.h is the public face of the same code.
+ */
+#ifndef KS_PRED_INT_H
+#define KS_PRED_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "expr.h"
+#include "kscope/predict.h"
+#include "outdir.h"
+
+#define PRED_MAX_PIPES 32
+#define PRED_MAX_SPACES 32
+#define PRED_MAX_TABLE 4096    /* entries of one throughput table */
+#define PRED_NEVER (-2)        /* a dependency nothing satisfies */
+#define PRED_NONE (-1)
+#define PRED_PATH_STRIDE 128  /* > conversions of one path */
+
+/* ---- data types ---- */
+
+enum pred_dtype {
+	DT_FP16, DT_BF16, DT_FP32, DT_FP64, DT_INT8, DT_UINT8, DT_INT16,
+	DT_INT32, DT_INT64, DT_COUNT
+};
+extern const char *const pred_dtype_names[DT_COUNT];
+extern const unsigned pred_dtype_bytes[DT_COUNT];
+int pred_dtype_find(const char *name); /* -1 if unknown */
+
+/* ---- throughput tables ---- */
+
+enum pred_above { ABOVE_LARGEST, ABOVE_PEAK, ABOVE_LAST };
+
+/* A size -> throughput table (throughput per cycle), interpolated
+ * linearly in size. */
+struct pred_curve {
+	size_t n;              /* 0: no table */
+	double *size, *tput;   /* owned; sizes increasing */
+	double peak;           /* 0: none */
+	double largest;        /* max of tput */
+	enum pred_above above;
+};
+
+/* Throughput at size (> 0); 0 when the curve has neither table nor
+ * peak. */
+double pred_curve_at(const struct pred_curve *c, double size);
+void pred_curve_free(struct pred_curve *c);
+/* Builds a curve from n pairs, checked (sizes increasing and > 0,
+ * throughputs > 0 and finite); what names the table for messages. */
+int pred_curve_set(struct pred_curve *c, const double *size, const double *tput,
+		   size_t n, const char *what, struct ks_err *err);
+
+/* ---- chips ---- */
+
+struct pred_space {
+	char name[KS_PRED_MAX_NAME + 1];
+	bool ready;
+	uint64_t bytes;        /* capacity, 0 if not given */
+};
+
+struct pred_conv {
+	char from[KS_PRED_MAX_NAME + 1], to[KS_PRED_MAX_NAME + 1];
+	struct pred_curve c;
+};
+
+struct pred_path {
+	int from, to, pipe;
+	bool footprint;        /* "size": "footprint" */
+	struct pred_curve c;
+	struct pred_conv *conv;
+	size_t nconv;
+};
+
+enum pred_kind {
+	K_VBIN,     /* two inputs, one output, one shape */
+	K_VUN,      /* one input, one output of its shape */
+	K_VCONV,    /* one input, one output, same shape, any dtype */
+	K_VRED,     /* one input, output with the last axis reduced to 1 */
+	K_MMAD,     /* a [m,k], b [k,n] -> c [m,n] */
+	K_GENERIC,  /* chip- or user-defined: any operands */
+	K_LOAD,     /* a transfer (internal) */
+	K_SCALAR,   /* scalar work (internal) */
+};
+
+struct pred_chip_instr {
+	char name[KS_PRED_MAX_NAME + 1];
+	enum pred_kind kind;
+	int pipe;
+	double ops;            /* per element (per multiply-add for mmad) */
+	int nspaces;
+	int spaces[3];         /* allowed spaces (all operands, or a, b, c) */
+	struct pred_curve dt[DT_COUNT]; /* per data type */
+	/* user-defined (ks_pred_register): a formula, or one table for
+	 * every data type */
+	bool registered;
+	struct ks_expr *formula;
+	struct pred_curve any;
+};
+
+struct pred_chip {
+	char name[128];
+	char path[4096];
+	double clock_hz;
+	size_t nspaces, npipes, npaths, ninstr;
+	struct pred_space spaces[PRED_MAX_SPACES];
+	char pipes[PRED_MAX_PIPES][KS_PRED_MAX_NAME + 1];
+	struct pred_path *paths;
+	struct pred_chip_instr *instr;   /* the chip's, then registered ones */
+	int scalar_pipe;
+	double scalar_cpo;
+};
+
+/* Finds and loads a chip (name or path). */
+int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err);
+/* Loads a chip file. */
+int pred_chip_load_file(const char *path, struct pred_chip *c, struct ks_err *err);
+void pred_chip_free(struct pred_chip *c);
+int pred_chip_space(const struct pred_chip *c, const char *name);
+int pred_chip_pipe(const struct pred_chip *c, const char *name);
+/* The built-in kind of an instruction name, K_GENERIC when not built in. */
+enum pred_kind pred_builtin_kind(const char *name);
+
+/* ---- the model ---- */
+
+enum { OP_LOAD = 0, OP_SCALAR = 1, OP_CHIP = 2 };
+#define DEP_FORWARD (-3)
+
+struct pred_tensor {
+	int32_t name;          /* into names (a string table offset) */
+	int16_t space;
+	uint8_t dtype, ndim;
+	int32_t format;        /* string table offset */
+	int32_t parent;        /* PRED_NONE for a root */
+	int32_t last_writer;   /* latest instruction created so far writing it */
+	int32_t writers;       /* index into the writer lists, PRED_NONE if none */
+	int64_t shape[KS_PRED_MAX_DIMS];
+	int64_t elements;
+};
+
+struct pred_instr {
+	int32_t op;            /* OP_LOAD, OP_SCALAR, or OP_CHIP + the chip
+				* instruction's index */
+	int16_t pipe;
+	uint8_t nin, nout;
+	uint32_t operand;      /* first of nin + nout operands in m->operands */
+	int32_t loc;           /* string table offset of the location, or -1 */
+	int32_t path;          /* a load on a footprint path: path index *
+				* PRED_PATH_STRIDE + (conversion index + 1, or
+				* 0 for the plain table); else -1 */
+	double cost;           /* cycles (for footprint paths: bytes, until run) */
+	double bytes, ops;
+	double start, end;     /* set by the scheduler; end < 0 until then */
+};
+
+struct pred_strtab {
+	char *buf;
+	size_t len, cap;
+};
+
+struct ks_pred_model {
+	struct pred_chip chip;
+	char errmsg[1024];
+	struct pred_strtab str;         /* names, formats, locations */
+	char *warnings;                 /* lines */
+	size_t warnings_len;
+	/* the current location */
+	int32_t loc;
+
+	struct pred_tensor *t;
+	size_t nt, capt;
+	/* writers of each tensor, for dependencies on later instructions:
+	 * a list per tensor of instruction ids, chained through wnext */
+	int32_t *wid, *wnext;
+	size_t nw, capw;
+
+	struct pred_instr *in;
+	size_t ni, capi;
+	int32_t *operands;              /* tensor ids */
+	int32_t *deps;                  /* per operand: the instruction an
+					 * input waits for (PRED_NONE,
+					 * PRED_NEVER, DEP_FORWARD before run) */
+	size_t nops, capops;
+	struct pred_locs *locs;         /* interned locations */
+
+	bool ran;
+	double total;                   /* cycles */
+	double footprint;               /* bytes of root tensors in ready spaces */
+};
+
+int pred_fail(struct ks_pred_model *m, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void pred_warn(struct ks_pred_model *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *pred_str(const struct ks_pred_model *m, int32_t off);
+/* The name of an instruction's op. */
+const char *pred_op_name(const struct ks_pred_model *m, int32_t op);
+/* "name" of tensor id, e.g. "xu" or "xs[3]". */
+const char *pred_tensor_name(const struct ks_pred_model *m, int id);
+/* "#12 vadd (model.kpp:4:5)" into buf. */
+const char *pred_instr_desc(const struct ks_pred_model *m, int id, char *buf, size_t size);
+
+/* sched.c */
+int pred_schedule(struct ks_pred_model *m);
+
+/* out.c: writes the outputs into an open run directory. */
+int pred_write_rundir(struct ks_pred_model *m, struct ks_rundir *rd, const char *measured,
+		      struct ks_err *err);
+
+/* measured.c: measured times per pipe ("total" for the whole kernel). */
+struct pred_measured {
+	size_t n;
+	char name[PRED_MAX_PIPES + 1][KS_PRED_MAX_NAME + 1];
+	double us[PRED_MAX_PIPES + 1];
+	double total_us;       /* < 0 when not given */
+	char source[4096];
+};
+int pred_measured_load(const char *path, struct pred_measured *out, struct ks_err *err);
+
+#endif

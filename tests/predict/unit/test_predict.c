@@ -1,0 +1,533 @@
+/*
+ * ks_predict through its C API: schedules computed by hand on the test
+ * chip (chips/test.json: GM->UB 2 bytes/cycle on MTE2, UB->GM 4 bytes/cycle
+ * on MTE3, vadd 1 element/cycle on VECTOR), interpolation at, between,
+ * below and above table entries, readiness rules, deadlocks, bad input and
+ * the outputs.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "kscope/predict.h"
+#include "test_util.h"
+
+#ifndef KS_CHIPS
+#error "KS_CHIPS must name tests/predict/unit/chips"
+#endif
+#define TEST_CHIP KS_CHIPS "/test.json"
+#define FOOT_CHIP KS_CHIPS "/footprint.json"
+
+static struct ks_pred_model *model(const char *chip)
+{
+	char err[1024];
+	struct ks_pred_model *m = ks_pred_model_new(chip, err, sizeof(err));
+
+	if (!m)
+		fail_msg("%s", err);
+	return m;
+}
+
+static int tensor(struct ks_pred_model *m, const char *name, const char *space,
+		  const char *dtype, int64_t n)
+{
+	int id = ks_pred_tensor(m, name, space, dtype, &n, 1, NULL);
+
+	if (id < 0)
+		fail_msg("tensor %s: %s", name, ks_pred_error(m));
+	return id;
+}
+
+static int load(struct ks_pred_model *m, int dst, int src)
+{
+	int id = ks_pred_load(m, dst, src);
+
+	if (id < 0)
+		fail_msg("load: %s", ks_pred_error(m));
+	return id;
+}
+
+static int instr(struct ks_pred_model *m, const char *name, int a, int b, int out)
+{
+	int in[2] = { a, b }, o[1] = { out };
+	int id = ks_pred_instr(m, name, in, b < 0 ? 1 : 2, o, 1);
+
+	if (id < 0)
+		fail_msg("%s: %s", name, ks_pred_error(m));
+	return id;
+}
+
+static void expect(struct ks_pred_model *m, int id, const char *pipe, double start,
+		   double end)
+{
+	struct ks_pred_slice s;
+
+	assert_int_equal(ks_pred_slice(m, id, &s), 0);
+	if (strcmp(s.pipe, pipe) || s.start != start || s.end != end)
+		fail_msg("#%d %s: %s [%g, %g], expected %s [%g, %g]", id, s.name, s.pipe,
+			 s.start, s.end, pipe, start, end);
+}
+
+static double run(struct ks_pred_model *m)
+{
+	double c = -1;
+
+	if (ks_pred_run(m, &c))
+		fail_msg("run: %s", ks_pred_error(m));
+	return c;
+}
+
+/* ---- golden schedules ---- */
+
+/* z = x + y for 8 fp16 elements: load x, load y (MTE2, 16 bytes each at
+ * 2 bytes/cycle: 8 cycles), vadd (8 cycles, after both loads), store
+ * (16 bytes at 4 bytes/cycle: 4 cycles). */
+static void test_two_pipes(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, y, z, xu, yu, zu, i0, i1, i2, i3;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 8);
+	y = tensor(m, "y", "GM", "fp16", 8);
+	z = tensor(m, "z", "GM", "fp16", 8);
+	xu = tensor(m, "xu", "UB", "fp16", 8);
+	yu = tensor(m, "yu", "UB", "fp16", 8);
+	zu = tensor(m, "zu", "UB", "fp16", 8);
+	i0 = load(m, xu, x);
+	i1 = load(m, yu, y);
+	i2 = instr(m, "vadd", xu, yu, zu);
+	i3 = load(m, z, zu);
+	assert_true(run(m) == 28);
+	expect(m, i0, "MTE2", 0, 8);
+	expect(m, i1, "MTE2", 8, 16);
+	expect(m, i2, "VECTOR", 16, 24);
+	expect(m, i3, "MTE3", 24, 28);
+	ks_pred_model_free(m);
+}
+
+/* Four tiles of 8 through two UB buffers (ping, pong).  Loads: [0,8]
+ * [8,16] [16,24] [24,32].  vadd reads its own tile's load, not the later
+ * load into the same buffer: [8,16] [16,24] [24,32] [32,40].  Stores of
+ * 16 bytes at 4 bytes/cycle: [16,20] [24,28] [32,36] [40,44]. */
+static void test_double_buffering(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int xs[4], buf[2], out[2], z[4], ld[4], va[4], st[4];
+	int64_t shape[1] = { 32 };
+	int x;
+
+	(void)state;
+	x = ks_pred_tensor(m, "x", "GM", "fp16", shape, 1, "ND");
+	assert_true(x >= 0);
+	assert_int_equal(ks_pred_split(m, x, 0, 4, xs), x + 1);
+	for (int i = 0; i < 4; i++) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "z%d", i);
+		z[i] = tensor(m, n, "GM", "fp16", 8);
+	}
+	buf[0] = tensor(m, "ping", "UB", "fp16", 8);
+	buf[1] = tensor(m, "pong", "UB", "fp16", 8);
+	out[0] = tensor(m, "out0", "UB", "fp16", 8);
+	out[1] = tensor(m, "out1", "UB", "fp16", 8);
+	for (int i = 0; i < 4; i++) {
+		ld[i] = load(m, buf[i % 2], xs[i]);
+		va[i] = instr(m, "vadd", buf[i % 2], buf[i % 2], out[i % 2]);
+		st[i] = load(m, z[i], out[i % 2]);
+	}
+	assert_true(run(m) == 44);
+	for (int i = 0; i < 4; i++) {
+		expect(m, ld[i], "MTE2", 8.0 * i, 8.0 * i + 8);
+		expect(m, va[i], "VECTOR", 8.0 * i + 8, 8.0 * i + 16);
+		expect(m, st[i], "MTE3", 8.0 * i + 16, 8.0 * i + 20);
+	}
+	ks_pred_model_free(m);
+}
+
+/* A forward reference: vadd reads a, which a later instruction writes. */
+static void test_forward(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, a, b, c, i0, i1;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 8);
+	a = tensor(m, "a", "UB", "fp16", 8);
+	b = tensor(m, "b", "UB", "fp16", 8);
+	c = tensor(m, "c", "UB", "fp16", 8);
+	(void)b;
+	i0 = instr(m, "vadd", a, a, c);
+	i1 = load(m, a, x);
+	assert_true(run(m) == 16);
+	expect(m, i1, "MTE2", 0, 8);
+	expect(m, i0, "VECTOR", 8, 16);
+	ks_pred_model_free(m);
+}
+
+/* Deadlocks: a pipe waiting for an instruction behind it; a tensor that
+ * nothing writes. */
+static void test_deadlock(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int a, b, c, x, y;
+
+	(void)state;
+	a = tensor(m, "a", "UB", "fp16", 8);
+	b = tensor(m, "b", "UB", "fp16", 8);
+	c = tensor(m, "c", "UB", "fp16", 8);
+	instr(m, "vadd", a, a, b);   /* #0 waits for #1 */
+	instr(m, "vadd", c, c, a);   /* #1 waits for #2 */
+	x = tensor(m, "x", "GM", "fp16", 8);
+	load(m, c, x);               /* #2 runs */
+	assert_int_equal(ks_pred_run(m, NULL), -EDEADLK);
+	assert_non_null(strstr(ks_pred_error(m), "the model deadlocks: 2 instructions"));
+	assert_non_null(strstr(ks_pred_error(m), "pipe VECTOR waits at #0 vadd for a, "
+					       "written by #1 vadd on VECTOR"));
+	ks_pred_model_free(m);
+
+	m = model(TEST_CHIP);
+	a = tensor(m, "a", "UB", "fp16", 8);
+	b = tensor(m, "b", "UB", "fp16", 8);
+	y = tensor(m, "y", "GM", "fp16", 8);
+	ks_pred_set_location(m, "m.kpp", 3, 5);
+	instr(m, "vadd", a, a, b);
+	load(m, y, b);
+	assert_int_equal(ks_pred_run(m, NULL), -EDEADLK);
+	assert_non_null(strstr(ks_pred_error(m), "pipe VECTOR waits at #0 vadd (m.kpp:3:5) "
+					       "for a, which nothing writes (UB does not "
+					       "start ready)"));
+	assert_non_null(strstr(ks_pred_error(m), "pipe MTE3 waits at #1 load (m.kpp:3:5) "
+					       "for b, written by #0 vadd"));
+	ks_pred_model_free(m);
+}
+
+/* Equal ends: the pipe listed first runs first; its clock is its own. */
+static void test_ties(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, xu, a, b, i0, i1, i2;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 4);   /* 8 bytes: 4 cycles on MTE2 */
+	xu = tensor(m, "xu", "UB", "fp16", 4);
+	a = tensor(m, "a", "UB", "fp16", 4);
+	b = tensor(m, "b", "GM", "fp16", 4);
+	i0 = load(m, xu, x);                   /* MTE2 [0,4] */
+	i1 = instr(m, "vadd", xu, xu, a);      /* VECTOR [4,8] */
+	i2 = load(m, b, xu);                   /* MTE3: 8 bytes at 4: [4,6] */
+	assert_true(run(m) == 8);
+	expect(m, i0, "MTE2", 0, 4);
+	expect(m, i1, "VECTOR", 4, 8);
+	expect(m, i2, "MTE3", 4, 6);
+	ks_pred_model_free(m);
+}
+
+/* Split pieces of a UB tensor wait for the load of their parent. */
+static void test_split_readiness(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, u, p[2], o, i0, i1;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 16);
+	u = tensor(m, "u", "UB", "fp16", 16);
+	assert_true(ks_pred_split(m, u, 0, 2, p) >= 0);
+	o = tensor(m, "o", "UB", "fp16", 8);
+	i0 = instr(m, "vadd", p[1], p[1], o);   /* waits for the later load of u */
+	i1 = load(m, u, x);                     /* 32 bytes: [0,16] */
+	assert_true(run(m) == 24);
+	expect(m, i1, "MTE2", 0, 16);
+	expect(m, i0, "VECTOR", 16, 24);
+	ks_pred_model_free(m);
+}
+
+/* ---- interpolation ---- */
+
+static double cost_of(const char *chip, const char *name, const char *dtype, int64_t n)
+{
+	struct ks_pred_model *m = model(chip);
+	int a = tensor(m, "a", "UB", dtype, n), b = tensor(m, "b", "UB", dtype, n);
+	int x = tensor(m, "x", "GM", dtype, n);
+	struct ks_pred_slice s;
+	double c;
+
+	load(m, a, x);
+	instr(m, name, a, strcmp(name, "vexp") ? a : -1, b);
+	run(m);
+	assert_int_equal(ks_pred_slice(m, 1, &s), 0);
+	c = s.end - s.start;
+	ks_pred_model_free(m);
+	return c;
+}
+
+/* vmul fp16: [[100, 10], [200, 20]] elements/cycle, "above": largest;
+ * vexp [[100, 20], [200, 10]] with "above": last; fp32 has only a peak
+ * of 5. */
+static void test_interpolation(void **state)
+{
+	(void)state;
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 100) == 10);     /* at */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 200) == 10);     /* at */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 150) == 10);     /* 150/15 */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 120) == 10);     /* 120/12 */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 50) == 5);       /* below: 50/10 */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp16", 400) == 20);     /* above: 400/20 */
+	assert_true(cost_of(TEST_CHIP, "vexp", "fp16", 150) == 10);     /* 150/15 */
+	assert_true(cost_of(TEST_CHIP, "vexp", "fp16", 400) == 40);     /* last: 400/10 */
+	assert_true(cost_of(TEST_CHIP, "vmul", "fp32", 100) == 20);     /* peak: 100/5 */
+}
+
+/* GM->L1: [[64, 2], [128, 4]] bytes/cycle, above: the peak 8; ND->NZ
+ * conversion [[64, 1], [128, 2]]. */
+static void test_path_interpolation(void **state)
+{
+	static const struct { int64_t n; const char *fmt; double cycles; } cases[] = {
+		{ 32, "ND", 32 },     /* 64 bytes at 2 */
+		{ 48, "ND", 32 },     /* 96 bytes at 3 */
+		{ 16, "ND", 16 },     /* 32 bytes, below: at 2 */
+		{ 256, "ND", 64 },    /* 512 bytes, above: the peak 8 */
+		{ 32, "NZ", 64 },     /* converted: 64 bytes at 1 */
+		{ 48, "NZ", 64 },     /* 96 bytes at 1.5 */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ks_pred_model *m = model(TEST_CHIP);
+		int64_t n = cases[i].n;
+		int x = ks_pred_tensor(m, "x", "GM", "fp16", &n, 1, "ND");
+		int l = ks_pred_tensor(m, "l", "L1", "fp16", &n, 1, cases[i].fmt);
+		struct ks_pred_slice s;
+
+		load(m, l, x);
+		run(m);
+		assert_int_equal(ks_pred_slice(m, 0, &s), 0);
+		if (s.end != cases[i].cycles)
+			fail_msg("case %zu: %g cycles, expected %g", i, s.end, cases[i].cycles);
+		ks_pred_model_free(m);
+	}
+}
+
+/* Footprint paths: the model's GM bytes decide, not the load's size. */
+static void test_footprint(void **state)
+{
+	struct ks_pred_model *m = model(FOOT_CHIP);
+	int x, y, xu, i0;
+	struct ks_pred_slice s;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp32", 250);   /* 1000 bytes */
+	y = tensor(m, "y", "GM", "fp32", 500);   /* 2000 bytes: footprint 3000 */
+	xu = tensor(m, "xu", "UB", "fp32", 250);
+	(void)y;
+	i0 = load(m, xu, x);
+	run(m);
+	assert_int_equal(ks_pred_slice(m, i0, &s), 0);
+	assert_true(s.end == 1000.0 / 4.5);      /* between 2000 (5) and 4000 (4) */
+	ks_pred_model_free(m);
+
+	m = model(FOOT_CHIP);
+	x = tensor(m, "x", "GM", "fp32", 5000);  /* 20000 bytes: above, last: 4 */
+	xu = tensor(m, "xu", "UB", "fp32", 5000);
+	i0 = load(m, xu, x);
+	run(m);
+	assert_int_equal(ks_pred_slice(m, i0, &s), 0);
+	assert_true(s.end == 5000);
+	ks_pred_model_free(m);
+}
+
+/* ---- user-defined instructions ---- */
+
+static void test_register(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	double sz[2] = { 10, 20 }, tp[2] = { 1, 2 };
+	int a, b, i0, i1;
+	struct ks_pred_slice s;
+
+	(void)state;
+	assert_int_equal(ks_pred_register(m, "vgelu", "VECTOR", "size / 4 + 10", NULL, NULL,
+					  0, 8), 0);
+	assert_int_equal(ks_pred_register(m, "vtab", "MTE3", NULL, sz, tp, 2, 1), 0);
+	assert_int_equal(ks_pred_register(m, "vgelu", "VECTOR", "1", NULL, NULL, 0, 1), -EEXIST);
+	assert_int_equal(ks_pred_register(m, "vbad", "NOPE", "1", NULL, NULL, 0, 1), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "is not one of chip test's: MTE2, VECTOR"));
+	assert_int_equal(ks_pred_register(m, "vbad", "VECTOR", "size /", NULL, NULL, 0, 1),
+			 -EINVAL);
+	a = tensor(m, "a", "GM", "fp16", 40);
+	b = tensor(m, "b", "GM", "fp16", 15);
+	i0 = instr(m, "vgelu", a, -1, a);          /* 40/4 + 10 = 20 cycles */
+	i1 = instr(m, "vtab", b, -1, b);           /* 15 / 1.5 = 10 cycles */
+	run(m);
+	assert_int_equal(ks_pred_slice(m, i0, &s), 0);
+	assert_true(s.end - s.start == 20);
+	assert_true(s.ops == 320);
+	assert_int_equal(ks_pred_slice(m, i1, &s), 0);
+	assert_true(s.end - s.start == 10);
+	ks_pred_model_free(m);
+
+	/* Division by zero in a formula: refused, by name. */
+	m = model(TEST_CHIP);
+	assert_int_equal(ks_pred_register(m, "vz", "VECTOR", "size / (d1 - 1)", NULL, NULL, 0,
+					  1), 0);
+	a = tensor(m, "a", "UB", "fp16", 8);
+	{
+		int in[1] = { a };
+
+		assert_int_equal(ks_pred_instr(m, "vz", in, 1, in, 1), -EDOM);
+		assert_non_null(strstr(ks_pred_error(m), "divides by zero"));
+	}
+	ks_pred_model_free(m);
+}
+
+/* ---- bad input ---- */
+
+static void test_bad_input(void **state)
+{
+	struct ks_pred_model *m;
+	char err[1024];
+	int64_t shape[2] = { 4, 8 }, neg = -3, huge[2] = { INT64_C(1) << 40, INT64_C(1) << 40 };
+	int a, b, c, in[2], out[1];
+
+	(void)state;
+	assert_null(ks_pred_model_new("no-such-chip", err, sizeof(err)));
+	assert_non_null(strstr(err, "unknown chip \"no-such-chip\""));
+	assert_null(ks_pred_model_new("/nonexistent/chip.json", err, sizeof(err)));
+	assert_non_null(strstr(err, "/nonexistent/chip.json"));
+
+	m = model(TEST_CHIP);
+	assert_int_equal(ks_pred_tensor(m, "n", "GM", "fp16", &neg, 1, NULL), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "dimension 0 is -3"));
+	assert_int_equal(ks_pred_tensor(m, "h", "GM", "fp16", huge, 2, NULL), -EOVERFLOW);
+	assert_int_equal(ks_pred_tensor(m, "s", "HBM", "fp16", shape, 2, NULL), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "is not one of chip test's: GM, UB, L1"));
+	assert_int_equal(ks_pred_tensor(m, "s", "GM", "fp12", shape, 2, NULL), -EINVAL);
+	a = ks_pred_tensor(m, "a", "UB", "fp16", shape, 2, NULL);
+	b = tensor(m, "b", "UB", "fp16", 16);
+	c = tensor(m, "c", "UB", "fp16", 32);
+	in[0] = a;
+	in[1] = b;
+	out[0] = c;
+	assert_int_equal(ks_pred_instr(m, "vadd", in, 2, out, 1), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "shape mismatch: vadd: a is [4, 8] but b "
+					       "is [16]"));
+	assert_int_equal(ks_pred_instr(m, "vfoo", in, 2, out, 1), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "unknown instruction \"vfoo\""));
+	assert_int_equal(ks_pred_instr(m, "vsub", in, 2, out, 1), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "chip test does not run vsub"));
+	in[1] = 99;
+	assert_int_equal(ks_pred_instr(m, "vadd", in, 2, out, 1), -EINVAL);
+	assert_int_equal(ks_pred_split(m, b, 0, 17, NULL), -EINVAL);
+	assert_int_equal(ks_pred_split(m, b, 1, 2, NULL), -EINVAL);
+	assert_int_equal(ks_pred_scalar(m, 0, NULL, 0, NULL, 0), -EINVAL);
+	/* Nothing was added by the failed calls. */
+	assert_int_equal(ks_pred_count(m), 0);
+	assert_int_equal(ks_pred_scalar(m, 5, NULL, 0, NULL, 0), 0);
+	assert_true(run(m) == 10);
+	assert_int_equal(ks_pred_scalar(m, 5, NULL, 0, NULL, 0), -EINVAL);
+	ks_pred_model_free(m);
+}
+
+/* ---- outputs ---- */
+
+/* A file's text, NUL-terminated. */
+static char *text_of(const char *path)
+{
+	size_t size;
+	unsigned char *raw = ks_test_read_file(path, &size);
+	char *t;
+
+	assert_non_null(raw);
+	t = strndup((const char *)raw, size);
+	free(raw);
+	return t;
+}
+
+static void test_outputs(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	char *dir = ks_test_tmpdir(), path[4400], out[4096];
+	int x, xu, y;
+	json_t *j;
+	json_error_t je;
+	char *text;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 8);
+	xu = tensor(m, "xu", "UB", "fp16", 8);
+	y = tensor(m, "y", "GM", "fp16", 8);
+	ks_pred_set_location(m, "v.kpp", 2, 1);
+	load(m, xu, x);
+	instr(m, "vadd", xu, xu, xu);
+	load(m, y, xu);
+	assert_int_equal(ks_pred_write(m, dir, NULL), -EINVAL); /* not run yet */
+	run(m);
+	snprintf(out, sizeof(out), "%s/a/b", dir);
+	snprintf(path, sizeof(path), "%s/pipes.csv", dir);
+	ks_test_write_file(path, "Pipe,Time (us)\nVECTOR,0.016\ntotal,0.05\n", 0644);
+	assert_int_equal(ks_pred_write(m, out, path), 0);
+	snprintf(path, sizeof(path), "%s/trace.json", out);
+	j = json_load_file(path, 0, &je);
+	assert_non_null(j);
+	/* process, 2 per pipe, 3 slices, 3 flows of 2 events (the load to
+	 * each of vadd's inputs, vadd to the store) */
+	assert_int_equal(json_array_size(json_object_get(j, "traceEvents")), 1 + 8 + 3 + 3 * 2);
+	json_decref(j);
+	snprintf(path, sizeof(path), "%s/Pipe_statistic.csv", out);
+	text = text_of(path);
+	assert_string_equal(text,
+			    "Pipe,Instructions,Busy (us),Share (%),Bytes,Operations,"
+			    "Measured (us),Measured/Predicted\n"
+			    "MTE2,1,0.008000,40.00,32,0,,\n"
+			    "VECTOR,1,0.008000,40.00,48,8,0.016000,2.0000\n"
+			    "MTE3,1,0.004000,20.00,32,0,,\n"
+			    "SCALAR,0,0.000000,0.00,0,0,,\n"
+			    "total,3,0.020000,100.00,112,8,0.050000,2.5000\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/Instruction_statistic.csv", out);
+	text = text_of(path);
+	assert_string_equal(text,
+			    "Instruction,Pipe,Count,Bytes,Operations,Total (us),Mean (us),"
+			    "Share (%)\n"
+			    "load,MTE2,1,32,0,0.008000,0.008000,40.00\n"
+			    "vadd,VECTOR,1,48,8,0.008000,0.008000,40.00\n"
+			    "load,MTE3,1,32,0,0.004000,0.004000,20.00\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/instruction_time.svg", out);
+	text = text_of(path);
+	assert_non_null(strstr(text, "vadd (VECTOR): 40.0%"));
+	free(text);
+	/* Written again: replaced. */
+	assert_int_equal(ks_pred_write(m, out, NULL), 0);
+	ks_pred_model_free(m);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_pipes),
+		cmocka_unit_test(test_double_buffering),
+		cmocka_unit_test(test_forward),
+		cmocka_unit_test(test_deadlock),
+		cmocka_unit_test(test_ties),
+		cmocka_unit_test(test_split_readiness),
+		cmocka_unit_test(test_interpolation),
+		cmocka_unit_test(test_path_interpolation),
+		cmocka_unit_test(test_footprint),
+		cmocka_unit_test(test_register),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_outputs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
