@@ -76,6 +76,11 @@ static int split_defs(struct ks_strlist *d, const char ***keys, const char ***va
 	return 0;
 }
 
+static double secs(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
 static void print_warnings(const char *w)
 {
 	while (*w) {
@@ -96,7 +101,7 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_err err;
 	char msg[2048];
 	double cycles = 0, us;
-	struct timespec t0, t1;
+	struct timespec t0, t1, t2, t3;
 	int rc = KS_EXIT_USAGE;
 
 	(void)cmd;
@@ -110,10 +115,12 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		goto out;
 	}
 	print_warnings(ks_pred_warnings(m));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ks_pred_run(m, &cycles)) {
 		ks_error("%s: %s", p->positional[0], ks_pred_error(m));
 		goto out;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t2);
 	/* --measured is read before anything is written. */
 	if (o->measured) {
 		struct pred_measured *meas = calloc(1, sizeof(*meas));
@@ -135,7 +142,7 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_rundir_discard(&rd);
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_MONOTONIC, &t3);
 	us = cycles / ks_pred_chip_clock_hz(m) * 1e6;
 	printf("predicted time: %.3f us (%.0f cycles at %.3f GHz on %s; %zu instructions)\n",
 	       us, cycles, ks_pred_chip_clock_hz(m) / 1e9, ks_pred_chip_name(m),
@@ -148,8 +155,10 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			       us > 0 ? meas.total_us / us : 0.0);
 	}
 	printf("outputs: %s\n", rd.path);
-	ks_info("modelled in %.3f s", (double)(t1.tv_sec - t0.tv_sec) +
-					     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	ks_info("read and built in %.3f s, scheduled in %.3f s (%.0f instructions/s), "
+		"outputs written in %.3f s; %.3f s in all", secs(&t0, &t1), secs(&t1, &t2),
+		secs(&t1, &t2) > 0 ? (double)ks_pred_count(m) / secs(&t1, &t2) : 0.0,
+		secs(&t2, &t3), secs(&t0, &t3));
 	ks_rundir_close(&rd);
 	rc = KS_EXIT_OK;
 out:

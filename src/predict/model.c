@@ -492,25 +492,24 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 	if (!(cost >= 0) || !isfinite(cost))
 		return pred_fail(m, -ERANGE, "%s: its cost is not a finite number of cycles",
 				 pred_op_name(m, op));
-	if (!grow((void **)&m->in, &m->capi, m->ni + 1, sizeof(*m->in)) ||
-	    !grow((void **)&m->operands, &m->capops, m->nops + (size_t)(nin + nout),
-		  sizeof(*m->operands)))
+	if (!grow((void **)&m->in, &m->capi, m->ni + 1, sizeof(*m->in)))
 		return pred_fail(m, -ENOMEM, "out of memory");
-	if (m->capops > 0) {
-		int32_t *d = realloc(m->deps, m->capops * sizeof(*d));
+	if (m->nops + (size_t)(nin + nout) > m->capops) {
+		size_t cap = m->capops;
 
-		if (!d)
+		if (!grow((void **)&m->operands, &cap, m->nops + (size_t)(nin + nout),
+			  sizeof(*m->operands)))
 			return pred_fail(m, -ENOMEM, "out of memory");
-		m->deps = d;
+		if (!grow((void **)&m->deps, &m->capops, m->nops + (size_t)(nin + nout),
+			  sizeof(*m->deps)))
+			return pred_fail(m, -ENOMEM, "out of memory");
 	}
-	if (nout && !grow((void **)&m->wid, &m->capw, m->nw + (size_t)nout, sizeof(int32_t)))
-		return pred_fail(m, -ENOMEM, "out of memory");
-	if (nout) {
-		int32_t *w = realloc(m->wnext, m->capw * sizeof(*w));
+	if (m->nw + (size_t)nout > m->capw) {
+		size_t cap = m->capw;
 
-		if (!w)
+		if (!grow((void **)&m->wid, &cap, m->nw + (size_t)nout, sizeof(int32_t)) ||
+		    !grow((void **)&m->wnext, &m->capw, m->nw + (size_t)nout, sizeof(int32_t)))
 			return pred_fail(m, -ENOMEM, "out of memory");
-		m->wnext = w;
 	}
 	x = &m->in[id];
 	x->op = op;

@@ -120,11 +120,18 @@ static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
 			ks_text_json_str(t, pred_str(m, in->loc));
 		}
 		ks_text_puts(t, "}}");
-		/* The flow arrows: from what made each input ready. */
+		/* The flow arrows: from what made an input ready, once per
+		 * instruction waited for, when it ran on another pipe (on the
+		 * same pipe, the order says it). */
 		for (unsigned k = 0; k < in->nin; k++) {
 			int32_t d = m->deps[in->operand + k];
+			bool seen = false;
 
-			if (d < 0)
+			if (d < 0 || m->in[d].pipe == in->pipe)
+				continue;
+			for (unsigned j = 0; j < k; j++)
+				seen |= m->deps[in->operand + j] == d;
+			if (seen)
 				continue;
 			flow++;
 			ks_text_puts(t, ",\n{\"name\":\"");

@@ -477,9 +477,9 @@ static void test_outputs(void **state)
 	snprintf(path, sizeof(path), "%s/trace.json", out);
 	j = json_load_file(path, 0, &je);
 	assert_non_null(j);
-	/* process, 2 per pipe, 3 slices, 3 flows of 2 events (the load to
-	 * each of vadd's inputs, vadd to the store) */
-	assert_int_equal(json_array_size(json_object_get(j, "traceEvents")), 1 + 8 + 3 + 3 * 2);
+	/* process, 2 per pipe, 3 slices, 2 flows of 2 events (the load to
+	 * vadd, once for its two inputs; vadd to the store) */
+	assert_int_equal(json_array_size(json_object_get(j, "traceEvents")), 1 + 8 + 3 + 2 * 2);
 	json_decref(j);
 	snprintf(path, sizeof(path), "%s/Pipe_statistic.csv", out);
 	text = text_of(path);
