@@ -160,8 +160,12 @@ static int32_t loc_intern(struct ks_pred_model *m, const char *s)
 	return L->slot[i];
 }
 
+/* The last locations set, by (file pointer, line, column): a loop's body
+ * sets the same few again and again, and this spares their formatting. */
 void ks_pred_set_location(struct ks_pred_model *m, const char *file, int line, int column)
 {
+	struct pred_loc_key *k;
+	size_t flen;
 	char buf[4200];
 
 	if (!m)
@@ -170,11 +174,22 @@ void ks_pred_set_location(struct ks_pred_model *m, const char *file, int line, i
 		m->loc = -1;
 		return;
 	}
+	k = &m->loc_cache[((uintptr_t)file * 31u + (unsigned)line * 131u + (unsigned)column) %
+			  PRED_LOC_CACHE];
+	/* the same pointer may hold another name by now: compare the text */
+	flen = strlen(file);
+	if (k->file == file && k->line == line && k->column == column &&
+	    strncmp(pred_str(m, k->off), file, flen) == 0 && pred_str(m, k->off)[flen] == ':') {
+		m->loc = k->off;
+		return;
+	}
 	if (column > 0)
 		snprintf(buf, sizeof(buf), "%s:%d:%d", file, line, column);
 	else
 		snprintf(buf, sizeof(buf), "%s:%d", file, line);
 	m->loc = loc_intern(m, buf);
+	if (m->loc >= 0)
+		*k = (struct pred_loc_key){ file, line, column, m->loc };
 }
 
 /* ------------------------------------------------------------------ */

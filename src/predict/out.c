@@ -23,103 +23,191 @@ static double us_of(const struct ks_pred_model *m, double cycles)
 	return cycles / m->chip.clock_hz * 1e6;
 }
 
-/* Microseconds with 6 decimals (picoseconds), without printf: a trace of
- * a million slices prints three of these per slice. */
-static void put_us(struct ks_text *t, double us)
-{
-	char buf[32], *p = buf + sizeof(buf);
-	long long ps;
-	int i;
-
-	if (!isfinite(us) || us < 0 || us > 9e12) {
-		ks_text_json_num(t, us, 6);
-		return;
-	}
-	ps = llround(us * 1e6);
-	for (i = 0; i < 6; i++) {
-		*--p = (char)('0' + ps % 10);
-		ps /= 10;
-	}
-	*--p = '.';
-	do {
-		*--p = (char)('0' + ps % 10);
-		ps /= 10;
-	} while (ps);
-	ks_text_put(t, p, (size_t)(buf + sizeof(buf) - p));
-}
-
 /* ------------------------------------------------------------------ */
 /* trace.json                                                          */
 /* ------------------------------------------------------------------ */
 
-static void operand_list(struct ks_text *t, const struct ks_pred_model *m, uint32_t first,
+/*
+ * A trace of a million slices is a few hundred megabytes, written from
+ * many small pieces.  They are put together in a line buffer by inline
+ * code and handed to the ks_text writer a line at a time.
+ */
+#define LB_SIZE 8192
+
+struct lb {
+	struct ks_text *t;
+	char *p;
+	char buf[LB_SIZE];
+};
+
+static void lb_flush(struct lb *b)
+{
+	ks_text_put(b->t, b->buf, (size_t)(b->p - b->buf));
+	b->p = b->buf;
+}
+
+static inline void lb_put(struct lb *b, const char *s, size_t n)
+{
+	if (n > LB_SIZE / 2) {
+		lb_flush(b);
+		ks_text_put(b->t, s, n);
+		return;
+	}
+	if ((size_t)(b->buf + LB_SIZE - b->p) < n + 64)
+		lb_flush(b);
+	memcpy(b->p, s, n);
+	b->p += n;
+}
+
+/* A string literal, its length known at compile time. */
+#define LIT(b, s) lb_put((b), "" s, sizeof(s) - 1)
+
+static inline void lb_puts(struct lb *b, const char *s)
+{
+	lb_put(b, s, strlen(s));
+}
+
+static inline void lb_u64(struct lb *b, uint64_t v)
+{
+	char tmp[24], *q = tmp + sizeof(tmp);
+
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	lb_put(b, q, (size_t)(tmp + sizeof(tmp) - q));
+}
+
+/* Microseconds with up to 6 decimals (picoseconds), trailing zeros
+ * dropped. */
+static inline void lb_us(struct lb *b, double us)
+{
+	char tmp[40], *q = tmp + sizeof(tmp);
+	long long ps;
+	int i;
+
+	if (!isfinite(us) || us < 0 || us > 9e12) {
+		lb_flush(b);
+		ks_text_json_num(b->t, us, 6);
+		return;
+	}
+	ps = llround(us * 1e6);
+	for (i = 0; i < 6 && ps % 10 == 0; i++)
+		ps /= 10;
+	if (i < 6) {
+		for (; i < 6; i++) {
+			*--q = (char)('0' + ps % 10);
+			ps /= 10;
+		}
+		*--q = '.';
+	}
+	do {
+		*--q = (char)('0' + ps % 10);
+		ps /= 10;
+	} while (ps);
+	lb_put(b, q, (size_t)(tmp + sizeof(tmp) - q));
+}
+
+/* A JSON string; the common case, nothing to escape, without the
+ * character-by-character path. */
+static void lb_json_str(struct lb *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++)
+		if (*p < 0x20 || *p >= 0x80 || *p == '"' || *p == '\\') {
+			lb_flush(b);
+			ks_text_json_str(b->t, s);
+			return;
+		}
+	lb_put(b, "\"", 1);
+	lb_put(b, s, (size_t)(p - (const unsigned char *)s));
+	lb_put(b, "\"", 1);
+}
+
+/* The location without its directories: "model.kpp:12:5". */
+static const char *short_loc(const char *loc)
+{
+	const char *colon = strchr(loc, ':'), *slash = NULL;
+
+	for (const char *p = loc; *p && (!colon || p < colon); p++)
+		if (*p == '/')
+			slash = p;
+	return slash ? slash + 1 : loc;
+}
+
+static void operand_list(struct lb *b, const struct ks_pred_model *m, uint32_t first,
 			 unsigned n)
 {
-	ks_text_puts(t, "\"");
+	LIT(b, "\"");
 	for (unsigned k = 0; k < n; k++) {
-		const char *s = pred_tensor_name(m, m->operands[first + k]);
-
 		if (k)
-			ks_text_puts(t, ", ");
+			LIT(b, ", ");
 		/* names are [A-Za-z0-9_.-] and [i]: nothing to escape */
-		ks_text_puts(t, s);
+		lb_puts(b, pred_tensor_name(m, m->operands[first + k]));
 	}
-	ks_text_puts(t, "\"");
+	LIT(b, "\"");
 }
 
 static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
 {
+	struct lb *b = malloc(sizeof(*b));
 	uint64_t flow = 0;
 
-	ks_text_puts(t, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
+	if (!b) {
+		t->error = t->error ? t->error : -ENOMEM;
+		return;
+	}
+	b->t = t;
+	b->p = b->buf;
+
+	LIT(b, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
 			"\"tid\":0,\"args\":{\"name\":");
 	{
 		char name[200];
 
 		snprintf(name, sizeof(name), "kscope predict (%s)", m->chip.name);
-		ks_text_json_str(t, name);
+		lb_json_str(b, name);
 	}
-	ks_text_puts(t, "}}");
+	LIT(b, "}}");
 	for (size_t p = 0; p < m->chip.npipes; p++) {
-		ks_text_puts(t, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":");
-		ks_text_u64(t, p + 1);
-		ks_text_puts(t, ",\"args\":{\"name\":");
-		ks_text_json_str(t, m->chip.pipes[p]);
-		ks_text_puts(t, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,"
+		LIT(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":");
+		lb_u64(b, p + 1);
+		LIT(b, ",\"args\":{\"name\":");
+		lb_json_str(b, m->chip.pipes[p]);
+		LIT(b, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,"
 				"\"tid\":");
-		ks_text_u64(t, p + 1);
-		ks_text_puts(t, ",\"args\":{\"sort_index\":");
-		ks_text_u64(t, p + 1);
-		ks_text_puts(t, "}}");
+		lb_u64(b, p + 1);
+		LIT(b, ",\"args\":{\"sort_index\":");
+		lb_u64(b, p + 1);
+		LIT(b, "}}");
 	}
 	for (size_t i = 0; i < m->ni; i++) {
 		const struct pred_instr *in = &m->in[i];
 
-		ks_text_puts(t, ",\n{\"name\":\"");
-		ks_text_puts(t, pred_op_name(m, in->op));
-		ks_text_puts(t, "\",\"ph\":\"X\",\"pid\":1,\"tid\":");
-		ks_text_u64(t, (uint64_t)in->pipe + 1);
-		ks_text_puts(t, ",\"ts\":");
-		put_us(t, us_of(m, in->start));
-		ks_text_puts(t, ",\"dur\":");
-		put_us(t, us_of(m, in->end - in->start));
-		ks_text_puts(t, ",\"args\":{\"id\":");
-		ks_text_u64(t, i);
-		ks_text_puts(t, ",\"inputs\":");
-		operand_list(t, m, in->operand, in->nin);
-		ks_text_puts(t, ",\"outputs\":");
-		operand_list(t, m, in->operand + in->nin, in->nout);
-		ks_text_puts(t, ",\"bytes\":");
-		ks_text_u64(t, (uint64_t)in->bytes);
-		ks_text_puts(t, ",\"ops\":");
-		ks_text_u64(t, (uint64_t)in->ops);
-		ks_text_puts(t, ",\"cycles\":");
-		ks_text_json_num(t, in->end - in->start, 3);
+		LIT(b, ",\n{\"name\":\"");
+		lb_puts(b, pred_op_name(m, in->op));
+		LIT(b, "\",\"ph\":\"X\",\"pid\":1,\"tid\":");
+		lb_u64(b, (uint64_t)in->pipe + 1);
+		LIT(b, ",\"ts\":");
+		lb_us(b, us_of(m, in->start));
+		LIT(b, ",\"dur\":");
+		lb_us(b, us_of(m, in->end - in->start));
+		LIT(b, ",\"args\":{\"id\":");
+		lb_u64(b, i);
+		LIT(b, ",\"inputs\":");
+		operand_list(b, m, in->operand, in->nin);
+		LIT(b, ",\"outputs\":");
+		operand_list(b, m, in->operand + in->nin, in->nout);
+		LIT(b, ",\"bytes\":");
+		lb_u64(b, (uint64_t)in->bytes);
+		LIT(b, ",\"ops\":");
+		lb_u64(b, (uint64_t)in->ops);
 		if (in->loc >= 0) {
-			ks_text_puts(t, ",\"location\":");
-			ks_text_json_str(t, pred_str(m, in->loc));
+			LIT(b, ",\"location\":");
+			lb_json_str(b, short_loc(pred_str(m, in->loc)));
 		}
-		ks_text_puts(t, "}}");
+		LIT(b, "}}");
 		/* The flow arrows: from what made an input ready, once per
 		 * instruction waited for, when it ran on another pipe (on the
 		 * same pipe, the order says it). */
@@ -134,37 +222,41 @@ static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
 			if (seen)
 				continue;
 			flow++;
-			ks_text_puts(t, ",\n{\"name\":\"");
-			ks_text_puts(t, pred_tensor_name(m, m->operands[in->operand + k]));
-			ks_text_puts(t, "\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":");
-			ks_text_u64(t, flow);
-			ks_text_puts(t, ",\"pid\":1,\"tid\":");
-			ks_text_u64(t, (uint64_t)m->in[d].pipe + 1);
-			ks_text_puts(t, ",\"ts\":");
-			put_us(t, us_of(m, m->in[d].start));
-			ks_text_puts(t, "},\n{\"name\":\"");
-			ks_text_puts(t, pred_tensor_name(m, m->operands[in->operand + k]));
-			ks_text_puts(t, "\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-			ks_text_u64(t, flow);
-			ks_text_puts(t, ",\"pid\":1,\"tid\":");
-			ks_text_u64(t, (uint64_t)in->pipe + 1);
-			ks_text_puts(t, ",\"ts\":");
-			put_us(t, us_of(m, in->start));
-			ks_text_puts(t, "}");
+			LIT(b, ",\n{\"name\":\"");
+			lb_puts(b, pred_tensor_name(m, m->operands[in->operand + k]));
+			LIT(b, "\",\"cat\":\"dep\",\"ph\":\"s\",\"id\":");
+			lb_u64(b, flow);
+			LIT(b, ",\"pid\":1,\"tid\":");
+			lb_u64(b, (uint64_t)m->in[d].pipe + 1);
+			LIT(b, ",\"ts\":");
+			lb_us(b, us_of(m, m->in[d].start));
+			LIT(b, "},\n{\"name\":\"");
+			lb_puts(b, pred_tensor_name(m, m->operands[in->operand + k]));
+			LIT(b, "\",\"cat\":\"dep\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+			lb_u64(b, flow);
+			LIT(b, ",\"pid\":1,\"tid\":");
+			lb_u64(b, (uint64_t)in->pipe + 1);
+			LIT(b, ",\"ts\":");
+			lb_us(b, us_of(m, in->start));
+			LIT(b, "}");
 		}
 	}
-	ks_text_puts(t, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"kscope "
+	LIT(b, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"kscope "
 			"predict\",\"chip\":");
-	ks_text_json_str(t, m->chip.name);
-	ks_text_puts(t, ",\"clock_hz\":");
+	lb_json_str(b, m->chip.name);
+	LIT(b, ",\"clock_hz\":");
+	lb_flush(b);
 	ks_text_json_num(t, m->chip.clock_hz, 0);
-	ks_text_puts(t, ",\"instructions\":");
-	ks_text_u64(t, m->ni);
-	ks_text_puts(t, ",\"total_cycles\":");
+	LIT(b, ",\"instructions\":");
+	lb_u64(b, m->ni);
+	LIT(b, ",\"total_cycles\":");
+	lb_flush(b);
 	ks_text_json_num(t, m->total, 3);
-	ks_text_puts(t, ",\"total_us\":");
-	put_us(t, us_of(m, m->total));
-	ks_text_puts(t, "}}\n");
+	LIT(b, ",\"total_us\":");
+	lb_us(b, us_of(m, m->total));
+	LIT(b, "}}\n");
+	lb_flush(b);
+	free(b);
 }
 
 /* Writes to the trace file and to the open 0x02 block at once. */

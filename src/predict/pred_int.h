@@ -158,6 +158,13 @@ struct pred_instr {
 	double start, end;     /* set by the scheduler; end < 0 until then */
 };
 
+#define PRED_LOC_CACHE 64
+struct pred_loc_key {
+	const char *file;
+	int line, column;
+	int32_t off;
+};
+
 struct pred_strtab {
 	char *buf;
 	size_t len, cap;
@@ -187,6 +194,7 @@ struct ks_pred_model {
 					 * PRED_NEVER, DEP_FORWARD before run) */
 	size_t nops, capops;
 	struct pred_locs *locs;         /* interned locations */
+	struct pred_loc_key loc_cache[PRED_LOC_CACHE]; /* the last ones set */
 
 	bool ran;
 	double total;                   /* cycles */
