@@ -582,6 +582,7 @@ void pred_chip_free(struct pred_chip *c)
 	for (size_t i = 0; i < c->ninstr; i++) {
 		for (int d = 0; d < DT_COUNT; d++)
 			pred_curve_free(&c->instr[i].dt[d]);
+		pred_curve_free(&c->instr[i].any);
 		ks_expr_free(c->instr[i].formula);
 	}
 	free(c->instr);
