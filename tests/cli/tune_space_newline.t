@@ -1,0 +1,6 @@
+# a value cannot break the tunable line
+setup: printf '#define TILE 1 // tunable\nint main(void) { return 0; }\n' > k.c
+setup: echo '{"TILE": ["16\n#define X"]}' > s.json
+args: tune -o out --src k.c --space s.json --build "cc -O2 {src} -o {exe}" --run "{exe}"
+exit: 2
+nothing-written: yes

@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""End-to-end tests of kscope tune.
+
+Each scenario runs `kscope tune` on a kernel of examples/tune, copied
+into a scratch directory with its source made read-only, builds the
+variants with the compiler CMake found, and checks what came out: the
+exit status, the table and the best configuration on stdout, tune.csv
+and tune.json, that the source's bytes are unchanged, that nothing was
+added next to it, that the run directory holds only tune.csv and
+tune.json (the variants are gone), and that no build or run is left
+running.  No scenario asserts on a time; the wall-time scenario asserts
+only which configuration wins, by a factor of four.
+
+    tune_e2e.py KSCOPE CC SOURCE_DIR SCENARIO
+
+Scenarios:
+  planted     the best configuration of a product space, by the times
+              planted.c prints (KSCOPE_TIME_NS); configurations slower than
+              three times the best are stopped early; {srcdir} finds the
+              source's header
+  wall        busy.c prints no time: its wall time picks WORK=1
+  failures    a build error, a hanging run (--timeout 2), a crash and an
+              exit status 3 are reported with their output; the search goes
+              on and finds the best
+  allfail     every configuration fails: exit status 1, the table is written
+  list_space  a list of configurations, keys in any order, a string value
+              substituted as is, quoted command words, --top limiting the
+              printed rows
+  predict     --predict with a model whose time grows with TILE and --top 2:
+              only the two best predicted are built and run; a model error
+              is bad input (exit 2, nothing written)
+  sigint      SIGINT while a run hangs: exit 130, the child killed, what was
+              measured written, the variants removed
+  sigterm     the same with SIGTERM: exit 143
+"""
+import csv
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+KSCOPE, CC, SRC, SCENARIO = sys.argv[1:5]
+EXAMPLES = os.path.join(SRC, "examples", "tune")
+TIMEOUT = 100
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+_tmpdirs = []
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="ks-tune-e2e-")
+    _tmpdirs.append(d)
+    return d
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Work:
+    """A scratch directory with a read-only copy of an example kernel."""
+
+    def __init__(self, *names):
+        self.dir = tmpdir()
+        self.srcdir = os.path.join(self.dir, "src")
+        os.mkdir(self.srcdir)
+        for n in names:
+            shutil.copy(os.path.join(EXAMPLES, n), self.srcdir)
+        self.src = os.path.join(self.srcdir, names[0])
+        os.chmod(self.src, stat.S_IRUSR | stat.S_IRGRP)
+        self.hash = sha256(self.src)
+        self.listing = sorted(os.listdir(self.srcdir))
+        self.out = os.path.join(self.dir, "out")
+
+    def space(self, obj, name="space.json"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        return path
+
+    def args(self, space, build=None, run="{exe}", extra=()):
+        build = build or f"{CC} -O2 -I{{srcdir}} {{src}} -o {{exe}}"
+        return ["tune", "--src", self.src, "--space", space, "--build", build,
+                "--run", run, "-o", self.out, "--jobs", "2"] + list(extra)
+
+    def rundir(self):
+        runs = [d for d in os.listdir(self.out) if d.startswith("tune_")]
+        check(len(runs) == 1, f"one run directory expected in {self.out}: {runs}")
+        return os.path.join(self.out, runs[0])
+
+    def check_clean(self):
+        check(sha256(self.src) == self.hash, "the source's bytes changed")
+        check(sorted(os.listdir(self.srcdir)) == self.listing,
+              f"files appeared next to the source: {sorted(os.listdir(self.srcdir))}")
+        if os.path.isdir(self.out):
+            rd = self.rundir()
+            names = sorted(os.listdir(rd))
+            check(names == ["tune.csv", "tune.json"],
+                  f"the run directory holds {names}, not only tune.csv and tune.json")
+            check_no_process(rd)
+
+    def results(self):
+        rd = self.rundir()
+        with open(os.path.join(rd, "tune.json")) as f:
+            j = json.load(f)
+        with open(os.path.join(rd, "tune.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        check(len(rows) == len(j["rows"]) == j["configurations"],
+              "tune.csv and tune.json disagree on the number of rows")
+        for c, r in zip(rows, j["rows"]):
+            check(int(c["config"]) == r["config"] and c["status"] == r["status"],
+                  f"tune.csv row {c} and tune.json row {r} differ")
+        return j, rows
+
+
+def check_no_process(path):
+    """No process whose command line mentions path (a variant) is alive."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if path.encode() in cmd and state not in ("Z", "X"):
+            raise Failure(f"process {pid} is still running: {cmd!r}")
+
+
+def kscope(args, env=None):
+    e = dict(os.environ)
+    e.pop("KSCOPE_LOG_LEVEL", None)
+    e.update(env or {})
+    p = subprocess.run([KSCOPE] + args, capture_output=True, text=True,
+                       timeout=TIMEOUT, env=e)
+    return p
+
+
+def expect_exit(p, code):
+    check(p.returncode == code,
+          f"exit status {p.returncode}, expected {code}\n--- stdout:\n{p.stdout}"
+          f"\n--- stderr:\n{p.stderr}")
+
+
+def by_values(j, **want):
+    for r in j["rows"]:
+        if all(r["values"][k] == v for k, v in want.items()):
+            return r
+    raise Failure(f"no row with {want}")
+
+
+def measured_sorted(j):
+    meds = [r["median_ns"] for r in j["rows"] if r["status"] in ("ok", "stopped early")]
+    check(meds == sorted(meds), f"measured rows not sorted by median: {meds}")
+
+
+# ---------------------------------------------------------------------------
+
+
+def scenario_planted():
+    w = Work("planted.c", "planted.h")
+    p = kscope(w.args(os.path.join(EXAMPLES, "planted.json")))
+    expect_exit(p, 0)
+    check("best: TILE=32 UNROLL=4 (median 1.000 us of 5 runs)" in p.stdout,
+          f"the planted best is not printed:\n{p.stdout}")
+    check("VERBOSE is not in the space: it keeps its value 0" in p.stderr,
+          f"no note about VERBOSE:\n{p.stderr}")
+    j, rows = w.results()
+    check(j["best"]["values"] == {"TILE": 32, "UNROLL": 4},
+          f"tune.json's best: {j['best']}")
+    check(j["measured"] == 8 and j["failed"] == 0, f"counts: {j}")
+    measured_sorted(j)
+    order = [(r["values"]["TILE"], r["values"]["UNROLL"]) for r in j["rows"]]
+    check(order == [(32, 4), (32, 1), (16, 4), (8, 4), (16, 1), (64, 4), (8, 1),
+                    (64, 1)], f"the order of the rows: {order}")
+    # Built and run in space order: by the time (64, *) runs, the best is
+    # 1000 ns and their first measured run is over 3 times that.
+    for r in j["rows"]:
+        if r["values"]["TILE"] == 64:
+            check(r["status"] == "stopped early" and r["runs"] == 1,
+                  f"TILE 64 should stop early: {r}")
+            check("x the best 1000 ns" in r["message"], r["message"])
+        else:
+            check(r["status"] == "ok" and r["runs"] == 5 and
+                  len(r["samples_ns"]) == 5, f"row {r}")
+        check(r["timing"] == "program", f"timing of {r}")
+        cost = 1000 + 100 * abs(r["values"]["TILE"] - 32) + 500 * abs(r["values"]["UNROLL"] - 4)
+        check(r["median_ns"] == cost and r["p20_ns"] == cost and r["p80_ns"] == cost,
+              f"times of {r}: the planted cost is {cost}")
+    check(rows[0]["rank"] == "1" and rows[0]["TILE"] == "32" and rows[0]["UNROLL"] == "4"
+          and rows[0]["median (us)"] == "1.000", f"tune.csv's first row: {rows[0]}")
+    w.check_clean()
+
+
+def scenario_wall():
+    w = Work("busy.c")
+    space = w.space({"WORK": [6, 1, 4]})
+    p = kscope(w.args(space, build=f"{CC} -O1 {{src}} -o {{exe}}",
+                      extra=["--warmup", "1", "--repeat", "3", "--stop-factor", "0"]))
+    expect_exit(p, 0)
+    j, _ = w.results()
+    check(j["best"]["values"] == {"WORK": 1}, f"the best is {j['best']}, not WORK=1")
+    check("best: WORK=1 " in p.stdout, p.stdout)
+    for r in j["rows"]:
+        check(r["status"] == "ok" and r["runs"] == 3 and r["timing"] == "wall", f"row {r}")
+    measured_sorted(j)
+    w.check_clean()
+
+
+def scenario_failures():
+    w = Work("planted.c", "planted.h")
+    space = w.space({"TILE": [8, 13, 7, 32, 5, 3], "UNROLL": [4]})
+    p = kscope(w.args(space, extra=["--timeout", "2"]))
+    expect_exit(p, 0)
+    j, _ = w.results()
+    check(j["best"]["values"] == {"TILE": 32, "UNROLL": 4}, f"best: {j['best']}")
+    check(j["measured"] == 2 and j["failed"] == 4, f"counts: {j}")
+    statuses = [r["status"] for r in j["rows"]]
+    check(statuses[:2] == ["ok", "ok"] and all(s != "ok" for s in statuses[2:]),
+          f"failures must come last: {statuses}")
+    r = by_values(j, TILE=13)
+    check(r["status"] == "build failed" and r["message"] == "exit status 1", f"{r}")
+    check('#error "TILE 13 does not build"' in r["output"], f"build output: {r['output']!r}")
+    r = by_values(j, TILE=7)
+    check(r["status"] == "run timed out" and r["message"] ==
+          "run 1 of 6: timed out after 2 s", f"{r}")
+    r = by_values(j, TILE=5)
+    check(r["status"] == "run failed" and "killed by signal 6" in r["message"], f"{r}")
+    r = by_values(j, TILE=3)
+    check(r["status"] == "run failed" and r["message"] == "run 1 of 6: exit status 3"
+          and r["output"] == "planted: TILE 3 is not supported", f"{r}")
+    for want in ("TILE=13 UNROLL=4: build failed: exit status 1: planted.c:",
+                 "TILE=7 UNROLL=4: run timed out", "TILE=5 UNROLL=4: run failed",
+                 "TILE=3 UNROLL=4: run failed: run 1 of 6: exit status 3: planted: "
+                 "TILE 3 is not supported"):
+        check(want in p.stderr, f"stderr lacks {want!r}:\n{p.stderr}")
+    check("failures:" in p.stdout and "TILE 13 does not build" in p.stdout,
+          f"stdout lacks the failures:\n{p.stdout}")
+    w.check_clean()
+
+
+def scenario_allfail():
+    w = Work("planted.c", "planted.h")
+    space = w.space({"TILE": [13, 3], "UNROLL": [1]})
+    p = kscope(w.args(space))
+    expect_exit(p, 1)
+    check("best: none" in p.stdout, p.stdout)
+    check("no configuration was measured" in p.stderr, p.stderr)
+    j, _ = w.results()
+    check(j["best"] is None and j["failed"] == 2 and j["measured"] == 0, f"{j}")
+    w.check_clean()
+
+
+def scenario_list_space():
+    w = Work("planted.c", "planted.h")
+    space = w.space([{"TILE": 16, "UNROLL": 1},
+                     {"UNROLL": "(2 + 2)", "TILE": 32},
+                     {"TILE": 8, "UNROLL": 4}])
+    p = kscope(w.args(space, build=f"{CC} '-O2' \"-I{{srcdir}}\" {{src}} -o {{exe}}",
+                      run="{exe} 'an argument' \"another one\"",
+                      extra=["--top", "1", "--repeat", "2"]))
+    expect_exit(p, 0)
+    check("best: TILE=32 UNROLL=(2 + 2) (median 1.000 us" in p.stdout, p.stdout)
+    check("(2 more rows in tune.csv)" in p.stdout, p.stdout)
+    j, rows = w.results()
+    check(j["keys"] == ["TILE", "UNROLL"], f"keys: {j['keys']}")
+    check(j["best"]["values"] == {"TILE": 32, "UNROLL": "(2 + 2)"}, f"{j['best']}")
+    check(rows[0]["UNROLL"] == "(2 + 2)", f"{rows[0]}")
+    check([r["config"] for r in j["rows"]] == [1, 2, 0], f"{j['rows']}")
+    w.check_clean()
+
+
+def scenario_predict():
+    w = Work("planted.c", "planted.h")
+    space = w.space({"TILE": [64, 8, 32, 16, 128], "UNROLL": [4]})
+    env = {"KSCOPE_CHIP_PATH": EXAMPLES}
+    p = kscope(w.args(space, extra=["--predict", os.path.join(EXAMPLES, "planted.kpp"),
+                                    "--top", "2"]), env)
+    expect_exit(p, 0)
+    check("predicted (us)" in p.stdout, p.stdout)
+    check("3 configurations not built" in p.stdout, p.stdout)
+    j, rows = w.results()
+    check(j["measured"] == 2 and j["not_selected"] == 3 and j["top"] == 2, f"{j}")
+    built = sorted(r["values"]["TILE"] for r in j["rows"] if r["status"] == "ok")
+    check(built == [8, 16], f"built: {built}, expected the two smallest TILEs")
+    rest = [r for r in j["rows"] if r["status"] == "not selected"]
+    check([r["values"]["TILE"] for r in rest] == [32, 64, 128], f"{rest}")
+    check(all(r["runs"] == 0 and r["median_ns"] is None for r in rest), f"{rest}")
+    preds = [r["predicted_us"] for r in sorted(j["rows"], key=lambda r: r["predicted_rank"])]
+    check(preds == sorted(preds) and preds[0] > 0, f"predictions: {preds}")
+    ok_lines = [l for l in p.stdout.splitlines() if l.rstrip().endswith(" ok")]
+    check(len(ok_lines) == 2, f"the table should list the two built:\n{p.stdout}")
+    check(all(r["predicted (us)"] for r in rows), "tune.csv lacks predictions")
+    w.check_clean()
+
+    # A model error: exit 2 before anything is built or written.
+    w2 = Work("planted.c", "planted.h")
+    p = kscope(w2.args(space, extra=["--predict", w2.src]), env)
+    expect_exit(p, 2)
+    check("option --predict: configuration 0 (TILE=64 UNROLL=4)" in p.stderr, p.stderr)
+    check(not os.path.exists(w2.out), "a model error must write nothing")
+    w2.check_clean()
+
+
+def interrupt(sig, code):
+    w = Work("planted.c", "planted.h")
+    space = w.space({"TILE": [32, 7, 8], "UNROLL": [4]})
+    e = dict(os.environ)
+    e.pop("KSCOPE_LOG_LEVEL", None)
+    p = subprocess.Popen([KSCOPE] + w.args(space, extra=["--timeout", "60"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    err = ""
+    deadline = time.time() + 60
+    while "measuring" not in err:
+        line = p.stderr.readline()
+        check(line and time.time() < deadline, f"no 'measuring' progress:\n{err}")
+        err += line
+    # TILE 32's six runs take milliseconds; then TILE 7 hangs.
+    time.sleep(1.5)
+    p.send_signal(sig)
+    try:
+        out, rest = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("kscope did not end after the signal")
+    err += rest
+    check(p.returncode == code, f"exit status {p.returncode}, expected {code}:\n{err}")
+    check("interrupted" in err, err)
+    j, _ = w.results()
+    check(j["search_stopped"] is True, f"{j}")
+    r = by_values(j, TILE=32)
+    check(r["status"] == "ok" and r["runs"] == 5, f"TILE 32 was measured first: {r}")
+    check(by_values(j, TILE=7)["status"] == "interrupted", f"{j['rows']}")
+    check(by_values(j, TILE=8)["status"] == "interrupted", f"{j['rows']}")
+    check("best: TILE=32 UNROLL=4" in out, out)
+    w.check_clean()
+
+
+def scenario_sigint():
+    interrupt(signal.SIGINT, 130)
+
+
+def scenario_sigterm():
+    interrupt(signal.SIGTERM, 143)
+
+
+def main():
+    fn = globals().get("scenario_" + SCENARIO)
+    if not fn:
+        print(f"unknown scenario {SCENARIO}", file=sys.stderr)
+        return 2
+    try:
+        fn()
+    except Failure as e:
+        print(f"FAIL: {SCENARIO}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for d in _tmpdirs:
+            subprocess.run(["chmod", "-R", "u+rwX", d])
+            shutil.rmtree(d, ignore_errors=True)
+    print(f"ok: {SCENARIO}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
