@@ -625,9 +625,17 @@ static void list_chips(const char *dir, char *list, size_t size)
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name), off = strlen(list);
 
-		if (n > 5 && strcmp(de->d_name + n - 5, ".json") == 0 && off + n + 2 < size)
-			snprintf(list + off, size - off, "%s%.*s", off ? ", " : "",
-				 (int)(n - 5), de->d_name);
+		char name[300];
+		bool dup = false;
+
+		if (n <= 5 || strcmp(de->d_name + n - 5, ".json") || n - 5 >= sizeof(name))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), de->d_name);
+		/* each name once: an earlier place wins */
+		for (const char *p = list; (p = strstr(p, name)); p++)
+			dup |= (p == list || p[-1] == ' ') && (p[n - 5] == ',' || !p[n - 5]);
+		if (!dup && off + n + 2 < size)
+			snprintf(list + off, size - off, "%s%s", off ? ", " : "", name);
 	}
 	closedir(d);
 }
@@ -635,7 +643,7 @@ static void list_chips(const char *dir, char *list, size_t size)
 #define MAX_DIRS 24
 
 /* The directories a chip name is looked up in, in order. */
-static size_t chip_dirs(char dirs[][4096])
+static size_t chip_dirs(char dirs[][4096], size_t *nuser)
 {
 	const char *env = getenv("KSCOPE_CHIP_PATH"), *xdg = getenv("XDG_DATA_HOME");
 	const char *home = getenv("HOME");
@@ -654,6 +662,7 @@ static size_t chip_dirs(char dirs[][4096])
 		snprintf(dirs[n++], 4096, "%s/kscope/chips", xdg);
 	else if (home && home[0] == '/')
 		snprintf(dirs[n++], 4096, "%s/.local/share/kscope/chips", home);
+	*nuser = n;
 	/* Next to the executable or library this code is in: build/kscope
 	 * and build/lib/libkscope-predict.so in the build tree, bin/kscope and
 	 * lib/kscope/libkscope-predict.so installed. */
@@ -677,7 +686,7 @@ int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err)
 {
 	static char dirs[MAX_DIRS][4096];
 	char path[4200], list[1024] = "", places[2048] = "";
-	size_t n;
+	size_t n, nuser = 0;
 
 	memset(c, 0, sizeof(*c));
 	if (!chip || !*chip)
@@ -689,7 +698,7 @@ int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err)
 		return ks_err_set(err, -EINVAL, "the chip name \"%.80s\" is not valid: a name "
 				  "is 1 to %d of A-Z a-z 0-9 _ . -, or give a path with a '/'",
 				  chip, KS_PRED_MAX_NAME);
-	n = chip_dirs(dirs);
+	n = chip_dirs(dirs, &nuser);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s.json", dirs[i], chip);
 		if (access(path, F_OK) == 0) {
@@ -702,8 +711,12 @@ int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err)
 		char real[4096];
 		size_t off = strlen(places);
 
-		if (!realpath(dirs[i], real))
+		/* kscope's own places are named when they exist */
+		if (!realpath(dirs[i], real)) {
+			if (i >= nuser)
+				continue;
 			snprintf(real, sizeof(real), "%s", dirs[i]);
+		}
 		if (strstr(places, real))
 			continue;
 		if (off + strlen(real) + 3 < sizeof(places))
