@@ -2,10 +2,12 @@
  * kscope calibrate: measures this machine's roofline ceilings (memory
  * bandwidth per cache level and DRAM, peak FLOP/s of the CPU and of the
  * first OpenCL device) and caches them per machine for kscope op, which
- * places each kernel against them.  The measurement is in src/op/calib
- * (calib.h); this file decides when to measure (no cached file, a damaged
- * one, --force, or a quick file when a full one is asked for), shows the
- * progress on stderr and prints the ceilings as a table on stdout.
+ * places each kernel against them; and measures one core as the host
+ * chip of kscope predict (host.json).  The measurements are in
+ * src/op/calib (calib.h); this file decides what to measure (no cached
+ * file, a damaged one, another machine's chip, --force, or a quick file
+ * when a full one is asked for), shows the progress on stderr and prints
+ * the ceilings as a table on stdout.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,13 +25,14 @@ struct calibrate_opts {
 	bool force;
 	int64_t threads;
 	bool no_opencl;
+	bool no_chip;
 };
 
 #define OPT(f) .offset = offsetof(struct calibrate_opts, f)
 
 static const struct ks_opt calibrate_opts[] = {
 	{ .name = "quick", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_QUICK",
-	  .help = "a reduced sweep of a few seconds instead of about half a minute",
+	  .help = "reduced sweeps of a few seconds instead of about 45 seconds",
 	  OPT(quick) },
 	{ .name = "force", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_FORCE",
 	  .help = "measure again even if this machine's calibration is cached",
@@ -42,6 +45,9 @@ static const struct ks_opt calibrate_opts[] = {
 	{ .name = "no-opencl", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_OPENCL",
 	  .help = "do not measure the OpenCL device (the file's \"opencl\" is null)",
 	  OPT(no_opencl) },
+	{ .name = "no-chip", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_CHIP",
+	  .help = "do not measure the host chip of kscope predict (host.json)",
+	  OPT(no_chip) },
 	KS_COMMON_OPTS(struct calibrate_opts),
 	KS_OPT_END
 };
@@ -65,6 +71,8 @@ static const char *phase_title(const char *phase)
 		return "peak CPU FLOP/s (FMA chains)";
 	if (strcmp(phase, "opencl") == 0)
 		return "the OpenCL device";
+	if (strcmp(phase, "chip") == 0)
+		return "the host chip for kscope predict (one core)";
 	return phase;
 }
 
@@ -172,6 +180,26 @@ static void print_table(const struct ks_calib *c)
 	printf("file: %s\n", c->path);
 }
 
+/* The host chip in three lines: how it came about, its figures, its file. */
+static void print_chip(const struct ks_calib_chip *h, double seconds)
+{
+	char small[32], large[32];
+
+	if (seconds >= 0)
+		printf("host chip (kscope predict --chip host): measured in %.1f s, %s\n",
+		       seconds, h->quick ? "quick" : "full");
+	else
+		printf("host chip (kscope predict --chip host): cached (measured %s, %s; "
+		       "--force measures again)\n", h->created, h->quick ? "quick" : "full");
+	fmt_ws(h->small_fp, small, sizeof(small));
+	fmt_ws(h->large_fp, large, sizeof(large));
+	printf("  one core at %.2f GHz; GM->UB %.1f GB/s at %s to %.1f GB/s at %s; "
+	       "UB->GM %.1f to %.1f GB/s; %zu instructions\n", h->clock_hz / 1e9,
+	       h->read_small / 1e9, small, h->read_large / 1e9, large,
+	       h->write_small / 1e9, h->write_large / 1e9, h->ninstr);
+	printf("chip: %s\n", h->path);
+}
+
 /* ---------------------------------------------------------------------
  * The command
  * --------------------------------------------------------------------- */
@@ -202,22 +230,64 @@ static bool cached_is_enough(const struct calibrate_opts *o, bool threads_given,
 	return true;
 }
 
+/* Whether the cached host chip answers this request (rc: what loading
+ * it returned, never -EPERM, which the caller stops on); if not, says
+ * why it is measured again. */
+static bool chip_is_enough(const struct calibrate_opts *o, int rc,
+			   const struct ks_calib_chip *h, const struct ks_err *err)
+{
+	if (rc == -EINVAL)
+		ks_warn("%s; measuring it again to replace it", err->msg);
+	else if (rc == -ESTALE)
+		ks_info("%s; measuring it again", err->msg);
+	else if (rc != 0 && rc != -ENOENT)
+		ks_warn("%s; measuring it again", err->msg);
+	if (rc != 0)
+		return false;
+	if (o->force)
+		return false;
+	if (h->quick && !o->quick) {
+		ks_info("the host chip is a --quick one; measuring it in full");
+		return false;
+	}
+	return true;
+}
+
 static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 {
 	const struct calibrate_opts *o = p->opts;
 	bool threads_given = p->given[ks_opt_find(calibrate_opts, "threads") -
 				      calibrate_opts];
+	bool need_calib, need_chip = false;
 	struct ks_calib cached, c;
+	struct ks_calib_chip chip;
 	struct ks_calib_opts mo;
 	struct progress pr;
-	struct ks_err err;
-	double t0, t1;
-	int rc;
+	struct ks_err err, cerr;
+	double t0, t1, chip_s = -1;
+	int rc, crc = 0, status = KS_EXIT_FAIL;
 
 	(void)cmd;
 	ks_err_clear(&err);
+	memset(&chip, 0, sizeof(chip));
 	rc = ks_calib_load(&cached, &err);
-	if (rc == 0 && !o->force && cached_is_enough(o, threads_given, &cached)) {
+	if (rc == -EPERM) {
+		/* An unsafe cache directory: measuring could not be saved. */
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	need_calib = !(rc == 0 && !o->force && cached_is_enough(o, threads_given, &cached));
+	if (!o->no_chip) {
+		/* cached.machine is filled whether or not the file was read. */
+		crc = ks_calib_chip_load(&chip, &cached.machine, &cerr);
+		if (crc == -EPERM) {
+			ks_error("%s", cerr.msg);
+			return KS_EXIT_FAIL;
+		}
+		need_chip = !chip_is_enough(o, crc, &chip, &cerr);
+	}
+
+	if (!need_calib && !need_chip) {
 		char threads[32] = "";
 
 		if (cached.threads > 0)
@@ -227,24 +297,27 @@ static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		       "%s, %s sweep%s; --force measures again)\n", cached.created,
 		       cached.quick ? "quick" : "full", threads);
 		print_table(&cached);
+		if (!o->no_chip)
+			print_chip(&chip, -1);
 		if (!cached.have_opencl && !o->no_opencl)
 			ks_info("the cached calibration has no OpenCL ceilings; "
 				"'kscope calibrate --force' measures them again");
 		return KS_EXIT_OK;
 	}
-	if (rc == -EPERM) {
-		/* An unsafe cache directory: measuring could not be saved. */
-		ks_error("%s", err.msg);
-		return KS_EXIT_FAIL;
-	}
-	if (rc == -EINVAL)
+	if (need_calib && rc == -EINVAL)
 		ks_warn("%s; measuring again to replace it", err.msg);
-	else if (rc != 0 && rc != -ENOENT)
+	else if (need_calib && rc != 0 && rc != -ENOENT)
 		ks_warn("%s; measuring again", err.msg);
 
-	if (ks_calib_prepare(&c, &err) != 0) {
+	/* Both directories are made and checked before anything is measured,
+	 * so that a measurement never ends unable to save. */
+	if (need_calib && ks_calib_prepare(&c, &err) != 0) {
 		ks_error("%s", err.msg);
-		return KS_EXIT_FAIL;
+		goto out;
+	}
+	if (need_chip && ks_calib_chip_prepare(&chip, &cerr) != 0) {
+		ks_error("%s", cerr.msg);
+		goto out;
 	}
 	memset(&pr, 0, sizeof(pr));
 	pr.show = ks_log_get_level() >= KS_LOG_INFO;
@@ -256,33 +329,62 @@ static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	mo.progress = on_progress;
 	mo.note = on_note;
 	mo.arg = &pr;
-	if (o->no_opencl)
+	if (need_calib && o->no_opencl)
 		ks_info("OpenCL not measured (--no-opencl): the file's \"opencl\" "
 			"is null");
 
-	t0 = now_s();
-	rc = ks_calib_measure(&mo, &c, &err);
-	progress_end(&pr);
-	if (rc != 0) {
-		ks_error("calibration failed: %s", err.msg);
-		return KS_EXIT_FAIL;
+	t0 = t1 = now_s();
+	if (need_calib) {
+		rc = ks_calib_measure(&mo, &c, &err);
+		progress_end(&pr);
+		if (rc != 0) {
+			ks_error("calibration failed: %s", err.msg);
+			goto out;
+		}
+		t1 = now_s();
+		if (ks_calib_save(&c, &err) != 0) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
 	}
-	t1 = now_s();
-	if (ks_calib_save(&c, &err) != 0) {
-		ks_error("%s", err.msg);
-		return KS_EXIT_FAIL;
+	if (need_chip) {
+		double c0 = now_s();
+
+		rc = ks_calib_chip_measure(&mo, &cached.machine, &chip, &cerr);
+		progress_end(&pr);
+		if (rc != 0) {
+			ks_error("measuring the host chip failed: %s", cerr.msg);
+			goto out;
+		}
+		chip_s = now_s() - c0;
+		if (ks_calib_chip_save(&chip, &cerr) != 0) {
+			ks_error("%s", cerr.msg);
+			goto out;
+		}
 	}
-	printf("kscope calibrate: ceilings of this machine (measured in %.1f s, "
-	       "%s sweep, %d thread%s)\n", t1 - t0, c.quick ? "quick" : "full",
-	       c.threads, c.threads == 1 ? "" : "s");
-	print_table(&c);
-	return KS_EXIT_OK;
+	if (need_calib) {
+		printf("kscope calibrate: ceilings of this machine (measured in %.1f s, "
+		       "%s sweep, %d thread%s)\n", t1 - t0, c.quick ? "quick" : "full",
+		       c.threads, c.threads == 1 ? "" : "s");
+		print_table(&c);
+	} else {
+		printf("kscope calibrate: cached ceilings of this machine (measured %s, "
+		       "%s sweep; --force measures again)\n", cached.created,
+		       cached.quick ? "quick" : "full");
+		print_table(&cached);
+	}
+	if (!o->no_chip)
+		print_chip(&chip, need_chip ? chip_s : -1);
+	status = KS_EXIT_OK;
+out:
+	ks_calib_chip_free(&chip);
+	return status;
 }
 
 const struct ks_cmd ks_cmd_calibrate = {
 	.name = "calibrate",
 	.summary = "measure this machine's roofline ceilings for kscope op",
-	.usage = "[--quick] [--force] [--threads N] [--no-opencl]",
+	.usage = "[--quick] [--force] [--threads N] [--no-opencl] [--no-chip]",
 	.description =
 		"Measures the ceilings of this machine's roofline the way empirical\n"
 		"roofline tools do, and keeps them for kscope op, which places each\n"
@@ -293,14 +395,20 @@ const struct ks_cmd ks_cmd_calibrate = {
 		"  compute  the peak FP32 and FP64 FLOP/s of vector FMA chains on\n"
 		"           every CPU, and the FP32 FLOP/s and read bandwidth of the\n"
 		"           first OpenCL GPU (else CPU) device\n"
+		"  chip     one core as a chip for kscope predict: how fast data moves\n"
+		"           between memory and the core by footprint, and the vector\n"
+		"           instructions, mmad and scalar work as compiled C loops\n"
 		"\n"
 		"The ceilings are printed and written to\n"
 		"$XDG_CACHE_HOME/kscope/calibration-<key>.json (~/.cache when\n"
 		"XDG_CACHE_HOME is unset); <key> identifies the machine (CPU, caches,\n"
 		"memory, OpenCL devices and drivers).  Run again, kscope calibrate\n"
 		"prints the cached ceilings; --force measures again.  A damaged file\n"
-		"is measured again and replaced.  The full run takes about half a\n"
-		"minute, --quick a few seconds.  docs/calibrate.md has the details.",
+		"is measured again and replaced.  The host chip is written to\n"
+		"$XDG_DATA_HOME/kscope/chips/host.json (~/.local/share when\n"
+		"XDG_DATA_HOME is unset), where kscope predict --chip host finds it.\n"
+		"The full run takes about 45 seconds, --quick a few seconds.\n"
+		"docs/calibrate.md has the details.",
 	.args = { .opts = calibrate_opts, .opts_size = sizeof(struct calibrate_opts),
 		  .takes_program = false },
 	.run = calibrate_run,

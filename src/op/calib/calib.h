@@ -142,4 +142,51 @@ int ks_calib_measure(const struct ks_calib_opts *o, struct ks_calib *c,
  * older file), mode 0600. */
 int ks_calib_save(const struct ks_calib *c, struct ks_err *err);
 
+/* ---- the host chip of kscope predict (calib_chip.c) ---- */
+
+/*
+ * `kscope calibrate` also measures one core of this machine as a chip
+ * for kscope predict (docs/predict.md, "The chips") and writes it to
+ * $XDG_DATA_HOME/kscope/chips/host.json ($HOME/.local/share when
+ * XDG_DATA_HOME is unset or relative), where kscope predict finds the
+ * chip "host".  Its provenance says "kscope calibrate", the date, whether
+ * the run was --quick, and the machine, whose "key" hashes the CPU part
+ * of the machine's identity (CPU model, logical CPUs, caches, memory
+ * size; not the OpenCL devices, which the chip does not depend on).
+ */
+struct ks_calib_chip {
+	char path[4096];     /* host.json */
+	char key[17];        /* the machine key it was measured for */
+	char created[32];    /* provenance.date */
+	bool quick;          /* measured by a --quick run */
+	double clock_hz;
+	/* For the summary: bytes per second of the GM->UB (read) and UB->GM
+	 * (write) paths at their smallest and largest footprints. */
+	double read_small, read_large, write_small, write_large;
+	uint64_t small_fp, large_fp; /* those footprints, bytes */
+	size_t ninstr;       /* instructions with at least one table */
+	char *json;          /* the file's text; owned, see ks_calib_chip_free */
+};
+
+/* host.json's path, into path (size bytes). */
+int ks_calib_chip_path(char *path, size_t size, struct ks_err *err);
+/* Reads host.json and checks that it is kscope calibrate's for machine m:
+ * -ENOENT when there is none, -EINVAL when it is damaged or not written
+ * by kscope calibrate, -ESTALE when it was measured on another machine
+ * (err says which), -EPERM when its directory is another user's or
+ * writable by others.  h->path is set in every case. */
+int ks_calib_chip_load(struct ks_calib_chip *h, const struct ks_calib_machine *m,
+		       struct ks_err *err);
+/* Sets h->path, and creates its directory (0700, parents too) or checks
+ * that it is the user's and not writable by others. */
+int ks_calib_chip_prepare(struct ks_calib_chip *h, struct ks_err *err);
+/* Measures the host chip of machine m on one pinned thread into h (after
+ * ks_calib_chip_prepare), reporting progress as phase "chip".  o->quick
+ * shortens it to a few seconds; o->threads and o->opencl do not apply. */
+int ks_calib_chip_measure(const struct ks_calib_opts *o, const struct ks_calib_machine *m,
+			  struct ks_calib_chip *h, struct ks_err *err);
+/* Writes h->json to h->path atomically, mode 0600. */
+int ks_calib_chip_save(const struct ks_calib_chip *h, struct ks_err *err);
+void ks_calib_chip_free(struct ks_calib_chip *h);
+
 #endif

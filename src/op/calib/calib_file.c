@@ -88,8 +88,9 @@ int ks_calib_path(char *path, size_t size, struct ks_err *err)
 }
 
 /* The cache directory must be the user's and written by no one else:
- * ceilings planted by another user would mislead kscope op. */
-static int check_dir(const char *dir, struct ks_err *err)
+ * ceilings planted by another user would mislead kscope op (and a chip
+ * planted there, kscope predict). */
+int ks_calib_check_dir(const char *dir, struct ks_err *err)
 {
 	struct stat st;
 
@@ -307,7 +308,7 @@ int ks_calib_load(struct ks_calib *c, struct ks_err *err)
 	if (rc)
 		return rc;
 	if (access(dir, F_OK) == 0) {
-		rc = check_dir(dir, err);
+		rc = ks_calib_check_dir(dir, err);
 		if (rc)
 			return rc;
 	}
@@ -354,8 +355,7 @@ out:
  * Writing
  * --------------------------------------------------------------------- */
 
-/* Creates dir and its missing parents, 0700 each. */
-static int mkdir_p(const char *dir, struct ks_err *err)
+int ks_calib_mkdir_p(const char *dir, struct ks_err *err)
 {
 	char p[4096];
 	size_t n = strlen(dir);
@@ -387,11 +387,11 @@ int ks_calib_prepare(struct ks_calib *c, struct ks_err *err)
 	if (!rc)
 		rc = cache_dir(dir, sizeof(dir), err);
 	if (!rc)
-		rc = mkdir_p(dir, err);
+		rc = ks_calib_mkdir_p(dir, err);
 	if (rc)
 		return rc;
 	snprintf(c->key, sizeof(c->key), "%s", c->machine.key);
-	rc = check_dir(dir, err);
+	rc = ks_calib_check_dir(dir, err);
 	if (!rc && access(dir, W_OK | X_OK) != 0)
 		rc = ks_err_set(err, -errno, "cannot write to '%s': %s", dir,
 				strerror(errno));
@@ -507,12 +507,49 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+int ks_calib_write_atomic(const char *path, const char *text, struct ks_err *err)
+{
+	char tmp[4096 + 16], dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, rc = 0, dfd;
+
+	if (!slash || slash == path || strlen(path) >= sizeof(dir))
+		return ks_err_set(err, -EINVAL, "'%s' is not in a directory", path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, slash + 1);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return ks_err_set(err, -errno, "cannot create a file in '%s': %s", dir,
+				  strerror(errno));
+	rc = write_all(fd, text, strlen(text));
+	if (!rc)
+		rc = write_all(fd, "\n", 1);
+	if (!rc && fchmod(fd, 0600) != 0)
+		rc = -errno;
+	if (!rc && fsync(fd) != 0)
+		rc = -errno;
+	if (close(fd) != 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return ks_err_set(err, rc, "writing '%s' failed: %s", path, strerror(-rc));
+	}
+	/* The rename itself reaches the disk with the directory. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
 int ks_calib_save(const struct ks_calib *c, struct ks_err *err)
 {
-	char tmp[sizeof(c->path) + 16], dir[sizeof(c->path)];
-	char *text = NULL, *slash;
+	char *text = NULL;
 	json_t *root;
-	int fd = -1, rc = 0, dfd;
+	int rc;
 
 	if (!c->path[0] || !c->created[0] || strlen(c->key) != 16)
 		return ks_err_set(err, -EINVAL, "the calibration to save is incomplete "
@@ -524,43 +561,7 @@ int ks_calib_save(const struct ks_calib *c, struct ks_err *err)
 	json_decref(root);
 	if (!text)
 		return ks_err_set(err, -ENOMEM, "out of memory writing the calibration");
-	snprintf(dir, sizeof(dir), "%s", c->path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir) {
-		free(text);
-		return ks_err_set(err, -EINVAL, "'%s' is not in a directory", c->path);
-	}
-	*slash = '\0';
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, slash + 1);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = ks_err_set(err, -errno, "cannot create a file in '%s': %s", dir,
-				strerror(errno));
-		free(text);
-		return rc;
-	}
-	rc = write_all(fd, text, strlen(text));
-	if (!rc)
-		rc = write_all(fd, "\n", 1);
-	if (!rc && fchmod(fd, 0600) != 0)
-		rc = -errno;
-	if (!rc && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, c->path) != 0)
-		rc = -errno;
+	rc = ks_calib_write_atomic(c->path, text, err);
 	free(text);
-	if (rc) {
-		unlink(tmp);
-		return ks_err_set(err, rc, "writing calibration file '%s' failed: %s",
-				  c->path, strerror(-rc));
-	}
-	/* The rename itself reaches the disk with the directory. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return rc;
 }

@@ -1,9 +1,10 @@
 /*
  * Private to src/op/calib: what the calibration's files share.  The team
  * of pinned threads that runs a kernel on every CPU at once, the memory
- * and compute kernels and measurements, the OpenCL part, and small
- * helpers.  The tests of src/op/calib include it too, to test the level
- * assignment and each instruction set's kernels on their own.
+ * and compute kernels and measurements, the OpenCL part, the host chip's
+ * kernels and figures, and small helpers (among them writing kscope's
+ * private files).  The tests of src/op/calib include it too, to test the
+ * level assignment and each kernel on its own.
  */
 #ifndef KS_CALIB_INT_H
 #define KS_CALIB_INT_H
@@ -25,6 +26,17 @@ void ks_calib_note(const struct ks_calib_opts *o, bool warn, const char *fmt, ..
 
 /* "32 KiB", "1.5 MiB": a byte count for people. */
 void ks_calib_fmt_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* ---- kscope's private files (calib_file.c) ---- */
+
+/* Creates dir and its missing parents, 0700 each. */
+int ks_calib_mkdir_p(const char *dir, struct ks_err *err);
+/* -EPERM unless dir is the user's and not writable by others (-ENOTDIR,
+ * or the stat error, when it is not a directory). */
+int ks_calib_check_dir(const char *dir, struct ks_err *err);
+/* Writes text and a newline to path in one step: a temporary file in the
+ * same directory (mode 0600), flushed to disk, renamed over path. */
+int ks_calib_write_atomic(const char *path, const char *text, struct ks_err *err);
 
 /* ---- the team (calib_team.c) ---- */
 
@@ -133,6 +145,88 @@ int ks_calib_flops_measure(const struct ks_calib_opts *o,
 			   const struct ks_calib_plan *plan,
 			   struct ks_calib_team *team, struct ks_calib *c,
 			   struct ks_err *err);
+
+/* ---- the host chip's kernels (calib_chip_kernels.c) ---- */
+
+/* The data types the host chip's instruction tables cover. */
+enum ks_calib_dt { KS_CALIB_FP32, KS_CALIB_FP64, KS_CALIB_INT32, KS_CALIB_NDT };
+extern const char *const ks_calib_dt_names[KS_CALIB_NDT]; /* "fp32", ... */
+extern const size_t ks_calib_dt_bytes[KS_CALIB_NDT];
+
+/* A streaming store: v into n doubles at p (64-byte aligned, n a multiple
+ * of granule). */
+struct ks_calib_write_kernel {
+	const char *isa;
+	bool (*supported)(void);
+	void (*fill)(double *p, size_t n, double v);
+	size_t granule;        /* doubles per loop iteration */
+};
+/* Best first, ending with an entry whose isa is NULL. */
+extern const struct ks_calib_write_kernel ks_calib_write_kernels[];
+const struct ks_calib_write_kernel *ks_calib_write_kernel_best(void);
+
+/* One vector instruction over n elements: z from x (and y). */
+typedef void ks_calib_vec_fn(void *z, const void *x, const void *y, size_t n);
+enum ks_calib_vec_shape {
+	KS_CALIB_VEC_BINARY,   /* z[i] = x[i] op y[i] */
+	KS_CALIB_VEC_SCALAR,   /* z[i] = x[i] op y[0] */
+	KS_CALIB_VEC_UNARY,    /* z[i] = op(x[i]) */
+	KS_CALIB_VEC_CONV,     /* z[i] = x[i] as conv_to */
+	KS_CALIB_VEC_REDUCE,   /* z[0] = op over x[0..n-1] */
+};
+struct ks_calib_vec_kernel {
+	const char *name;      /* the instruction's name in the chip file */
+	enum ks_calib_vec_shape shape;
+	ks_calib_vec_fn *fn[KS_CALIB_NDT]; /* per input type; NULL: none */
+	int conv_to[KS_CALIB_NDT];         /* vconv: the output's type */
+};
+/* Ends with an entry whose name is NULL. */
+extern const struct ks_calib_vec_kernel ks_calib_vec_kernels[];
+
+/* c[m][n] += a[m][k] * b[k][n], row-major, of one data type. */
+typedef void ks_calib_mmad_fn(void *c, const void *a, const void *b, size_t m,
+			      size_t k, size_t n);
+extern ks_calib_mmad_fn *const ks_calib_mmad_kernels[KS_CALIB_NDT];
+
+/* ops dependent integer operations (a multiple of 4), starting from x. */
+uint64_t ks_calib_scalar_chain(uint64_t x, long ops);
+
+/* ---- the host chip: its figures (calib_chip.c), its file
+ * (calib_chip_file.c) ---- */
+
+#define KS_CALIB_CHIP_MAX_ENTRIES 40 /* of one table */
+#define KS_CALIB_CHIP_MAX_VEC 32     /* vector instructions */
+
+/* One measured table: sizes increasing, throughputs per cycle. */
+struct ks_calib_chip_table {
+	size_t n;
+	double size[KS_CALIB_CHIP_MAX_ENTRIES], tput[KS_CALIB_CHIP_MAX_ENTRIES];
+};
+
+/* What a measurement of the host chip produced. */
+struct ks_calib_chip_figures {
+	double clock_hz;
+	char clock_how[96];            /* where the clock came from */
+	const char *read_isa, *write_isa;
+	struct ks_calib_chip_table read, write;  /* GM->UB, UB->GM by footprint */
+	struct ks_calib_chip_table vec[KS_CALIB_CHIP_MAX_VEC][KS_CALIB_NDT];
+					/* by ks_calib_vec_kernels index */
+	struct ks_calib_chip_table mmad[KS_CALIB_NDT];
+	double scalar_cpo;             /* cycles per scalar operation */
+	int rounds;                    /* trials of each figure */
+	int figures, busy;             /* figures, and those disturbed in every
+					* trial */
+};
+
+/* The machine key of the host chip: calib_machine.c's facts without the
+ * OpenCL devices. */
+void ks_calib_chip_key(const struct ks_calib_machine *m, char key[17]);
+/* The chip file's text for figures f of machine m, into h->json (and
+ * h's summary, key, date and quick).  Fails only when out of memory or
+ * when a table is not one kscope predict accepts. */
+int ks_calib_chip_build(const struct ks_calib_opts *o, const struct ks_calib_machine *m,
+			const struct ks_calib_chip_figures *f, struct ks_calib_chip *h,
+			struct ks_err *err);
 
 /* ---- OpenCL (calib_ocl.c) ---- */
 
