@@ -12,5 +12,6 @@ int main(void)
 
 	for (unsigned long i = 0; i < WORK * 10000000UL; i++)
 		sink += i;
-	return 0;
+	/* sink is read, so the loop stays; the sum is never 1 */
+	return sink == 1;
 }
