@@ -163,7 +163,7 @@ int pred_chip_pipe(const struct pred_chip *c, const char *name)
 	return -1;
 }
 
-static bool name_ok(const char *s)
+bool pred_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -199,7 +199,7 @@ static int get_name(struct rd *r, json_t *o, const char *key, const char *where,
 
 	if (!json_is_string(v))
 		return bad(r, "%s: \"%s\" must be a string", where, key);
-	if (!name_ok(json_string_value(v)) || strlen(json_string_value(v)) >= size)
+	if (!pred_name_ok(json_string_value(v)) || strlen(json_string_value(v)) >= size)
 		return bad(r, "%s: \"%s\" is \"%.80s\"; a name is 1 to %d of A-Z a-z 0-9 _ . -",
 			   where, key, json_string_value(v), KS_PRED_MAX_NAME);
 	snprintf(out, size, "%s", json_string_value(v));
@@ -330,7 +330,7 @@ static int read_pipes(struct rd *r, json_t *root, struct pred_chip *c)
 	    json_array_size(a) > PRED_MAX_PIPES)
 		return bad(r, "\"pipes\" must be a list of 1 to %d pipe names", PRED_MAX_PIPES);
 	json_array_foreach(a, i, e) {
-		if (!json_is_string(e) || !name_ok(json_string_value(e)))
+		if (!json_is_string(e) || !pred_name_ok(json_string_value(e)))
 			return bad(r, "pipes[%zu] must be a name of 1 to %d of A-Z a-z 0-9 _ . -",
 				   i, KS_PRED_MAX_NAME);
 		if (pred_chip_pipe(c, json_string_value(e)) >= 0)
@@ -543,7 +543,7 @@ static int read_chip(struct rd *r, json_t *root, struct pred_chip *c)
 	if (!json_is_integer(v) || json_integer_value(v) != 1)
 		return bad(r, "\"kscope_chip\" must be 1 (the format version this kscope reads)");
 	v = json_object_get(root, "name");
-	if (!json_is_string(v) || !name_ok(json_string_value(v)))
+	if (!json_is_string(v) || !pred_name_ok(json_string_value(v)))
 		return bad(r, "\"name\" must be a name of 1 to %d of A-Z a-z 0-9 _ . -",
 			   KS_PRED_MAX_NAME);
 	snprintf(c->name, sizeof(c->name), "%s", json_string_value(v));
@@ -694,7 +694,7 @@ int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err)
 				  "ascend910b or host) or give a chip file's path");
 	if (strchr(chip, '/'))
 		return pred_chip_load_file(chip, c, err);
-	if (!name_ok(chip))
+	if (!pred_name_ok(chip))
 		return ks_err_set(err, -EINVAL, "the chip name \"%.80s\" is not valid: a name "
 				  "is 1 to %d of A-Z a-z 0-9 _ . -, or give a path with a '/'",
 				  chip, KS_PRED_MAX_NAME);

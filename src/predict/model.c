@@ -264,19 +264,6 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > KS_PRED_MAX_NAME)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || strchr("_.-", *s)))
-			return false;
-	return true;
-}
-
 static int check_ready_to_add(struct ks_pred_model *m)
 {
 	if (m->ran)
@@ -361,7 +348,7 @@ int ks_pred_tensor(struct ks_pred_model *m, const char *name, const char *space,
 		snprintf(auto_name, sizeof(auto_name), "t%zu", m->nt);
 		name = auto_name;
 	}
-	if (!name_ok(name))
+	if (!pred_name_ok(name))
 		return pred_fail(m, -EINVAL, "the tensor name \"%.80s\" is not valid: a name "
 				 "is 1 to %d of A-Z a-z 0-9 _ . -", name, KS_PRED_MAX_NAME);
 	sp = space ? pred_chip_space(&m->chip, space) : -1;
@@ -383,7 +370,7 @@ int ks_pred_tensor(struct ks_pred_model *m, const char *name, const char *space,
 	if (!shape || ndim < 1 || ndim > KS_PRED_MAX_DIMS)
 		return pred_fail(m, -EINVAL, "tensor %s: a shape has 1 to %d dimensions, "
 				 "not %d", name, KS_PRED_MAX_DIMS, ndim);
-	if (format && !name_ok(format))
+	if (format && !pred_name_ok(format))
 		return pred_fail(m, -EINVAL, "tensor %s: the format \"%.64s\" is not a name "
 				 "(ND, NZ, ...)", name, format);
 	fmt = loc_intern(m, format ? format : "ND");
@@ -941,7 +928,7 @@ int ks_pred_register(struct ks_pred_model *m, const char *name, const char *pipe
 
 	if ((rc = check_ready_to_add(m)))
 		return rc;
-	if (!name || !name_ok(name))
+	if (!name || !pred_name_ok(name))
 		return pred_fail(m, -EINVAL, "register: the name \"%.64s\" is not valid: 1 to "
 				 "%d of A-Z a-z 0-9 _ . -", name ? name : "(none)",
 				 KS_PRED_MAX_NAME);

@@ -116,6 +116,9 @@ struct pred_chip {
 	double scalar_cpo;
 };
 
+/* 1 to KS_PRED_MAX_NAME of [A-Za-z0-9_.-]: names of chips, tensors,
+ * formats, instructions. */
+bool pred_name_ok(const char *s);
 /* Finds and loads a chip (name or path). */
 int pred_chip_load(const char *chip, struct pred_chip *c, struct ks_err *err);
 /* Loads a chip file. */
