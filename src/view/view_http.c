@@ -1,0 +1,4 @@
+/*
+ * view_http.c: (being written)
+ */
+#include "view.h"

@@ -1,0 +1,4 @@
+/*
+ * view_timeline.c: (being written)
+ */
+#include "view.h"

@@ -1,0 +1,4 @@
+/*
+ * view_trace.c: (being written)
+ */
+#include "view.h"
