@@ -41,6 +41,7 @@ extern const struct ks_cmd ks_cmd_predict;
 extern const struct ks_cmd ks_cmd_report;
 extern const struct ks_cmd ks_cmd_sample;
 extern const struct ks_cmd ks_cmd_tune;
+extern const struct ks_cmd ks_cmd_view;
 
 /* The command table, NULL-terminated. */
 extern const struct ks_cmd *const ks_commands[];

@@ -35,6 +35,7 @@ const struct ks_cmd *const ks_commands[] = {
 	&ks_cmd_avail,
 	&ks_cmd_inspect,
 	&ks_cmd_pack,
+	&ks_cmd_view,
 	NULL,
 };
 

@@ -4,7 +4,6 @@
  */
 #include <ctype.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +19,7 @@
 
 #include "pred_int.h"
 #include "readfile.h"
+#include "sharedir.h"
 
 #define CHIP_MAX_BYTES (16u << 20)
 
@@ -648,7 +648,6 @@ static size_t chip_dirs(char dirs[][4096], size_t *nuser)
 	const char *env = getenv("KSCOPE_CHIP_PATH"), *xdg = getenv("XDG_DATA_HOME");
 	const char *home = getenv("HOME");
 	size_t n = 0;
-	Dl_info info;
 
 	if (env && *env) {
 		char *copy = strdup(env), *save = NULL;
@@ -663,22 +662,8 @@ static size_t chip_dirs(char dirs[][4096], size_t *nuser)
 	else if (home && home[0] == '/')
 		snprintf(dirs[n++], 4096, "%s/.local/share/kscope/chips", home);
 	*nuser = n;
-	/* Next to the executable or library this code is in: build/kscope
-	 * and build/lib/libkscope-predict.so in the build tree, bin/kscope and
-	 * lib/kscope/libkscope-predict.so installed. */
-	if (dladdr((void *)chip_dirs, &info) && info.dli_fname) {
-		char self[3900], *slash;
-
-		char real[PATH_MAX];
-
-		if (realpath(info.dli_fname, real) && strlen(real) < sizeof(self) &&
-		    (slash = strrchr(strcpy(self, real), '/'))) {
-			*slash = '\0';
-			snprintf(dirs[n++], 4096, "%s/share/kscope/chips", self);
-			snprintf(dirs[n++], 4096, "%s/../share/kscope/chips", self);
-			snprintf(dirs[n++], 4096, "%s/../../share/kscope/chips", self);
-		}
-	}
+	/* Next to the executable or library this code is in (sharedir.h). */
+	n += ks_share_dirs("chips", dirs + n, MAX_DIRS - n);
 	return n;
 }
 

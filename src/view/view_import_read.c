@@ -1,0 +1,573 @@
+/*
+ * view_import_read.c: reading the files of one directory into a card --
+ * a visualize_data.bin's blocks, a trace.json, a memory tool's
+ * report.json, kscope predict's two CSV files -- and then the source
+ * files the data names.
+ *
+ * A container is mapped by its reader and read in place: the 0x02 trace
+ * goes straight from the mapping into the timeline, and JSON payloads are
+ * parsed once into the card, so a 100 MB container costs one pass over
+ * its bytes and no copy.  Source texts are the one thing copied (the
+ * mapping is closed at the end of the import).
+ *
+ * Only sources are read beyond the files of the directory: a file the
+ * data names by an absolute path, that is a regular file (not a symbolic
+ * link), at most KV_MAX_SOURCE_FILE bytes and without a NUL byte.  These
+ * and the 0x01 texts are the only texts kscope view ever serves.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kscope/vizbin.h"
+#include "profile.h"
+#include "readfile.h"
+#include "view_import_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Sources                                                             */
+/* ------------------------------------------------------------------ */
+
+int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t len)
+{
+	struct kv_source *s;
+
+	if (kv_source_find(c, path)) {
+		free(text);
+		return 0;
+	}
+	s = realloc(c->sources, (c->nsources + 1) * sizeof *s);
+	if (!s) {
+		free(text);
+		return -ENOMEM;
+	}
+	c->sources = s;
+	s = &c->sources[c->nsources];
+	s->path = strdup(path);
+	if (!s->path) {
+		free(text);
+		return -ENOMEM;
+	}
+	s->text = text;
+	s->len = len;
+	c->nsources++;
+	return 0;
+}
+
+void kv_card_read_source(struct kv_card *c, const char *path, size_t *budget)
+{
+	struct ks_err e;
+	char *text = NULL;
+	size_t size = 0;
+
+	if (path[0] != '/' || *budget == 0 || kv_source_find(c, path))
+		return;
+	/* O_NOFOLLOW: a symbolic link as the last component is refused;
+	 * ks_read_file_at refuses anything but a regular file. */
+	if (ks_read_file_at(AT_FDCWD, path, O_NOFOLLOW, KV_MAX_SOURCE_FILE, &text, &size,
+			    &e) < 0)
+		return;
+	if (memchr(text, '\0', size)) { /* not a text */
+		free(text);
+		return;
+	}
+	(*budget)--;
+	kv_card_add_source(c, path, text, size);
+}
+
+/* Objects with a "file" string anywhere in j (findings' stack frames):
+ * the file joined to its "dir" when it is relative. */
+static void findings_sources(struct kv_card *c, json_t *j, size_t *budget, int depth)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (depth > 32 || *budget == 0)
+		return;
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, v)
+			findings_sources(c, v, budget, depth + 1);
+		return;
+	}
+	if (!json_is_object(j))
+		return;
+	const char *file = json_string_value(json_object_get(j, "file"));
+	const char *dir = json_string_value(json_object_get(j, "dir"));
+
+	if (file && file[0] == '/') {
+		kv_card_read_source(c, file, budget);
+	} else if (file && dir && dir[0] == '/') {
+		char *p = malloc(strlen(dir) + strlen(file) + 2);
+
+		if (p) {
+			sprintf(p, "%s/%s", dir, file);
+			kv_card_read_source(c, p, budget);
+			free(p);
+		}
+	}
+	json_object_foreach(j, key, v)
+		if (json_is_object(v) || json_is_array(v))
+			findings_sources(c, v, budget, depth + 1);
+}
+
+static void data_sources(struct kv_card *c)
+{
+	size_t budget = KV_MAX_DISK_SOURCES;
+	json_t *files = json_object_get(c->block[KS_VB_API_FILES], "Files"), *f;
+	size_t i;
+
+	json_array_foreach(files, i, f) {
+		const char *s = json_string_value(json_object_get(f, "Source"));
+
+		if (s)
+			kv_card_read_source(c, s, &budget);
+	}
+	if (c->findings)
+		findings_sources(c, c->findings, &budget, 0);
+	if (c->profile) {
+		const struct ks_profile *p = c->profile;
+		unsigned char *seen = calloc(p->n_strings ? p->n_strings : 1, 1);
+
+		for (size_t k = 0; seen && k < p->n_frames; k++) {
+			uint32_t id = p->frames[k].file;
+
+			if (id == KS_NONE || id >= p->n_strings || seen[id])
+				continue;
+			seen[id] = 1;
+			kv_card_read_source(c, ks_profile_str(p, id), &budget);
+		}
+		free(seen);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* visualize_data.bin and trace.json                                   */
+/* ------------------------------------------------------------------ */
+
+static int load_timeline(struct kv_import *im, struct kv_card *c, const char *text,
+			 size_t len, const char *what)
+{
+	struct kv_timeline *tl = kv_tl_new();
+	int rc;
+
+	if (!tl)
+		return ks_err_set(im->err, -ENOMEM, "%s: out of memory", what);
+	kv_progress(im, "building the timeline of %s (%.1f MB)", what, (double)len / 1e6);
+	rc = kv_trace_load(tl, text, len, what, im->err);
+	if (rc == 0)
+		rc = kv_tl_finish(tl, im->err);
+	if (rc < 0) {
+		kv_tl_free(tl);
+		return rc;
+	}
+	c->tl = tl;
+	return 0;
+}
+
+static int read_container(struct kv_import *im, struct kv_card *c, const char *path)
+{
+	struct ks_vb_reader *r = NULL;
+	struct ks_vb_error ve = { 0 };
+	char summary[256], what[4200];
+	int rc;
+
+	rc = ks_vb_open(path, 0, &r, &ve);
+	if (rc < 0)
+		return ks_err_set(im->err, rc, "%s: %s", path, ve.msg);
+	kv_progress(im, "reading %s (%u blocks, %.1f MB)", path, ks_vb_count(r),
+		    (double)ks_vb_file_size(r) / 1e6);
+	for (uint32_t i = 0; i < ks_vb_count(r) && rc == 0; i++) {
+		const struct ks_vb_block *b = ks_vb_block_at(r, i);
+		const char *pl = (const char *)b->payload;
+		size_t len = (size_t)b->payload_size;
+
+		/* the trace's reader checks a 0x02 payload as it reads it,
+		 * which spares parsing the largest block twice */
+		if (b->type != KS_VB_TRACE &&
+		    (rc = ks_vb_check_payload(b, summary, sizeof summary, &ve)) < 0) {
+			ks_err_set(im->err, rc, "%s: %s", path, ve.msg);
+			break;
+		}
+		switch (b->type) {
+		case KS_VB_SOURCE: {
+			char *text = malloc(len + 1);
+
+			if (!text) {
+				rc = ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+				break;
+			}
+			memcpy(text, pl, len);
+			text[len] = '\0';
+			if (kv_card_add_source(c, b->path, text, len) < 0)
+				rc = ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+			break;
+		}
+		case KS_VB_TRACE:
+			if (c->tl)
+				break; /* the first trace block is the card's */
+			snprintf(what, sizeof what, "%s: block %u (trace) at offset %llu", path,
+				 b->index, (unsigned long long)b->offset);
+			rc = load_timeline(im, c, pl, len, what);
+			break;
+		case KS_VB_MEMORY_TIMING:
+		case KS_VB_CACHE_RECORDS:
+			break; /* binary records: nothing the page shows yet */
+		default: {
+			json_error_t je;
+
+			if (b->type > KS_VB_TYPE_MAX || c->block[b->type])
+				break;
+			c->block[b->type] = json_loadb(pl, len, 0, &je);
+			if (!c->block[b->type])
+				rc = ks_err_set(im->err, -EINVAL, "%s: block %u: %s", path,
+						b->index, je.text);
+			break;
+		}
+		}
+	}
+	ks_vb_close(r);
+	return rc;
+}
+
+static int read_text(struct kv_import *im, const char *path, char **text, size_t *len)
+{
+	int rc = ks_read_file_at(AT_FDCWD, path, O_NOFOLLOW, KV_MAX_TEXT_FILE, text, len,
+				 im->err);
+
+	if (rc == 0)
+		kv_progress(im, "reading %s (%.1f MB)", path, (double)*len / 1e6);
+	return rc;
+}
+
+static int read_trace(struct kv_import *im, struct kv_card *c, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = read_text(im, path, &text, &len);
+
+	if (rc == 0)
+		rc = load_timeline(im, c, text, len, path);
+	free(text);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* report.json                                                         */
+/* ------------------------------------------------------------------ */
+
+/* 1 if path is a memory tool's report (c->findings set), 0 if it is some
+ * other report.json, or a negative code. */
+static int read_report(struct kv_import *im, struct kv_card *c, const char *path)
+{
+	json_error_t je;
+	char *text = NULL;
+	size_t len = 0;
+	json_t *j;
+	int rc = read_text(im, path, &text, &len);
+
+	if (rc < 0)
+		return rc;
+	j = json_loadb(text, len, 0, &je);
+	free(text);
+	if (!j)
+		return ks_err_set(im->err, -EINVAL, "%s: invalid JSON at line %d, column %d: "
+				  "%s", path, je.line, je.column, je.text);
+	if (!json_is_object(j) ||
+	    !json_string_value(json_object_get(j, "format")) ||
+	    strcmp(json_string_value(json_object_get(j, "format")),
+		   "kscope-memtools-report") != 0) {
+		json_decref(j);
+		return 0;
+	}
+	c->findings = j;
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* kscope predict's CSV files                                          */
+/* ------------------------------------------------------------------ */
+
+/* One CSV field (RFC 4180 quoting) from *p; advances past its separator.
+ * Returns a malloc'd string, *eol set at the end of a record. */
+static char *csv_field(const char **p, const char *end, bool *eol)
+{
+	const char *s = *p;
+	size_t cap = 32, n = 0;
+	char *out = malloc(cap);
+
+	if (!out)
+		return NULL;
+	if (s < end && *s == '"') {
+		s++;
+		while (s < end) {
+			if (*s == '"' && s + 1 < end && s[1] == '"') {
+				s++;
+			} else if (*s == '"') {
+				s++;
+				break;
+			}
+			if (n + 2 > cap) {
+				char *o = realloc(out, cap *= 2);
+				if (!o) {
+					free(out);
+					return NULL;
+				}
+				out = o;
+			}
+			out[n++] = *s++;
+		}
+	}
+	while (s < end && *s != ',' && *s != '\n' && *s != '\r') {
+		if (n + 2 > cap) {
+			char *o = realloc(out, cap *= 2);
+			if (!o) {
+				free(out);
+				return NULL;
+			}
+			out = o;
+		}
+		out[n++] = *s++;
+	}
+	out[n] = '\0';
+	*eol = s >= end || *s != ',';
+	if (s < end && *s == '\r')
+		s++;
+	if (s < end)
+		s++;
+	*p = s;
+	return out;
+}
+
+/* A field as JSON: an integer or a number when the whole field is one. */
+static json_t *csv_value(const char *s)
+{
+	char *end;
+
+	if (*s && *s != ' ') {
+		errno = 0;
+		long long ll = strtoll(s, &end, 10);
+		if (!*end && !errno)
+			return json_integer(ll);
+		double d = strtod(s, &end);
+		if (!*end && isfinite(d))
+			return json_real(d);
+	}
+	return json_string(s);
+}
+
+static int read_csv(struct kv_import *im, const char *path, json_t **out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *rows = NULL, *header = NULL;
+	int rc = read_text(im, path, &text, &len);
+
+	if (rc < 0)
+		return rc;
+	rows = json_array();
+	header = json_array();
+	const char *p = text, *end = text + len;
+	bool first = true;
+
+	while (rows && header && p < end) {
+		json_t *row = first ? NULL : json_object();
+		size_t col = 0;
+		bool eol = false;
+
+		if (*p == '\n' || *p == '\r') { /* blank line */
+			p++;
+			continue;
+		}
+		while (!eol) {
+			char *f = csv_field(&p, end, &eol);
+
+			if (!f) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (first) {
+				json_array_append_new(header, json_string(f));
+			} else {
+				const char *key = json_string_value(json_array_get(header, col));
+
+				if (!key) {
+					free(f);
+					json_decref(row);
+					rc = ks_err_set(im->err, -EINVAL, "%s: line %zu has more "
+							"fields than the header's %zu", path,
+							json_array_size(rows) + 2,
+							json_array_size(header));
+					goto out;
+				}
+				json_object_set_new(row, key, csv_value(f));
+			}
+			free(f);
+			col++;
+		}
+		if (rc < 0) {
+			json_decref(row);
+			break;
+		}
+		if (row)
+			json_array_append_new(rows, row);
+		first = false;
+	}
+	if (!rows || !header || rc == -ENOMEM) {
+		rc = ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	if (first) {
+		rc = ks_err_set(im->err, -EINVAL, "%s: empty: a header line is expected", path);
+		goto out;
+	}
+	*out = rows;
+	rows = NULL;
+out:
+	json_decref(rows);
+	json_decref(header);
+	free(text);
+	return rc;
+}
+
+static int read_predict(struct kv_import *im, struct kv_card *c,
+			const struct kv_dirfiles *df)
+{
+	json_t *pipes = NULL, *instr = NULL;
+	int rc = read_csv(im, df->pipes, &pipes);
+
+	if (rc == 0)
+		rc = read_csv(im, df->instructions, &instr);
+	if (rc == 0) {
+		c->predict = json_pack("{s:o,s:o}", "pipes", pipes, "instructions", instr);
+		pipes = instr = NULL;
+		if (!c->predict)
+			rc = ks_err_set(im->err, -ENOMEM, "%s: out of memory", df->pipes);
+	}
+	json_decref(pipes);
+	json_decref(instr);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The card                                                            */
+/* ------------------------------------------------------------------ */
+
+static void set_title(struct kv_card *c)
+{
+	char buf[512];
+	json_t *bi = c->block[KS_VB_BASE_INFO];
+	const char *name = json_string_value(json_object_get(bi, "name"));
+
+	buf[0] = '\0';
+	if (name) {
+		json_t *li = json_object_get(bi, "launch_index");
+		const char *pid = json_string_value(json_object_get(bi, "pid"));
+
+		if (json_is_integer(li))
+			snprintf(buf, sizeof buf, "%s, launch %lld%s%s", name,
+				 (long long)json_integer_value(li), pid ? ", pid " : "",
+				 pid ? pid : "");
+		else
+			snprintf(buf, sizeof buf, "%s", name);
+	} else if (c->findings) {
+		json_t *prog = json_object_get(c->findings, "program");
+		const char *exe = json_string_value(json_object_get(prog, "exe"));
+		const char *base = exe && strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+
+		snprintf(buf, sizeof buf, "%s: %s", c->command, base ? base : "?");
+	} else if (c->profile) {
+		const struct ks_profile *p = c->profile;
+
+		for (size_t i = 0; i < p->n_meta; i++)
+			if (strcmp(ks_profile_str(p, p->meta[i].key), "command") == 0)
+				snprintf(buf, sizeof buf, "sample: %.400s",
+					 ks_profile_str(p, p->meta[i].value));
+	}
+	if (!buf[0] && c->command[0]) {
+		const char *base = strrchr(c->path, '/') ? strrchr(c->path, '/') + 1 : c->path;
+
+		snprintf(buf, sizeof buf, "%s: %s", c->command, base);
+	}
+	if (!buf[0])
+		snprintf(buf, sizeof buf, "%s", c->id);
+	c->title = strdup(buf);
+}
+
+int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfiles *df)
+{
+	int rc = 0;
+
+	if (df->vizbin)
+		rc = read_container(im, c, df->vizbin);
+	if (rc == 0 && df->profile)
+		rc = kv_card_profile(im, c, df->profile);
+	/* a container's 0x02 block is the run's trace.json; a sample run's
+	 * trace.json has nothing the profile lacks */
+	if (rc == 0 && df->trace && !c->tl && !df->profile)
+		rc = read_trace(im, c, df->trace);
+	if (rc == 0 && df->report && (rc = read_report(im, c, df->report)) > 0)
+		rc = 0;
+	if (rc == 0 && df->pipes && df->instructions)
+		rc = read_predict(im, c, df);
+	if (rc == 0 && df->kernel_source) {
+		/* op's trace names the kernel's source as "kernel.cl" */
+		char *text = NULL;
+		size_t len = 0;
+		struct ks_err e;
+
+		if (ks_read_file_at(AT_FDCWD, df->kernel_source, O_NOFOLLOW,
+				    KV_MAX_SOURCE_FILE, &text, &len, &e) == 0 &&
+		    !memchr(text, '\0', len))
+			rc = kv_card_add_source(c, "kernel.cl", text, len);
+		else
+			free(text);
+		if (rc < 0)
+			rc = ks_err_set(im->err, rc, "%s: out of memory", df->kernel_source);
+	}
+	if (rc < 0)
+		return rc;
+	data_sources(c);
+
+	c->kinds = 0;
+	if (c->tl)
+		c->kinds |= KV_TIMELINE;
+	if (c->block[KS_VB_API_FILES] || c->block[KS_VB_API_INSTR])
+		c->kinds |= KV_SOURCE;
+	for (unsigned t = KS_VB_BASE_INFO; t <= KS_VB_MEMORY_TABLE; t++)
+		if (c->block[t])
+			c->kinds |= KV_DETAILS;
+	if (c->block[KS_VB_ROOFLINE])
+		c->kinds |= KV_ROOFLINE;
+	if (c->profile)
+		c->kinds |= KV_PROFILE;
+	if (c->findings)
+		c->kinds |= KV_FINDINGS;
+	if (c->predict)
+		c->kinds |= KV_PREDICT;
+
+	if (!c->command[0]) {
+		/* no run directory name: what the files say */
+		const char *cmd = c->findings ? json_string_value(json_object_get(c->findings,
+									       "analysis"))
+			: c->profile ? "sample" : c->predict ? "predict"
+			: c->block[KS_VB_BASE_INFO] ? "op"
+			: c->block[KS_VB_API_FILES] ? "simulate" : NULL;
+
+		if (cmd) {
+			char *s = strdup(cmd);
+
+			if (!s)
+				return ks_err_set(im->err, -ENOMEM, "%s: out of memory", c->path);
+			free(c->command);
+			c->command = s;
+		}
+	}
+	set_title(c);
+	if (!c->title)
+		return ks_err_set(im->err, -ENOMEM, "%s: out of memory", c->path);
+	return 0;
+}

@@ -1,0 +1,4 @@
+# view needs the PATH to show
+args: view
+exit: 2
+nothing-written: yes

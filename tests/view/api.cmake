@@ -1,0 +1,18 @@
+# kscope view's import and API (docs/view.md "The API").
+#   view_request_driver  imports PATH, answers one request per stdin line
+#                        (no server: ks_view_request directly)
+#   unit/view_import     cmocka: the import of malformed inputs, messages
+#   view/api             api_test.py: every command on the bundled sample
+#                        results (tests/view/samples), over the real server,
+#                        and each one's errors
+add_executable(view_request_driver ${CMAKE_CURRENT_SOURCE_DIR}/view_request_driver.c)
+target_link_libraries(view_request_driver PRIVATE ks_view)
+
+ks_unit_test(view_import ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_view_import.c ks_view
+             ks_format)
+
+add_test(NAME view/api
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/api_test.py
+                 $<TARGET_FILE:kscope> $<TARGET_FILE:view_request_driver>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/samples)
+set_tests_properties(view/api PROPERTIES TIMEOUT 120)

@@ -1,0 +1,584 @@
+#!/usr/bin/env python3
+"""API tests of kscope view on the bundled sample results.
+
+For each sample under tests/view/samples (real run directories of kscope
+op, op --simulate, predict, sample, memcheck and falseshare; see
+make-samples.sh), starts `kscope view SAMPLE --port 0`, POSTs every
+command of docs/view.md that applies to /api, and checks the answers
+against the sample's own files, read here independently: the blocks of
+visualize_data.bin, code_exe.csv, the predict CSVs, report.json, and
+`kscope report --format json`.  Then every command's errors: a missing,
+mistyped or out-of-range parameter, a card that does not exist, a source
+file the data does not name -- each must give result:false with the
+expected message.  A last check runs the same requests through
+view_request_driver (the handlers without the server) and expects the
+same bodies.
+
+    api_test.py KSCOPE VIEW_REQUEST_DRIVER SAMPLES_DIR
+"""
+import csv
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import urllib.request
+
+KSCOPE, DRIVER, SAMPLES = sys.argv[1:4]
+# kscope view makes PATH absolute; so do the tests, to compare paths
+SAMPLES = os.path.abspath(SAMPLES)
+TIMEOUT = 60
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+# ------------------------------------------------------------------
+# Reading the samples here, independently of kscope view
+# ------------------------------------------------------------------
+
+def blocks(path):
+    """{type: payload} of a visualize_data.bin (the first of each type),
+    and the 0x01 blocks as {path: text}."""
+    data = open(path, "rb").read()
+    out, sources, off = {}, {}, 0
+    while off < len(data):
+        size, typ, pad, _ver, _res = struct.unpack_from("<QBBBB", data, off)
+        head = 12
+        if typ == 1:
+            name = data[off + 12:off + 12 + 4096].split(b"\0")[0].decode()
+            head += 4096
+        payload = data[off + head:off + head + size - pad]
+        if typ == 1:
+            sources[name] = payload.decode()
+        elif typ not in out:
+            out[typ] = payload
+        off += head + size
+    return out, sources
+
+
+def block_json(path, typ):
+    return json.loads(blocks(path)[0][typ])
+
+
+def number(s):
+    """A CSV field as kscope view gives it: an integer or a number when the
+    whole field is one."""
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return [{k: number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def viewer_str(v):
+    """A block's value as the seed's viewer gets it: a string ("" for null;
+    numbers compare as numbers, see same_number)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def same_number(a, b):
+    return float(a) == float(b)
+
+
+# ------------------------------------------------------------------
+# The server
+# ------------------------------------------------------------------
+
+class Viewer:
+    def __init__(self, path):
+        self.path = path
+        self.proc = subprocess.Popen([KSCOPE, "view", "--port", "0", path],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        line = self.proc.stdout.readline().decode()
+        m = re.match(r"kscope: view: (http://[^/ ]+/) \(Ctrl\+C stops\)", line)
+        if not m:
+            self.proc.kill()
+            err = self.proc.communicate(timeout=TIMEOUT)[1].decode(errors="replace")
+            raise Failure(f"kscope view {path}: first line {line!r}; stderr: {err[-2000:]}")
+        self.url = m.group(1)
+        self.next_id = 1
+
+    def raw(self, text):
+        req = urllib.request.Request(self.url + "api", data=text.encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+            check(r.status == 200, f"POST /api: HTTP {r.status}")
+            return json.loads(r.read())
+
+    def request(self, module, command, params=None):
+        self.next_id += 1
+        req = {"id": self.next_id, "moduleName": module, "type": "request",
+               "command": command}
+        if params is not None:
+            req["params"] = params
+        r = self.raw(json.dumps(req))
+        check(r.get("type") == "response" and r.get("requestId") == self.next_id and
+              r.get("command") == command, f"{command}: bad envelope {str(r)[:300]}")
+        return r
+
+    def ok(self, module, command, params=None):
+        r = self.request(module, command, params)
+        check(r["result"] is True, f"{self.path}: {command} {params}: "
+              f"result false: {r['body'].get('message')}")
+        return r["body"]
+
+    def fails(self, module, command, params, message):
+        """result:false with exactly message, or matching it if a pattern."""
+        r = self.request(module, command, params)
+        check(r["result"] is False, f"{self.path}: {command} {params}: result true")
+        got = r["body"].get("message", "")
+        if isinstance(message, re.Pattern):
+            check(message.fullmatch(got), f"{command} {params}: message {got!r} does "
+                  f"not match {message.pattern!r}")
+        else:
+            check(got == message, f"{command} {params}: message\n  {got!r}\n"
+                  f"expected\n  {message!r}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise Failure(f"kscope view {self.path} did not stop on SIGINT")
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def sample(name):
+    p = os.path.join(SAMPLES, name)
+    check(os.path.isdir(p), f"{p} is missing (tests/view/samples/make-samples.sh)")
+    return p
+
+
+def one_card(v, kinds, command):
+    body = v.ok("timeline", "import/action", {"path": [v.path]})
+    cards = body["result"]
+    check(len(cards) == 1, f"{v.path}: {len(cards)} cards: {cards}")
+    c = cards[0]
+    check(c["kinds"] == kinds, f"{v.path}: kinds {c['kinds']}, expected {kinds}")
+    check(c["command"] == command, f"{v.path}: command {c['command']!r}")
+    check(c["cardId"] == c["rankId"] and c["result"] is True, f"{v.path}: card {c}")
+    return body, c
+
+
+def disk_sources_served(v, body, names):
+    """Every absolute source the data names that is a regular file here is
+    listed and served exactly; others are not listed."""
+    for name in names:
+        listed = name in body["sourceList"]
+        if os.path.isfile(name) and not os.path.islink(name):
+            check(listed, f"{name} exists but is not in sourceList")
+            got = v.ok("source", "source/code/file", {"sourceName": name})
+            with open(name, encoding="utf-8", errors="surrogateescape") as f:
+                check(got["fileContent"] == f.read(), f"{name}: served text differs")
+        else:
+            check(not listed, f"{name} does not exist here but is in sourceList")
+
+
+NOT_A_SOURCE = ('params.sourceName "{}" is not a source file of the imported data; '
+                'source/code/file serves only the files import/action lists in '
+                'sourceList')
+
+
+def common_errors(v, card_id):
+    """The card and source rules every sample shares."""
+    for name in ("/etc/passwd", "../../../../etc/passwd", "", "kernel.cl/../x"):
+        v.fails("source", "source/code/file", {"sourceName": name},
+                NOT_A_SOURCE.format(name))
+    v.fails("source", "source/code/file", {}, "params.sourceName is missing; a string "
+            "is expected")
+    v.fails("source", "source/code/file", {"sourceName": 7}, "params.sourceName is an "
+            "integer; a string is expected")
+    v.fails("source", "source/code/file", {"cardId": card_id, "sourceName": "/etc/passwd"},
+            re.compile(r'params\.sourceName "/etc/passwd" is not a source file of card '
+                       + re.escape(f'"{card_id}"') + r"; its sources are: .*"))
+    v.fails("timeline", "import/action", {"path": ["/etc"]},
+            f'params.path[0] is not the PATH kscope view was started with ("{v.path}"); '
+            "kscope view serves only that")
+    v.fails("timeline", "import/action", {"path": v.path},
+            f"params.path must be an array of strings, each the PATH kscope view was "
+            f'started with ("{v.path}")')
+    v.fails("predict", "predict/summary", {"cardId": "nope"},
+            re.compile(r'params\.cardId "nope" is no card here; .*'))
+    v.fails("findings", "findings/list", {"rankId": 3},
+            "params.rankId is an integer; a string is expected")
+
+
+# ------------------------------------------------------------------
+# The samples
+# ------------------------------------------------------------------
+
+def op():
+    with Viewer(sample("op_vadd")) as v:
+        body, c = one_card(v, ["timeline", "details", "roofline"], "op")
+        cid = c["cardId"]
+        check(re.fullmatch(r"op/\d+/vadd_0", cid), f"op card id {cid!r}")
+        rel = cid.split("/", 1)[1]
+        launch = os.path.join(v.path, rel)
+        vb = os.path.join(launch, "visualize_data.bin")
+        check(body["isBinary"] is True and body["isSimulation"] is False, f"flags {body}")
+        check(c["cardPath"] == launch, f"cardPath {c['cardPath']}")
+        # the kernel's source, by the name op's trace gives it
+        check("kernel.cl" in body["sourceList"], f"sourceList {body['sourceList']}")
+        got = v.ok("source", "source/code/file", {"cardId": cid, "sourceName": "kernel.cl"})
+        check(got["fileContent"] == open(os.path.join(launch, "kernel.cl")).read(),
+              "kernel.cl differs")
+
+        bi = block_json(vb, 0x05)
+        got = v.ok("source", "source/details/baseInfo", {"cardId": cid})
+        check(got["name"] == bi["name"] == "vadd" and got["soc"] == bi["soc"] and
+              got["opType"] == bi["op_type"], f"baseInfo {got}")
+        check(got["blockDim"] == viewer_str(bi["block_dim"]) and
+              same_number(got["duration"], bi["duration"]), f"baseInfo {got}")
+        check(got["advice"] == bi["advice"], "baseInfo advice")
+        check(got["blockDetail"]["size"] == [str(len(bi["block_detail"])), "3"],
+              f"blockDetail {got['blockDetail']}")
+
+        mg = block_json(vb, 0x08)["core_memory_map"]
+        got = v.ok("source", "source/details/memoryGraph",
+                   {"cardId": cid, "blockId": "0", "showAs": "bandwidth"})["coreMemory"]
+        check(len(got) == len(mg) == 1, f"memoryGraph {got}")
+        units = got[0]["memoryUnit"]
+        check([u["memoryPath"] for u in units] == [u["memory_path"] for u in mg[0]["memory_unit"]]
+              and [u["request"] for u in units] == [u["request"] for u in mg[0]["memory_unit"]],
+              f"memoryUnit {units}")
+        for g, b in zip(units, mg[0]["memory_unit"]):
+            check(same_number(g["bandwidth"], b["bandwidth"]), f"bandwidth {g} {b}")
+        check(got[0]["chipType"] == mg[0]["soc"] and got[0]["blockId"] == "0", f"{got[0]}")
+
+        mt = block_json(vb, 0x09)["table_per_block"]
+        got = v.ok("source", "source/details/memoryTable", {"cardId": cid})["memoryTable"]
+        check(len(got) == len(mt), "memoryTable blocks")
+        for g, b in zip(got[0]["tableDetail"], mt[0]["table_detail"]):
+            check(g["tableName"] == b["table_name"] and g["headerName"] == b["header_name"],
+                  f"table {g['tableName']}")
+            check([r["name"] for r in g["row"]] == [r["name"] for r in b["row"]], "rows")
+            for gr, br in zip(g["row"], b["row"]):
+                check(len(gr["value"]) == len(br["value"]) and
+                      all(isinstance(x, str) for x in gr["value"]), f"row {gr}")
+                for x, y in zip(gr["value"], br["value"]):
+                    check(x == (y if isinstance(y, str) else viewer_str(y)) or
+                          (y is not None and not isinstance(y, str) and same_number(x, y)),
+                          f"row {gr['name']}: {x!r} vs {y!r}")
+
+        rf = block_json(vb, 0x0D)["multiple_rooflines"]
+        got = v.ok("roofline", "roofline/charts")["cards"]
+        check(len(got) == 1 and got[0]["cardId"] == cid, f"roofline cards {got}")
+        check(got[0]["charts"] == rf, "roofline charts differ from the 0x0D block")
+        check(all(len(r["point"]) == 2 for r in rf[0]["rooflines"]), "points")
+
+        # the errors of the details
+        v.fails("source", "source/details/memoryGraph", {"blockId": 7},
+                "params.blockId is 7; the blocks here are 0")
+        v.fails("source", "source/details/memoryTable", {"blockId": "x"},
+                'params.blockId is "x"; an integer from 0 to 2147483647 is expected')
+        v.fails("source", "source/details/memoryTable", {"blockId": -1},
+                "params.blockId is -1; an integer from 0 to 2147483647 is expected")
+        v.fails("source", "source/details/memoryGraph", {"showAs": "both"},
+                'params.showAs is "both"; "request" or "bandwidth" is expected')
+        v.fails("source", "source/details/memoryGraph", {"showAs": 1},
+                "params.showAs is an integer; a string is expected")
+        v.fails("source", "source/details/computeworkload", {},
+                f'card "{cid}" has no compute workload blocks (0x06, 0x07)')
+        v.fails("source", "source/api/line", {"sourceName": "kernel.cl"},
+                "the imported data has no source data")
+        v.fails("source", "source/api/line", {"cardId": cid, "sourceName": "kernel.cl"},
+                f'params.cardId "{cid}" is a card without that data; no card has source')
+        v.fails("source", "source/api/instructions", {},
+                "the imported data has no source data")
+        v.fails("profile", "profile/flat", {}, "the imported data has no profile data")
+        v.fails("findings", "findings/list", {}, "the imported data has no findings data")
+        v.fails("predict", "predict/summary", {}, "the imported data has no predict data")
+        common_errors(v, cid)
+
+
+def simulate():
+    with Viewer(sample("simulate_matmul")) as v:
+        body, c = one_card(v, ["timeline", "source", "roofline"], "simulate")
+        cid = c["cardId"]
+        check(cid == "simulate" and body["isSimulation"] is True, f"card {c}")
+        vb = os.path.join(v.path, "visualize_data.bin")
+        bl, texts = blocks(vb)
+        files = json.loads(bl[0x03])
+        check(body["coreList"] == files["Cores"], f"coreList {body['coreList']}")
+        # the 0x01 texts, whatever this machine has on disk
+        for name, text in texts.items():
+            check(name in body["sourceList"], f"{name} not listed")
+            got = v.ok("source", "source/code/file", {"sourceName": name})
+            check(got["fileContent"] == text, f"{name}: text differs from its 0x01 block")
+        src = next(n for n in texts)
+
+        # per line and core: the 0x03 block, and its sums equal code_exe.csv's
+        for core_i, core in enumerate(files["Cores"]):
+            got = v.ok("source", "source/api/line",
+                       {"cardId": cid, "sourceName": src, "coreName": core})
+            check(got["cores"] == files["Cores"] and
+                  got["dtype"] == files["Files Dtype"]["Lines"], "cores, dtype")
+            want = next(f for f in files["Files"] if f["Source"] == src)["Lines"]
+            check(len(got["lines"]) == len(want), f"{core}: {len(got['lines'])} lines")
+            for g, w in zip(got["lines"], want):
+                check(g["Line"] == w["Line"] and g["Address Range"] == w["Address Range"],
+                      f"line {g}")
+                check(g["Cycles"] == w["Cycles"][core_i] and
+                      g["Instructions Executed"] == w["Instructions Executed"][core_i],
+                      f"{core} line {g['Line']}: {g} vs {w}")
+            rows = [r for r in read_csv(os.path.join(v.path, core, "code_exe.csv"))
+                    if r["File"] == src]
+            for col in ("Instructions Executed", "Cycles"):
+                s = sum(x[col] for x in got["lines"])
+                check(s == sum(r[col] for r in rows), f"{core}: {col} sums to {s}, "
+                      f"code_exe.csv says {sum(r[col] for r in rows)}")
+            check(sum(x["Cycles"] for x in got["lines"]) > 0 or core_i > 0,
+                  f"{core}: no cycle in {src}")
+        # without coreName: the first core
+        first = v.ok("source", "source/api/line", {"sourceName": src})
+        check(first["lines"] == v.ok("source", "source/api/line",
+                                     {"sourceName": src, "coreName": files["Cores"][0]})
+              ["lines"], "the default core is not the first")
+
+        got = v.ok("source", "source/api/instructions", {"cardId": cid})
+        check(json.loads(got["instructions"]) == json.loads(bl[0x04]),
+              "instructions differ from the 0x04 block")
+
+        rf = json.loads(bl[0x0D])["multiple_rooflines"]
+        got = v.ok("roofline", "roofline/charts", {})["cards"]
+        check(got[0]["charts"] == rf and got[0]["charts"][0]["rooflines"][0]["point"] ==
+              rf[0]["rooflines"][0]["point"], "roofline differs from the 0x0D block")
+
+        v.fails("source", "source/api/line", {"sourceName": src, "coreName": "core9"},
+                'params.coreName "core9" is not a core of this data; the cores are: '
+                + ", ".join(f'"{x}"' for x in files["Cores"]))
+        v.fails("source", "source/api/line", {"coreName": files["Cores"][0]},
+                "params.sourceName is missing; a string is expected")
+        v.fails("source", "source/api/line", {"sourceName": "/etc/passwd"},
+                f'params.sourceName "/etc/passwd" is not a file of card "{cid}"\'s '
+                f'hot-spot map (its "Files" have {len(files["Files"])} sources)')
+        v.fails("source", "source/api/line", {"sourceName": src, "coreName": ["x"]},
+                "params.coreName is an array; a string is expected")
+        v.fails("source", "source/details/baseInfo", {},
+                "the imported data has no details data")
+        common_errors(v, cid)
+
+
+def predict():
+    with Viewer(sample("predict_vadd")) as v:
+        _body, c = one_card(v, ["timeline", "predict"], "predict")
+        got = v.ok("predict", "predict/summary", {"cardId": c["cardId"]})
+        pipes = read_csv(os.path.join(v.path, "Pipe_statistic.csv"))
+        instr = read_csv(os.path.join(v.path, "Instruction_statistic.csv"))
+        check(got["pipes"] == pipes, f"pipes {got['pipes']} vs {pipes}")
+        check(got["instructions"] == instr, "instructions differ from the CSV")
+        check(any(isinstance(p["Busy (us)"], float) for p in got["pipes"]) and
+              all(isinstance(p["Instructions"], int) for p in got["pipes"]),
+              "numbers are not numbers")
+        v.fails("roofline", "roofline/charts", {},
+                "the imported data has no roofline data (a 0x0D block, which kscope op "
+                "writes with --flops and a calibration)")
+        common_errors(v, c["cardId"])
+
+
+def report(path, *opts):
+    p = subprocess.run([KSCOPE, "report", "--format", "json", *opts, path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(p.returncode == 0, f"kscope report {opts}: {p.stderr.decode()[-500:]}")
+    return json.loads(p.stdout)
+
+
+def sample_run():
+    with Viewer(sample("sample_threads")) as v:
+        body, c = one_card(v, ["timeline", "profile"], "sample")
+        cid = c["cardId"]
+        flat = v.ok("profile", "profile/flat", {"cardId": cid})
+        want = report(v.path)
+        check(flat == want, "profile/flat differs from kscope report --format json")
+        check(flat["samples"] > 0, "no samples")
+        threads = v.ok("profile", "profile/threads", {"cardId": cid})
+        check(threads == report(v.path, "--threads"), "profile/threads differs")
+        tree = v.ok("profile", "profile/tree", {"cardId": cid, "minPct": 5})
+        check(tree == report(v.path, "--tree", "--min-pct", "5"), "profile/tree differs")
+        check(tree["samples"] == flat["samples"], "tree and flat disagree on samples")
+        rows = threads["rows"]
+        n = len(rows)
+        check(n > 1 and [r["index"] for r in rows] == list(range(n)), f"rows {rows}")
+        for i, t in enumerate(rows):
+            got = v.ok("profile", "profile/flat", {"thread": i})
+            check(got == report(v.path, "--thread", str(t["tid"])),
+                  f"profile/flat of thread {i} (tid {t['tid']}) differs")
+        # the timeline of the samples: per thread, the outermost frames'
+        # slices cover every sample of the thread once
+        procs = v.ok("timeline", "unit/threads", {"cardId": cid})
+        end = procs["endTime"]
+        per_px = max(1, -(-end // 50000))
+        for pr in procs["processes"]:
+            for th in pr["threads"]:
+                row = next(r for r in rows if str(r["tid"]) == th["tid"])
+                check((th["slices"] > 0) == (row["samples"] > 0),
+                      f"thread {th['tid']}: {th['slices']} slices, {row['samples']} samples")
+                if not row["samples"]:
+                    continue
+                data = v.ok("timeline", "unit/threadTraces", {
+                    "cardId": cid, "processId": pr["pid"], "threadId": th["tid"],
+                    "startTime": 0, "endTime": end, "timePerPx": per_px})["data"]
+                if any(x["count"] != 1 for x in data[0]):
+                    continue  # merged at this scale: no per-slice args to add
+                total = 0
+                for x in data[0]:
+                    d = v.ok("timeline", "unit/threadDetail", {
+                        "cardId": cid, "pid": pr["pid"], "tid": th["tid"], "id": x["id"]})
+                    args = json.loads(d["data"]["args"])
+                    check("module" in args, f"slice args {args}")
+                    total += args["samples"]
+                check(total == row["samples"], f"thread {th['tid']}: its outermost "
+                      f"slices cover {total} samples, the profile has {row['samples']}")
+        disk_sources_served(v, body, {f["file"] for f in flat["functions"]
+                                      if f.get("file", "").startswith("/")})
+        v.fails("profile", "profile/flat", {"thread": n},
+                f"params.thread is {n}; an integer from 0 to {n - 1} is expected")
+        v.fails("profile", "profile/tree", {"thread": "a"},
+                f'params.thread is "a"; an integer from 0 to {n - 1} is expected')
+        v.fails("profile", "profile/tree", {"minPct": 101},
+                "params.minPct is 101; a number from 0 to 100 is expected")
+        v.fails("profile", "profile/tree", {"minPct": "5"},
+                "params.minPct is a string; a number from 0 to 100 is expected")
+        v.fails("profile", "profile/flat", {"cardId": "op"},
+                re.compile(r'params\.cardId "op" is no card here; cards with "sample"'))
+        v.fails("source", "source/details/baseInfo", {},
+                "the imported data has no details data")
+        common_errors(v, cid)
+
+
+def findings(name, analysis, count_key):
+    with Viewer(sample(name)) as v:
+        body, c = one_card(v, ["findings"], analysis)
+        got = v.ok("findings", "findings/list", {"cardId": c["cardId"]})
+        want = json.load(open(os.path.join(v.path, "report.json")))
+        check(got == want, "findings/list differs from report.json")
+        check(len(got[count_key]) == len(want[count_key]) > 0,
+              f"{count_key}: {len(got[count_key])}")
+        names = set()
+
+        def frames(j):
+            if isinstance(j, dict):
+                f, d = j.get("file"), j.get("dir")
+                if isinstance(f, str) and f.startswith("/"):
+                    names.add(f)
+                elif isinstance(f, str) and isinstance(d, str) and d.startswith("/"):
+                    names.add(d + "/" + f)
+                for x in j.values():
+                    frames(x)
+            elif isinstance(j, list):
+                for x in j:
+                    frames(x)
+        frames(want)
+        check(names, "no frame with a source location in report.json")
+        disk_sources_served(v, body, names)
+        common_errors(v, c["cardId"])
+
+
+def files():
+    """PATH as a file: a visualize_data.bin, a trace.json, a profile.db, a
+    report.json; each one card, named by the run directory it is in."""
+    for rel, kinds, cid, binary in (
+            ("simulate_matmul/visualize_data.bin", ["timeline", "source", "roofline"],
+             "simulate", True),
+            ("simulate_matmul/trace.json", ["timeline"], "simulate", False),
+            ("sample_threads/profile.db", ["timeline", "profile"], "sample", False),
+            ("memcheck_uaf/report.json", ["findings"], "memcheck", False)):
+        with Viewer(os.path.join(SAMPLES, rel)) as v:
+            body = v.ok("timeline", "import/action", {"path": [v.path]})
+            c = body["result"]
+            check(len(c) == 1 and c[0]["kinds"] == kinds and c[0]["cardId"] == cid and
+                  c[0]["cardPath"] == v.path and body["isBinary"] is binary,
+                  f"{rel}: {body}")
+
+
+def everything():
+    """All samples at once: one card each, unique readable ids; the
+    handlers without the server give the same bodies."""
+    with Viewer(SAMPLES) as v:
+        body = v.ok("timeline", "import/action", {})
+        ids = [c["cardId"] for c in body["result"]]
+        check(len(ids) == len(set(ids)) == 6, f"ids {ids}")
+        for want in ("simulate", "predict", "sample", "memcheck", "falseshare"):
+            check(want in ids, f"no card {want!r} in {ids}")
+        check(any(re.fullmatch(r"op/\d+/vadd_0", i) for i in ids), f"no op card in {ids}")
+        reqs = [{"id": i, "moduleName": m, "type": "request", "command": cmd, "params": p}
+                for i, (m, cmd, p) in enumerate([
+                    ("timeline", "import/action", {}),
+                    ("roofline", "roofline/charts", {}),
+                    ("predict", "predict/summary", {}),
+                    ("profile", "profile/threads", {}),
+                    ("findings", "findings/list", {"cardId": "memcheck"}),
+                    ("source", "source/api/instructions", {}),
+                    ("source", "source/code/file", {"sourceName": "/etc/passwd"}),
+                ])]
+        text = "".join(json.dumps(r) + "\n" for r in reqs)
+        p = subprocess.run([DRIVER, SAMPLES], input=text.encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        check(p.returncode == 0, f"view_request_driver: exit {p.returncode}")
+        lines = p.stdout.decode().splitlines()
+        check(len(lines) == len(reqs), f"driver: {len(lines)} responses")
+        for r, line in zip(reqs, lines):
+            d = json.loads(line)
+            s = v.raw(json.dumps(r))
+            check(d["result"] == s["result"] and d["body"] == s["body"],
+                  f"{r['command']}: the server and the handlers disagree")
+
+
+TESTS = [
+    ("op", op),
+    ("simulate", simulate),
+    ("predict", predict),
+    ("sample", sample_run),
+    ("memcheck", lambda: findings("memcheck_uaf", "memcheck", "errors")),
+    ("falseshare", lambda: findings("falseshare", "falseshare", "threads")),
+    ("files", files),
+    ("everything", everything),
+]
+
+
+def main():
+    failed = 0
+    for name, fn in TESTS:
+        try:
+            fn()
+            print(f"ok: {name}")
+        except Failure as e:
+            failed += 1
+            print(f"FAIL: {name}: {e}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
