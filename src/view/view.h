@@ -108,6 +108,7 @@ struct kv_card {
 	char *command;   /* the kscope command that made it: "sample", "op",
 			  * "simulate", "predict", "memcheck", ... or "" */
 	unsigned kinds;  /* enum kv_kind bits */
+	bool from_container; /* read from a visualize_data.bin */
 	struct kv_timeline *tl;      /* KV_TIMELINE */
 	json_t *block[16];           /* parsed JSON payload of 0x02..0x0F
 				      * blocks (the first of each type);

@@ -9,12 +9,9 @@
  * which is parsed back, so the page and the command line never disagree.
  * Handlers only read the imported data; what they return is a copy.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "kscope/vizbin.h"
 #include "profile.h"
@@ -28,40 +25,6 @@
 static const char *const kind_names[] = {
 	"timeline", "source", "details", "roofline", "profile", "findings", "predict",
 };
-
-/* Whether card c was read from a visualize_data.bin.  The card keeps no
- * note of it, so the file system says: a card made from PATH as a file
- * has that file as its path, which is a container if its 12th byte is the
- * block header's reserve byte (the import's own test); a card made from a
- * directory was read from a container if the directory holds one (the
- * import reads it whenever it is there).  Read-only, and only for
- * import/action, once per page. */
-static bool from_container(const struct kv_card *c)
-{
-	static const char name[] = "visualize_data.bin";
-	unsigned char head[12];
-	struct stat st;
-	bool yes = false;
-	char *p;
-	int fd;
-
-	if (lstat(c->path, &st) == 0 && S_ISREG(st.st_mode)) {
-		fd = open(c->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return false;
-		yes = pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
-		      head[11] == KS_VB_RESERVE;
-		close(fd);
-		return yes;
-	}
-	p = malloc(strlen(c->path) + sizeof name + 1);
-	if (!p)
-		return false;
-	sprintf(p, "%s/%s", c->path, name);
-	yes = lstat(p, &st) == 0 && S_ISREG(st.st_mode);
-	free(p);
-	return yes;
-}
 
 static int import_action(const struct ks_view *v, json_t *params, json_t **body,
 			 struct kv_reqerr *e)
@@ -84,18 +47,20 @@ static int import_action(const struct ks_view *v, json_t *params, json_t **body,
 	sources = json_array();
 	for (i = 0; i < v->ncards; i++) {
 		const struct kv_card *c = &v->cards[i];
-		json_t *kinds = json_array();
+		json_t *kinds = json_array(), *own = json_array();
 
 		for (unsigned k = 0; k < sizeof kind_names / sizeof kind_names[0]; k++)
 			if (c->kinds & (1u << k))
 				json_array_append_new(kinds, json_string(kind_names[k]));
+		for (size_t s = 0; s < c->nsources; s++)
+			json_array_append_new(own, json_string(c->sources[s].path));
 		json_array_append_new(cards, json_pack(
-			"{s:s,s:s,s:s,s:s,s:b,s:s,s:o}", "cardName", c->title, "rankId", c->id,
-			"cardId", c->id, "cardPath", c->path, "result", 1, "command",
-			c->command, "kinds", kinds));
+			"{s:s,s:s,s:s,s:s,s:b,s:s,s:o,s:o}", "cardName", c->title, "rankId",
+			c->id, "cardId", c->id, "cardPath", c->path, "result", 1, "command",
+			c->command, "kinds", kinds, "sourceList", own));
 		if (strcmp(c->command, "simulate") == 0)
 			simulation = true;
-		if (!binary && from_container(c))
+		if (c->from_container)
 			binary = true;
 		for (size_t s = 0; s < c->nsources; s++) {
 			bool seen = false;

@@ -458,12 +458,13 @@ static int memory_graph(const struct ks_view *v, json_t *params, json_t **body,
 		return -1;
 	out = json_array();
 	json_array_foreach(json_object_get(blk, "core_memory_map"), i, core) {
-		json_t *units = json_array(), *u;
+		json_t *units, *u;
 		const json_t *l2 = json_object_get(core, "L2cache");
 		size_t k;
 
 		if (id && !id_is(core, "core_no", id))
 			continue;
+		units = json_array();
 		json_array_foreach(json_object_get(core, "memory_unit"), k, u) {
 			json_t *req = json_object_get(u, "request");
 			json_t *disp = json_object_get(u, "display");
@@ -518,11 +519,12 @@ static int memory_table(const struct ks_view *v, json_t *params, json_t **body,
 		return -1;
 	out = json_array();
 	json_array_foreach(json_object_get(blk, "table_per_block"), i, b) {
-		json_t *tables = json_array(), *t;
+		json_t *tables, *t;
 		size_t k;
 
 		if (id && !id_is(b, "block_id", id))
 			continue;
+		tables = json_array();
 		json_array_foreach(json_object_get(b, "table_detail"), k, t) {
 			json_t *rows = json_array(), *r;
 			size_t m;

@@ -21,11 +21,10 @@
  * partial message.
  */
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -72,9 +71,10 @@ struct ks_view_server {
 	const struct ks_view *view;
 	atomic_bool ready;        /* port, hosts and handlers are set */
 	int port;
+	struct in_addr addr;      /* where to reach the server from here */
 	bool loopback;            /* bound to a loopback address */
-	char hosts[3][64];        /* Host values accepted when loopback */
-	char origins[3][80];      /* Origin values accepted when loopback */
+	char hosts[4][64];        /* Host values accepted when loopback */
+	char origins[4][80];      /* Origin values accepted when loopback */
 	struct page_file *files;  /* sorted by name */
 	size_t nfiles;
 };
@@ -83,7 +83,7 @@ struct ks_view_server {
 struct ws_conn {
 	char *buf;
 	size_t len;
-	bool dropping;  /* the message was too large: the rest is ignored */
+	bool open;  /* a message's first fragment came, not yet its last */
 };
 
 /* ------------------------------------------------------------------ */
@@ -264,15 +264,29 @@ static const char *status_text(int status)
 	}
 }
 
+/* Whether the client asked to keep the connection open: HTTP/1.1 unless it
+ * said "close", HTTP/1.0 only if it said "keep-alive". */
+static bool client_keeps_alive(const struct mg_connection *c,
+			       const struct mg_request_info *ri)
+{
+	const char *h = mg_get_header(c, "Connection");
+
+	if (ri && ri->http_version && strcmp(ri->http_version, "1.1") == 0)
+		return !h || strcasecmp(h, "close") != 0;
+	return h && strcasecmp(h, "keep-alive") == 0;
+}
+
 /* Sends a complete answer.  extra: more header lines ("Name: value\r\n")
  * or NULL.  close: the connection is closed after it (the request's body
- * was not read). */
+ * was not read, or the request was refused). */
 static void send_answer(struct mg_connection *c, int status, const char *type,
 			const char *extra, const void *body, size_t len, bool close)
 {
 	const struct mg_request_info *ri = mg_get_request_info(c);
 	bool head = ri && strcmp(ri->request_method, "HEAD") == 0;
 
+	if (!close && !client_keeps_alive(c, ri))
+		close = true;
 	if (close)
 		mg_disable_connection_keep_alive(c);
 	mg_printf(c,
@@ -326,7 +340,7 @@ static bool host_ok(const struct ks_view_server *s, const char *host)
 		return true;
 	if (!host)
 		return false;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 4; i++)
 		if (strcasecmp(host, s->hosts[i]) == 0)
 			return true;
 	return false;
@@ -342,7 +356,7 @@ static bool origin_ok(const struct ks_view_server *s, const char *origin,
 	if (!origin)
 		return true;
 	if (s->loopback) {
-		for (size_t i = 0; i < 3; i++)
+		for (size_t i = 0; i < 4; i++)
 			if (strcasecmp(origin, s->origins[i]) == 0)
 				return true;
 		return false;
@@ -566,8 +580,11 @@ static int begin_request(struct mg_connection *c)
 		return send_error(c, 503, NULL, true, "the server is starting");
 	if (!host_ok(s, host))
 		return send_error(c, 403, NULL, true,
-				  "the Host header must be 127.0.0.1:%d, localhost:%d or "
-				  "[::1]:%d", s->port, s->port, s->port);
+				  "the Host header must be %s%s127.0.0.1:%d, localhost:%d "
+				  "or [::1]:%d",
+				  strcmp(s->hosts[3], s->hosts[0]) ? s->hosts[3] : "",
+				  strcmp(s->hosts[3], s->hosts[0]) ? ", " : "",
+				  s->port, s->port, s->port);
 	if (!origin_ok(s, mg_get_header(c, "Origin"), host))
 		return send_error(c, 403, NULL, true,
 				  "requests from another site's page are refused");
@@ -645,17 +662,19 @@ static int ws_data(struct mg_connection *c, int bits, char *data, size_t len,
 	case MG_WEBSOCKET_OPCODE_BINARY:
 		return ws_close_with(c, 1003, "requests are text messages");
 	case MG_WEBSOCKET_OPCODE_TEXT:
-		if (w->len)
+		if (w->open)
 			return ws_close_with(c, 1002, "a new message began inside another");
 		break;
 	case MG_WEBSOCKET_OPCODE_CONTINUATION:
+		if (!w->open)
+			return ws_close_with(c, 1002, "a continuation without a message");
 		break;
 	default:
 		return ws_close_with(c, 1002, "unknown frame type");
 	}
 	if (len > KS_VIEW_MAX_REQUEST || w->len + len > KS_VIEW_MAX_REQUEST)
 		return ws_close_with(c, 1009, "a request is at most 1 MiB");
-	if (!fin || w->len) {
+	if (!fin || w->open) {
 		char *nb = realloc(w->buf, w->len + len + 1);
 
 		if (!nb)
@@ -663,6 +682,7 @@ static int ws_data(struct mg_connection *c, int bits, char *data, size_t len,
 		w->buf = nb;
 		memcpy(w->buf + w->len, data, len);
 		w->len += len;
+		w->open = !fin;
 		if (!fin)
 			return 1;
 		resp = answer(s->view, w->buf, w->len, &rlen);
@@ -733,6 +753,9 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 		"request_timeout_ms", "30000",
 		"websocket_timeout_ms", "3600000",
 		"enable_keep_alive", "yes",
+		/* headers and body go out in two writes: without this, each
+		 * answer waits for the client's delayed ACK (about 40 ms) */
+		"tcp_nodelay", "1",
 		"enable_directory_listing", "no",
 		"access_control_allow_origin", "",
 		"access_control_allow_methods", "",
@@ -806,10 +829,14 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 		goto fail;
 	}
 	s->port = ports[0].port;
+	if (inet_pton(AF_INET, host, &s->addr) != 1 || s->addr.s_addr == htonl(INADDR_ANY))
+		s->addr.s_addr = htonl(INADDR_LOOPBACK);
 	snprintf(s->hosts[0], sizeof s->hosts[0], "127.0.0.1:%d", s->port);
 	snprintf(s->hosts[1], sizeof s->hosts[1], "localhost:%d", s->port);
 	snprintf(s->hosts[2], sizeof s->hosts[2], "[::1]:%d", s->port);
-	for (size_t i = 0; i < 3; i++)
+	/* the address listened on, when it is another loopback address */
+	snprintf(s->hosts[3], sizeof s->hosts[3], "%s:%d", host, s->port);
+	for (size_t i = 0; i < 4; i++)
 		snprintf(s->origins[i], sizeof s->origins[i], "http://%s", s->hosts[i]);
 	mg_set_websocket_handler(s->ctx, "/ws", ws_connect, NULL, ws_data, ws_closed, s);
 	atomic_store_explicit(&s->ready, true, memory_order_release);
@@ -831,12 +858,51 @@ size_t ks_view_server_files(const struct ks_view_server *s)
 	return s->nfiles;
 }
 
+struct stopper {
+	struct mg_context *ctx;
+	atomic_bool done;
+};
+
+static void *stop_thread(void *arg)
+{
+	struct stopper *st = arg;
+
+	mg_stop(st->ctx);
+	atomic_store(&st->done, true);
+	return NULL;
+}
+
+/* civetweb's listening thread looks at its stop flag between polls of
+ * two seconds; a connection to the server wakes it at once. */
+static void poke(const struct ks_view_server *s)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port),
+				  .sin_addr = s->addr };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	(void)connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	close(fd);
+}
+
 void ks_view_server_stop(struct ks_view_server *s)
 {
 	if (!s)
 		return;
 	if (s->ctx) {
-		mg_stop(s->ctx);
+		struct stopper st = { s->ctx, false };
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, stop_thread, &st) == 0) {
+			while (!atomic_load(&st.done)) {
+				poke(s);
+				usleep(20000);
+			}
+			pthread_join(t, NULL);
+		} else {
+			mg_stop(s->ctx);
+		}
 		mg_exit_library();
 	}
 	page_files_free(s);

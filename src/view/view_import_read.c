@@ -501,8 +501,10 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 {
 	int rc = 0;
 
-	if (df->vizbin)
+	if (df->vizbin) {
 		rc = read_container(im, c, df->vizbin);
+		c->from_container = rc == 0;
+	}
 	if (rc == 0 && df->profile)
 		rc = kv_card_profile(im, c, df->profile);
 	/* a container's 0x02 block is the run's trace.json; a sample run's

@@ -80,20 +80,9 @@ export class SourceView {
 			clear(this.codePane).append(emptyState('This result names no source files.'));
 	}
 
-	// The files this card can serve: its own list if import/action gave
-	// one, else the import's sourceList probed against the card.
+	// The files this card can serve (import/action lists them per card).
 	async findFiles(card) {
-		const own = card.sourceList || card.sources;
-		if (Array.isArray(own))
-			return own.map(String);
-		const all = Array.isArray(this.app.imported.sourceList) ? this.app.imported.sourceList.map(String) : [];
-		if (this.app.cards.length === 1)
-			return all;
-		const probe = all.slice(0, 200);
-		const ok = await Promise.all(probe.map((f) =>
-			request('source', 'source/code/file', { cardId: card.cardId, sourceName: f }, { quiet: true })
-				.then(() => true, () => false)));
-		return probe.filter((_, i) => ok[i]).concat(all.slice(200));
+		return Array.isArray(card.sourceList) ? card.sourceList.map(String) : [];
 	}
 
 	async loadInstructions(card) {
