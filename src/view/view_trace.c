@@ -705,6 +705,15 @@ static int do_event(struct scan *sc)
 						 "or more microseconds is expected", sc->dur);
 			if (to_ns(sc, sc->dur, "dur", &dur) < 0)
 				return sc->rc;
+			/* The end is rounded as one number, not as ts and dur
+			 * apart: a slice written to start where the one before
+			 * it ends (ts + dur, printed rounded) must not overlap
+			 * it by the two roundings and nest under it. */
+			int64_t end = 0;
+
+			if (to_ns(sc, sc->ts + sc->dur, "ts + dur", &end) < 0)
+				return sc->rc;
+			dur = end > ts ? end - ts : 0;
 		}
 		see_time(sc, ts + dur);
 		return add_rc(sc, kv_tl_slice(sc->tl, fb(&sc->pid), tid, fb(&sc->name),

@@ -416,7 +416,7 @@ def report(path, *opts):
 
 
 def sample_run():
-    with Viewer(sample("sample_threads")) as v:
+    with Viewer(sample("sample_demo")) as v:
         body, c = one_card(v, ["timeline", "profile"], "sample")
         cid = c["cardId"]
         flat = v.ok("profile", "profile/flat", {"cardId": cid})
@@ -462,7 +462,7 @@ def sample_run():
                 check(total == row["samples"], f"thread {th['tid']}: its outermost "
                       f"slices cover {total} samples, the profile has {row['samples']}")
         disk_sources_served(v, body, {f["file"] for f in flat["functions"]
-                                      if f.get("file", "").startswith("/")})
+                                      if (f.get("file") or "").startswith("/")})
         v.fails("profile", "profile/flat", {"thread": n},
                 f"params.thread is {n}; an integer from 0 to {n - 1} is expected")
         v.fails("profile", "profile/tree", {"thread": "a"},
@@ -513,7 +513,7 @@ def files():
             ("simulate_matmul/visualize_data.bin", ["timeline", "source", "roofline"],
              "simulate", True),
             ("simulate_matmul/trace.json", ["timeline"], "simulate", False),
-            ("sample_threads/profile.db", ["timeline", "profile"], "sample", False),
+            ("sample_demo/profile.db", ["timeline", "profile"], "sample", False),
             ("memcheck_uaf/report.json", ["findings"], "memcheck", False)):
         with Viewer(os.path.join(SAMPLES, rel)) as v:
             body = v.ok("timeline", "import/action", {"path": [v.path]})

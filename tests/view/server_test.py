@@ -326,6 +326,21 @@ def sc_api(srv, d):
                  ctype="text/plain;charset=UTF-8")
     check(r2.get("result") is True and r2.get("requestId") == "s1", f"second: {r2}")
     check(r2["id"] != r["id"], "response ids repeat")
+    # the trace's data comes through: its thread and its 50 slices
+    th = srv.api(request_obj("unit/threads", params={"cardId": cards[0]["cardId"]}),
+                 conn=c)
+    check(th.get("result") is True, f"unit/threads: {th}")
+    threads = [t for p in th["body"]["processes"] for t in p["threads"]]
+    check([(t["name"], t["slices"]) for t in threads] == [("main", 50)],
+          f"unit/threads: {threads}")
+    tr = srv.api(request_obj("unit/threadTraces", params={
+        "processId": "1", "threadId": "2", "startTime": 0, "endTime": 500000,
+        "timePerPx": 100}), conn=c)
+    check(tr.get("result") is True, f"unit/threadTraces: {tr}")
+    items = [x for depth in tr["body"]["data"] for x in depth]
+    check(sum(x["count"] for x in items) == 50 and
+          {x["name"] for x in items} == {"step0", "step1", "step2"},
+          f"unit/threadTraces: {len(items)} items")
     # malformed
     check_rejected(srv.api(b'{"id": 1, "type": "req', conn=c), "truncated JSON")
     check_rejected(srv.api(b"", conn=c), "empty body")
@@ -562,6 +577,13 @@ def sc_websocket(srv, d):
     op, data = ws.recv_message()
     check(op == 0x8 and struct.unpack("!H", data[:2])[0] == 1009,
           f"fragments over 1 MiB: opcode {op}, {data[:40]!r}")
+    ws.close()
+    # a continuation that continues nothing
+    ws = WebSocket(srv)
+    ws.send_frame(0x0, b"{}")
+    op, data = ws.recv_message()
+    check(op == 0x8 and struct.unpack("!H", data[:2])[0] == 1002,
+          f"stray continuation: opcode {op}, {data[:40]!r}")
     ws.close()
     # binary frames are refused
     ws = WebSocket(srv)

@@ -40,11 +40,11 @@ if (SHOTS)
 
 // Which sample makes each README screenshot, best first.
 const SHOT_FROM = {
-	timeline: ['simulate_matmul', 'predict_vadd', 'sample_threads'],
+	timeline: ['simulate_matmul', 'predict_vadd', 'sample_demo'],
 	source: ['simulate_matmul', 'op_vadd'],
 	details: ['op_vadd', 'simulate_matmul'],
 	roofline: ['simulate_matmul', 'op_vadd'],
-	profile: ['sample_threads'],
+	profile: ['sample_demo'],
 	findings: ['falseshare', 'memcheck_uaf'],
 	predict: ['predict_vadd'],
 };

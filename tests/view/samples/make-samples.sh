@@ -13,7 +13,7 @@
 #                     (16x16, 2 threads, the worker function only,
 #                     the first 100 blocks in the pipeline chart)
 #   predict_vadd      kscope predict on examples/predict/vadd.kpp (N=8192)
-#   sample_threads    kscope sample on examples/sample/threads
+#   sample_demo       kscope sample on examples/demo/demo (make demo's program)
 #   memcheck_uaf      kscope memcheck on examples/memory/uaf
 #   falseshare        kscope falseshare on examples/threads/falseshare
 #
@@ -69,8 +69,8 @@ run simulate_matmul op --simulate -o "$tmp/simulate_matmul" \
 	-- "$build/bench/mt_matmul" 16 2
 run predict_vadd predict -o "$tmp/predict_vadd" --chip ascend910b -D N=8192 \
 	"$src/examples/predict/vadd.kpp"
-run sample_threads sample -o "$tmp/sample_threads" --trace-format none \
-	-- "$build/examples/sample/threads"
+run sample_demo sample -o "$tmp/sample_demo" --trace-format none \
+	-- "$build/examples/demo/demo"
 # The memory tools exit 1 when they find something, as they should here.
 run_found() {
 	"$@" || [ $? -eq 1 ]
