@@ -81,8 +81,11 @@ static int page_dir(char *buf, size_t size)
 
 	if (env && *env) {
 		if (!realpath(env, buf)) {
+			char q[256];
+
+			ks_quote(q, sizeof q, env, strlen(env));
 			ks_error("environment KSCOPE_VIEW_PAGE_DIR: '%s': %s; accepted: the "
-				 "directory of the viewer's page (share/kscope/view)", env,
+				 "directory of the viewer's page (share/kscope/view)", q,
 				 strerror(errno));
 			return KS_EXIT_USAGE;
 		}
@@ -152,6 +155,8 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (!ks_view_host_is_loopback(o->host))
 		ks_warn("listening on %s, not on a loopback address: anyone who can reach "
 			"this machine can read these results", o->host);
+	ks_debug("view: %zu card%s, %zu page files from %s", v->ncards,
+		 v->ncards == 1 ? "" : "s", ks_view_server_files(srv), dir);
 	printf("kscope: view: http://%s:%d/ (Ctrl+C stops)\n", o->host,
 	       ks_view_server_port(srv));
 	fflush(stdout);
