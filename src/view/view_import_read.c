@@ -291,6 +291,24 @@ static int read_report(struct kv_import *im, struct kv_card *c, const char *path
 /* kscope predict's CSV files                                          */
 /* ------------------------------------------------------------------ */
 
+/* Appends c to the growing string *out (keeping room for a NUL); false
+ * when out of memory, with *out freed. */
+static bool csv_push(char **out, size_t *n, size_t *cap, char c)
+{
+	if (*n + 2 > *cap) {
+		char *o = realloc(*out, *cap *= 2);
+
+		if (!o) {
+			free(*out);
+			*out = NULL;
+			return false;
+		}
+		*out = o;
+	}
+	(*out)[(*n)++] = c;
+	return true;
+}
+
 /* One CSV field (RFC 4180 quoting) from *p; advances past its separator.
  * Returns a malloc'd string, *eol set at the end of a record. */
 static char *csv_field(const char **p, const char *end, bool *eol)
@@ -310,28 +328,13 @@ static char *csv_field(const char **p, const char *end, bool *eol)
 				s++;
 				break;
 			}
-			if (n + 2 > cap) {
-				char *o = realloc(out, cap *= 2);
-				if (!o) {
-					free(out);
-					return NULL;
-				}
-				out = o;
-			}
-			out[n++] = *s++;
-		}
-	}
-	while (s < end && *s != ',' && *s != '\n' && *s != '\r') {
-		if (n + 2 > cap) {
-			char *o = realloc(out, cap *= 2);
-			if (!o) {
-				free(out);
+			if (!csv_push(&out, &n, &cap, *s++))
 				return NULL;
-			}
-			out = o;
 		}
-		out[n++] = *s++;
 	}
+	while (s < end && *s != ',' && *s != '\n' && *s != '\r')
+		if (!csv_push(&out, &n, &cap, *s++))
+			return NULL;
 	out[n] = '\0';
 	*eol = s >= end || *s != ',';
 	if (s < end && *s == '\r')

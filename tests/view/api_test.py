@@ -2,7 +2,7 @@
 """API tests of kscope view on the bundled sample results.
 
 For each sample under tests/view/samples (real run directories of kscope
-op, op --simulate, predict, sample, memcheck and falseshare; see
+op, op --simulate, predict, sample, memcheck, falseshare and contention; see
 make-samples.sh), starts `kscope view SAMPLE --port 0`, POSTs every
 command of docs/view.md that applies to /api, and checks the answers
 against the sample's own files, read here independently: the blocks of
@@ -529,8 +529,9 @@ def everything():
     with Viewer(SAMPLES) as v:
         body = v.ok("timeline", "import/action", {})
         ids = [c["cardId"] for c in body["result"]]
-        check(len(ids) == len(set(ids)) == 6, f"ids {ids}")
-        for want in ("simulate", "predict", "sample", "memcheck", "falseshare"):
+        check(len(ids) == len(set(ids)) == 7, f"ids {ids}")
+        for want in ("simulate", "predict", "sample", "memcheck", "falseshare",
+                     "contention"):
             check(want in ids, f"no card {want!r} in {ids}")
         check(any(re.fullmatch(r"op/\d+/vadd_0", i) for i in ids), f"no op card in {ids}")
         reqs = [{"id": i, "moduleName": m, "type": "request", "command": cmd, "params": p}
@@ -563,6 +564,7 @@ TESTS = [
     ("sample", sample_run),
     ("memcheck", lambda: findings("memcheck_uaf", "memcheck", "errors")),
     ("falseshare", lambda: findings("falseshare", "falseshare", "threads")),
+    ("contention", lambda: findings("contention", "contention", "threads")),
     ("files", files),
     ("everything", everything),
 ]

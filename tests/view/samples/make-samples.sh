@@ -16,6 +16,7 @@
 #   sample_demo       kscope sample on examples/demo/demo (make demo's program)
 #   memcheck_uaf      kscope memcheck on examples/memory/uaf
 #   falseshare        kscope falseshare on examples/threads/falseshare
+#   contention        kscope contention on examples/threads/contention
 #
 # Usage (from anywhere; BUILD is a configured and built kscope build tree):
 #
@@ -76,7 +77,8 @@ run_found() {
 	"$@" || [ $? -eq 1 ]
 }
 for t in "memcheck_uaf memcheck examples/memory/uaf" \
-	 "falseshare falseshare examples/threads/falseshare"; do
+	 "falseshare falseshare examples/threads/falseshare" \
+	 "contention contention examples/threads/contention"; do
 	set -- $t
 	echo "make-samples.sh: $1: kscope $2" >&2
 	run_found "$kscope" "$2" -o "$tmp/$1" -- "$build/$3" > "$tmp/$1.stdout" \
