@@ -176,13 +176,14 @@ const struct ks_cmd ks_cmd_view = {
 	.usage = "[--host ADDR] [--port N] PATH",
 	.description =
 		"Reads PATH once -- a run directory of any kscope command, a\n"
-		"visualize_data.bin, a Chrome trace JSON (Trace Event Format) or a\n"
-		"profile.db -- and serves it, with the viewer's page, at\n"
-		"http://ADDR:N/ until Ctrl+C or SIGTERM; prints the URL first.  The\n"
-		"page shows the timeline, source hot spots, memory and compute details,\n"
-		"the roofline, sampled profiles, memory findings and predictions,\n"
-		"whichever the data has.  Nothing is written.  docs/view.md has the\n"
-		"page and the JSON API it uses (POST /api, WebSocket /ws).",
+		"visualize_data.bin, a Chrome trace JSON (Trace Event Format), a\n"
+		"profile.db or a memory tool's report.json -- and serves it, with the\n"
+		"viewer's page, at http://ADDR:N/ until Ctrl+C or SIGTERM; prints the\n"
+		"URL first.  The page shows the timeline, source hot spots, memory and\n"
+		"compute details, the roofline, sampled profiles, memory findings and\n"
+		"predictions, whichever the data has.  Nothing is written.\n"
+		"docs/view.md has the page and the JSON API it uses (POST /api,\n"
+		"WebSocket /ws).",
 	.args = {
 		.opts = view_opts,
 		.opts_size = sizeof(struct view_opts),
