@@ -23,3 +23,4 @@ echo
 echo "demo: results are in $dir"
 echo "      profile.db (SQLite), trace.perfetto-trace (open it at ui.perfetto.dev),"
 echo "      flat.txt, tree.txt, threads.txt"
+echo "      to look at them in a web page: $KSCOPE view $dir"
