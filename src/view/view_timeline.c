@@ -770,13 +770,14 @@ int kv_tl_finish(struct kv_timeline *tl, struct ks_err *err)
 		goto nomem;
 	for (uint32_t t = 0; t < tl->nthreads; t++) {
 		struct kv_tl_thread *h = &tl->threads[t];
-		struct kv_tl_slice *ts = s + h->first;
+		struct kv_tl_slice *ts;
 
 		span_off[t] = nspans;
 		if (!h->n) {
 			h->first = 0;
-			continue;
+			continue;  /* (a thread only flows name has no slice; s may be NULL) */
 		}
+		ts = s + h->first;
 		h->ndepth = nest_thread(ts, h->n, stack, spans, &nspans);
 		h->depth_off = calloc((size_t)h->ndepth + 1, sizeof(*h->depth_off));
 		if (!h->depth_off)
