@@ -16,19 +16,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check  # noqa: E402
+
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEM = os.path.join(BUILD, "examples", "memory")
 THR = os.path.join(BUILD, "examples", "threads")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def run_tool(tool, argv, opts=(), expect_exit=None, stdin=None):

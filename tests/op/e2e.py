@@ -21,13 +21,14 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check, TempDirs  # noqa: E402
 
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 EX = os.path.join(BUILD, "examples", "opencl")
@@ -37,15 +38,6 @@ TIMEOUT = 300
 
 DELIVERABLES = ["context.json", "measure.json", "OpBasicInfo.csv", "Timing.csv",
                 "Memory.csv", "trace.json", "visualize_data.bin"]
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def opencl_platforms():
@@ -67,14 +59,8 @@ def example(name):
 
 
 _native_cache = {}
-_tmpdirs = []
-
-
-def tmpdir():
-    """A new temporary directory, removed when the scenario passes."""
-    d = tempfile.mkdtemp(prefix="ks-op-e2e-")
-    _tmpdirs.append(d)
-    return d
+# A new temporary directory, removed when the scenario passes.
+tmpdir = TempDirs("ks-op-e2e-")
 
 
 def native(argv):
@@ -789,13 +775,8 @@ if __name__ == "__main__":
         main()
     except Failure as e:
         print(f"FAIL {SCENARIO}: {e}")
-        if _tmpdirs:
-            print("kept for a look: " + " ".join(_tmpdirs))
+        if tmpdir.paths:
+            print("kept for a look: " + " ".join(tmpdir.paths))
         sys.exit(1)
-    for d in _tmpdirs:
-        # (run directories and deliverables are read-only)
-        for root, dirs, _ in os.walk(d):
-            for x in dirs:
-                os.chmod(os.path.join(root, x), 0o700)
-        shutil.rmtree(d, ignore_errors=True)
+    tmpdir.remove()
     print(f"ok {SCENARIO}")

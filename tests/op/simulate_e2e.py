@@ -18,12 +18,13 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check, TempDirs  # noqa: E402
 
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 BENCH = os.path.join(BUILD, "bench")
@@ -43,22 +44,7 @@ CODE_COLUMNS = ["File", "Line", "Address Range", "Instructions Executed", "Cycle
                 "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses"]
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-_tmpdirs = []
-
-
-def tmpdir():
-    d = tempfile.mkdtemp(prefix="ks-sim-e2e-")
-    _tmpdirs.append(d)
-    return d
+tmpdir = TempDirs("ks-sim-e2e-")
 
 
 def program(name):
@@ -314,12 +300,8 @@ if __name__ == "__main__":
         main()
     except Failure as e:
         print(f"FAIL {SCENARIO}: {e}")
-        if _tmpdirs:
-            print("kept for a look: " + " ".join(_tmpdirs))
+        if tmpdir.paths:
+            print("kept for a look: " + " ".join(tmpdir.paths))
         sys.exit(1)
-    for d in _tmpdirs:
-        for root, dirs, _ in os.walk(d):
-            for x in dirs:
-                os.chmod(os.path.join(root, x), 0o700)
-        shutil.rmtree(d, ignore_errors=True)
+    tmpdir.remove()
     print(f"ok {SCENARIO}")

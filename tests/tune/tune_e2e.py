@@ -42,30 +42,17 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check, TempDirs  # noqa: E402
 
 KSCOPE, CC, SRC, SCENARIO = sys.argv[1:5]
 EXAMPLES = os.path.join(SRC, "examples", "tune")
 TIMEOUT = 100
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-_tmpdirs = []
-
-
-def tmpdir():
-    d = tempfile.mkdtemp(prefix="ks-tune-e2e-")
-    _tmpdirs.append(d)
-    return d
+tmpdir = TempDirs("ks-tune-e2e-")
 
 
 def sha256(path):
@@ -373,9 +360,7 @@ def main():
         print(f"FAIL: {SCENARIO}: {e}", file=sys.stderr)
         return 1
     finally:
-        for d in _tmpdirs:
-            subprocess.run(["chmod", "-R", "u+rwX", d])
-            shutil.rmtree(d, ignore_errors=True)
+        tmpdir.remove()
     print(f"ok: {SCENARIO}")
     return 0
 

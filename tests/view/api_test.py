@@ -26,19 +26,13 @@ import subprocess
 import sys
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check  # noqa: E402
+
 KSCOPE, DRIVER, SAMPLES = sys.argv[1:4]
 # kscope view makes PATH absolute; so do the tests, to compare paths
 SAMPLES = os.path.abspath(SAMPLES)
 TIMEOUT = 60
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 # ------------------------------------------------------------------

@@ -21,16 +21,17 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
+from kstest import Failure, check, TempDirs  # noqa: E402
 
 KSCOPE, SRC = sys.argv[1:3]
 ONLY = sys.argv[3:]
@@ -40,22 +41,7 @@ WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_REQUEST = 1 << 20
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-_tmpdirs = []
-
-
-def tmpdir():
-    d = tempfile.mkdtemp(prefix="ks-view-server-")
-    _tmpdirs.append(d)
-    return d
+tmpdir = TempDirs("ks-view-server-")
 
 
 # ----------------------------------------------------------------------
@@ -732,8 +718,7 @@ def main():
             failed += 1
             print(f"FAIL: {run}: {type(ex).__name__}: {ex}")
             traceback.print_exc()
-    for dd in _tmpdirs:
-        shutil.rmtree(dd, ignore_errors=True)
+    tmpdir.remove()
     return 1 if failed else 0
 
 

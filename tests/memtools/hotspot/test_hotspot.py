@@ -31,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/, for kstest
+from kstest import Failure, check  # noqa: E402
+
 TOOLDIR, LIBEXEC, PLATFORM, PROGS = sys.argv[1:5]
 PIPES = ("SCALAR", "VECTOR", "LOAD", "STORE", "BRANCH")
 MAX_LEVELS = 4
@@ -40,15 +43,6 @@ MAX_BUCKETS = 65536
 # cores, large enough for the kernels and the misses to dominate.
 N, M = 20000, 48          # dot/saxpy elements, matrix order
 CACHE_ARGS = ["4000", "128", "16"]  # matmul 128x128 and a 16 MiB stream
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def make_vglib(tmp):

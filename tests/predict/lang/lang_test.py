@@ -44,19 +44,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/, for kstest
+from kstest import Failure, check  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 CHIPS = os.path.join(HERE, "chips")
 MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add"]
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def scratch():
