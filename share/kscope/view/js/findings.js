@@ -170,7 +170,7 @@ export class FindingsView {
 
 	// The name the data uses for a frame's file, if the result names it.
 	sourceName(full) {
-		const list = [].concat(this.card.sourceList || this.card.sources || this.app.imported.sourceList || []).map(String);
+		const list = (this.card.sourceList || []).map(String);
 		if (list.includes(full))
 			return full;
 		const base = full.split('/').pop();
