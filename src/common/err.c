@@ -16,6 +16,11 @@ int ks_err_set(struct ks_err *err, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	/* One line, whatever the parts came from (a parser's message can
+	 * quote the input's own newlines): control characters become spaces. */
+	for (char *c = err->msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
 	return code;
 }
 

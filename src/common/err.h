@@ -19,7 +19,9 @@ struct ks_err {
 };
 
 /* Records code and a printf-style message in err (err may be NULL) and
- * returns code, so callers can write `return ks_err_set(err, -EINVAL, ...)`. */
+ * returns code, so callers can write `return ks_err_set(err, -EINVAL, ...)`.
+ * Control characters in the message (a newline a parser quotes from its
+ * input) become spaces, so the message stays one line. */
 int ks_err_set(struct ks_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
