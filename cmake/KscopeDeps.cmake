@@ -1,11 +1,15 @@
-# The third-party libraries kscope's tools link, as four targets:
+# The third-party libraries kscope's tools use, as four targets:
 #   ks_dep_jansson  JSON (jansson)
 #   ks_dep_dw       DWARF and ELF (libdw, libelf and their compressors),
 #                   with libstdc++ for __cxa_demangle, the C++ ABI's demangler
 #   ks_dep_sqlite3  SQLite
-#   ks_dep_capstone capstone (disassembly)
+#   ks_dep_capstone capstone (disassembly): its headers only; kscope
+#                   loads the shared library with dlopen() when it
+#                   disassembles (src/op/sim/simdisasm.c), because the
+#                   loader would otherwise relocate capstone's ~80,000
+#                   table pointers at every start of every command
 #
-# With KSCOPE_STATIC_DEPS (the default) each is linked from its static
+# With KSCOPE_STATIC_DEPS (the default) the first three are linked from their
 # archives when the system has every one of them (Debian's -dev packages
 # ship them).  kscope then starts without the dynamic loader opening and
 # relocating ten shared libraries, about 1 ms less per start here, which
@@ -13,7 +17,7 @@
 # Where an archive is missing, the target falls back to the shared library.
 # libc's own parts (m, pthread, dl, rt) are always linked dynamically.
 # None of kscope's preloaded libraries links these targets.
-option(KSCOPE_STATIC_DEPS "Link jansson, libdw, SQLite, capstone and libstdc++ into kscope statically" ON)
+option(KSCOPE_STATIC_DEPS "Link jansson, libdw, SQLite and libstdc++ into kscope statically" ON)
 
 # ks_static_archives(<out> <names...>): the full paths of lib<name>.a for
 # each name, or an empty <out> if any is missing.
@@ -62,5 +66,9 @@ endfunction()
 ks_dependency(ks_dep_jansson JANSSON "jansson>=2.13")
 ks_dependency(ks_dep_dw LIBDW libdw stdc++)
 ks_dependency(ks_dep_sqlite3 SQLITE3 "sqlite3>=3.31")
-# capstone: disassembly for kscope op --simulate (src/op/sim).
-ks_dependency(ks_dep_capstone CAPSTONE capstone)
+# capstone: disassembly for kscope op --simulate (src/op/sim), opened at
+# run time.
+pkg_check_modules(CAPSTONE REQUIRED capstone)
+add_library(ks_dep_capstone INTERFACE)
+target_include_directories(ks_dep_capstone INTERFACE ${CAPSTONE_INCLUDE_DIRS})
+target_link_libraries(ks_dep_capstone INTERFACE ${CMAKE_DL_LIBS})

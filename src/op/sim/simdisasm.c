@@ -9,7 +9,14 @@
  * "mnemonic operands" in one text arena; bytes capstone cannot decode
  * become "(bad)".  Details (operands, groups) are off: only the text is
  * needed, and decoding without them is several times faster.
+ *
+ * capstone is opened with dlopen() here, when a simulation is written,
+ * rather than linked into kscope: its decoder tables carry some 80,000
+ * pointers that the dynamic loader would relocate at every start of
+ * every kscope command, about 2 ms, which is most of what `kscope op`
+ * adds to a short program's run.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,21 +59,82 @@ static int text_add(struct sim *s, const char *a, size_t na, const char *b, size
 	return 0;
 }
 
+#define KS_STR_(x) #x
+#define KS_STR(x) KS_STR_(x)
+/* The name of the capstone the headers describe (its soname carries the
+ * API's major version). */
+#define CAPSTONE_SONAME "libcapstone.so." KS_STR(CS_API_MAJOR)
+
+/* The capstone functions kscope calls. */
+struct capstone {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*close)(csh *);
+	cs_err (*option)(csh, cs_opt_type, size_t);
+	const char *(*strerror)(cs_err);
+	cs_insn *(*malloc)(csh);
+	void (*free)(cs_insn *, size_t);
+	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+};
+
+/* Loads capstone the first time (it stays loaded; the deliverables are
+ * written by one thread) and points *out at its functions.  0, or -ENOENT
+ * with err set when it cannot. */
+static int capstone_load(const struct capstone **out, struct ks_err *err)
+{
+	static struct capstone loaded;
+	static void *lib;
+	const char *why;
+
+	if (!lib) {
+		lib = dlopen(CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
+		if (!lib) {
+			why = dlerror();
+			return ks_err_set(err, -ENOENT,
+					  "cannot load capstone (%s), which kscope disassembles "
+					  "with: %s; install it (scripts/install-deps.sh)",
+					  CAPSTONE_SONAME, why ? why : "not found");
+		}
+		/* The casts go through void * as POSIX's dlsym() wants. */
+		*(void **)&loaded.open = dlsym(lib, "cs_open");
+		*(void **)&loaded.close = dlsym(lib, "cs_close");
+		*(void **)&loaded.option = dlsym(lib, "cs_option");
+		*(void **)&loaded.strerror = dlsym(lib, "cs_strerror");
+		*(void **)&loaded.malloc = dlsym(lib, "cs_malloc");
+		*(void **)&loaded.free = dlsym(lib, "cs_free");
+		*(void **)&loaded.disasm_iter = dlsym(lib, "cs_disasm_iter");
+		if (!loaded.open || !loaded.close || !loaded.option || !loaded.strerror ||
+		    !loaded.malloc || !loaded.free || !loaded.disasm_iter) {
+			dlclose(lib);
+			lib = NULL;
+			return ks_err_set(err, -ENOENT,
+					  "%s lacks a function kscope needs (cs_open, cs_close, "
+					  "cs_option, cs_strerror, cs_malloc, cs_free, "
+					  "cs_disasm_iter)", CAPSTONE_SONAME);
+		}
+	}
+	*out = &loaded;
+	return 0;
+}
+
 int sim_disasm(struct sim *s, struct ks_err *err)
 {
+	const struct capstone *cs = NULL;
 	csh h;
 	cs_insn *insn;
-	cs_err ce = cs_open(CS_ARCH_X86, CS_MODE_64, &h);
-	int rc = 0;
+	cs_err ce;
+	int rc = capstone_load(&cs, err);
 
+	if (rc)
+		return rc;
+	ce = cs->open(CS_ARCH_X86, CS_MODE_64, &h);
 	if (ce != CS_ERR_OK)
 		return ks_err_set(err, -EINVAL, "capstone cannot disassemble x86-64: %s",
-				  cs_strerror(ce));
-	cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_INTEL);
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_OFF);
-	insn = cs_malloc(h);
+				  cs->strerror(ce));
+	cs->option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_INTEL);
+	cs->option(h, CS_OPT_DETAIL, CS_OPT_OFF);
+	insn = cs->malloc(h);
 	if (!insn) {
-		cs_close(&h);
+		cs->close(&h);
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->nins && !rc; i++) {
@@ -75,7 +143,7 @@ int sim_disasm(struct sim *s, struct ks_err *err)
 		size_t size = in->len < sizeof(in->bytes) ? in->len : sizeof(in->bytes);
 		uint64_t addr = in->addr;
 
-		if (cs_disasm_iter(h, &code, &size, &addr, insn)) {
+		if (cs->disasm_iter(h, &code, &size, &addr, insn)) {
 			size_t nm = strlen(insn->mnemonic);
 
 			rc = text_add(s, insn->mnemonic, nm, insn->op_str, strlen(insn->op_str),
@@ -86,8 +154,8 @@ int sim_disasm(struct sim *s, struct ks_err *err)
 			in->mnem_len = 5;
 		}
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	cs->free(insn, 1);
+	cs->close(&h);
 	if (rc)
 		return ks_err_set(err, rc, "out of memory");
 	return 0;
