@@ -8,8 +8,11 @@
  * A captured launch runs a fresh kernel object made from the program by
  * name, with the arguments the program had set, so the program's own
  * kernel object (and the arguments it may set next) is never touched.
- * The program's buffers, queues and our kernels are retained while the
- * replay lives.
+ * It runs on a queue of our own, in order and with profiling, on the
+ * context and device of the program's queue, so the program's queues
+ * need no profiling (and launches kscope does not collect pay nothing
+ * for it).  The program's buffers, queues and our kernels and queues are
+ * retained while the replay lives.
  *
  * Backups are device-side copies (clEnqueueCopyBuffer into buffers of our
  * own): they work whatever host access the program's buffer allows
@@ -40,7 +43,8 @@
 struct rlaunch {
 	struct ks_oprt_name *nm;
 	uint64_t index;
-	cl_command_queue q;               /* retained */
+	cl_command_queue q;               /* the program's (retained) */
+	cl_command_queue rq;              /* ours, runs the replay (retained) */
 	cl_context ctx;
 	cl_device_id dev;
 	bool out_of_order, profiling_by_program;
@@ -78,6 +82,41 @@ struct rep {
 /* The program's own launch                                            */
 /* ------------------------------------------------------------------ */
 
+/* A queue of our own on ctx and dev: in order, with profiling. */
+static cl_command_queue own_queue(cl_context ctx, cl_device_id dev, cl_int *e)
+{
+	if (R.clCreateCommandQueue)
+		return R.clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, e);
+	if (R.clCreateCommandQueueWithProperties) {
+		const cl_queue_properties props[] = { CL_QUEUE_PROPERTIES,
+						      CL_QUEUE_PROFILING_ENABLE, 0 };
+
+		return R.clCreateCommandQueueWithProperties(ctx, dev, props, e);
+	}
+	*e = CL_INVALID_OPERATION;
+	return NULL;
+}
+
+/* Whether q was made with profiling. */
+static bool queue_profiles(cl_command_queue q)
+{
+	cl_command_queue_properties p = 0;
+
+	return R.clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(p), &p, NULL) ==
+		       CL_SUCCESS &&
+	       (p & CL_QUEUE_PROFILING_ENABLE);
+}
+
+/* The context and device of queue q. */
+static cl_int queue_where(cl_command_queue q, cl_context *ctx, cl_device_id *dev)
+{
+	cl_int e = R.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(*ctx), ctx, NULL);
+
+	if (e == CL_SUCCESS)
+		e = R.clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(*dev), dev, NULL);
+	return e;
+}
+
 /* END - START of ev. */
 static cl_int event_times(cl_event ev, cl_ulong *start, cl_ulong *end)
 {
@@ -94,16 +133,37 @@ int ks_ocl_launch_original(void *launch, bool timed, uint64_t *ns, bool *have_ns
 {
 	const struct ks_ocl_launch *o = launch;
 	cl_event own = NULL, *evp = o->ev ? o->ev : &own;
+	cl_command_queue q = o->q, ours = NULL;
+	cl_context ctx;
+	cl_device_id dev;
 	cl_ulong s, e;
 	cl_int r;
 
 	*have_ns = false;
 	*ns = 0;
+	/* Timed on the program's queue when it profiles.  Otherwise, when the
+	 * program asked for no event (which would name the queue), on a
+	 * profiling queue of ours: every queue of the program is drained and
+	 * the launch is waited for, so the order the program sees is the
+	 * same.  Otherwise it is not timed. */
+	if (timed && !queue_profiles(o->q)) {
+		if (o->ev || queue_where(o->q, &ctx, &dev) != CL_SUCCESS ||
+		    !(ours = own_queue(ctx, dev, &r)))
+			timed = false;
+		else
+			q = ours;
+	}
 	if (!timed)
 		return R.clEnqueueNDRangeKernel(o->q, o->k, o->dim, o->offset, o->global, o->local,
 						o->nev, o->evs, o->ev);
-	r = R.clEnqueueNDRangeKernel(o->q, o->k, o->dim, o->offset, o->global, o->local, o->nev,
+	r = R.clEnqueueNDRangeKernel(q, o->k, o->dim, o->offset, o->global, o->local, o->nev,
 				     o->evs, evp);
+	if (r != CL_SUCCESS && ours) {
+		/* As the program's own queue would have said. */
+		R.clReleaseCommandQueue(ours);
+		return R.clEnqueueNDRangeKernel(o->q, o->k, o->dim, o->offset, o->global,
+						o->local, o->nev, o->evs, o->ev);
+	}
 	if (r != CL_SUCCESS)
 		return r;
 	if (R.clWaitForEvents(1, evp) == CL_SUCCESS && event_times(*evp, &s, &e) == CL_SUCCESS &&
@@ -113,6 +173,8 @@ int ks_ocl_launch_original(void *launch, bool timed, uint64_t *ns, bool *have_ns
 	}
 	if (own)
 		R.clReleaseEvent(own);
+	if (ours)
+		R.clReleaseCommandQueue(ours);
 	return r;
 }
 
@@ -327,16 +389,6 @@ static int flush_on(cl_command_queue q, cl_context ctx, cl_device_id dev, uint64
 	return 0;
 }
 
-/* The context and device of queue q. */
-static cl_int queue_where(cl_command_queue q, cl_context *ctx, cl_device_id *dev)
-{
-	cl_int e = R.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(*ctx), ctx, NULL);
-
-	if (e == CL_SUCCESS)
-		e = R.clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(*dev), dev, NULL);
-	return e;
-}
-
 int ks_ocl_flush(void *launch, uint64_t *bytes, struct ks_err *err)
 {
 	const struct ks_ocl_launch *o = launch;
@@ -369,6 +421,8 @@ static void rlaunch_free(struct rlaunch *L)
 		R.clReleaseKernel(L->k);
 	if (L->q)
 		R.clReleaseCommandQueue(L->q);
+	if (L->rq)
+		R.clReleaseCommandQueue(L->rq);
 	if (L->ev)
 		R.clReleaseEvent(L->ev);
 	for (cl_uint i = 0; L->args && i < L->nargs; i++)
@@ -651,6 +705,13 @@ int ks_ocl_rep_add(void *rep, void *launch, uint64_t index, struct ks_err *err)
 	L->q = o->q;
 	r->nl++;                          /* from here, rep_free cleans up L */
 
+	/* Our queue: the one of an earlier launch from the same queue. */
+	for (size_t i = 0; i + 1 < r->nl && !L->rq; i++)
+		if (r->l[i].q == L->q && R.clRetainCommandQueue(r->l[i].rq) == CL_SUCCESS)
+			L->rq = r->l[i].rq;
+	if (!L->rq && !(L->rq = own_queue(L->ctx, L->dev, &e)))
+		return ks_ocl_err(err, "clCreateCommandQueue (the replay's queue)", e);
+
 	/* The fresh kernel and its arguments. */
 	L->k = R.clCreateKernel(L->prog, L->nm->name, &e);
 	if (!L->k)
@@ -912,7 +973,7 @@ int ks_ocl_rep_run(void *rep, uint64_t *start_ns, uint64_t *dur_ns, struct ks_er
 			e = CL_OUT_OF_RESOURCES;   /* the test hook (oprt_main.c) */
 			break;
 		}
-		e = R.clEnqueueNDRangeKernel(L->q, L->k, L->dim, L->has_offset ? L->offset : NULL,
+		e = R.clEnqueueNDRangeKernel(L->rq, L->k, L->dim, L->has_offset ? L->offset : NULL,
 					     L->global, L->has_local ? L->local : NULL, nwait, wait,
 					     &L->ev);
 		if (e != CL_SUCCESS) {
@@ -920,7 +981,7 @@ int ks_ocl_rep_run(void *rep, uint64_t *start_ns, uint64_t *dur_ns, struct ks_er
 			break;
 		}
 		if (gate)
-			R.clFlush(L->q);
+			R.clFlush(L->rq);
 	}
 	if (gate) {
 		/* Opened even after a failure, so what was enqueued can finish. */

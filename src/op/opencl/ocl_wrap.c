@@ -12,9 +12,12 @@
  *                       kernels: name, program, and the arguments as last
  *                       set, for the kernels kscope may replay
  *   clCreateCommandQueue, clCreateCommandQueueWithProperties
- *                       queues, with profiling turned on (replays and the
- *                       program's own launch are timed from events); the
- *                       record remembers whether the program asked for it
+ *                       queues: their context, device and properties; in
+ *                       application replay, with profiling turned on (the
+ *                       program's own launch is timed from its event), and
+ *                       the record remembers whether the program asked for
+ *                       it.  Otherwise left as the program made them: the
+ *                       replays run on queues of kscope's own.
  *   clEnqueueNDRangeKernel
  *                       the launch: the filters decide, kscope answers
  *   clFinish, clRelease{MemObject,Kernel,Program,CommandQueue}
@@ -414,6 +417,7 @@ cl_command_queue CL_API_CALL clCreateCommandQueue(cl_context context, cl_device_
 						  cl_command_queue_properties properties,
 						  cl_int *errcode_ret)
 {
+	cl_command_queue_properties add;
 	cl_command_queue q;
 
 	ks_ocl_resolve();
@@ -421,9 +425,9 @@ cl_command_queue CL_API_CALL clCreateCommandQueue(cl_context context, cl_device_
 		return missing(errcode_ret);
 	if (!ks_ocl_on())
 		return R.clCreateCommandQueue(context, device, properties, errcode_ret);
-	q = R.clCreateCommandQueue(context, device, properties | CL_QUEUE_PROFILING_ENABLE,
-				   errcode_ret);
-	if (!q && !(properties & CL_QUEUE_PROFILING_ENABLE))
+	add = ks_oprt_profile_program_queues() ? CL_QUEUE_PROFILING_ENABLE : 0;
+	q = R.clCreateCommandQueue(context, device, properties | add, errcode_ret);
+	if (!q && (add & ~properties))
 		/* A device that cannot profile: the program's queue as asked. */
 		q = R.clCreateCommandQueue(context, device, properties, errcode_ret);
 	if (q) {
@@ -456,7 +460,7 @@ cl_command_queue CL_API_CALL clCreateCommandQueueWithProperties(
 		}
 	/* Queues on the device are not the program's host-side queues:
 	 * left as they are. */
-	if (!(asked & CL_QUEUE_ON_DEVICE)) {
+	if (!(asked & CL_QUEUE_ON_DEVICE) && ks_oprt_profile_program_queues()) {
 		props = malloc((n + 3) * sizeof(*props));
 		if (props) {
 			if (n)

@@ -183,10 +183,11 @@ struct ks_oprt_backend {
 	/* Streams through a buffer larger than the caches of launch's
 	 * device and of the host; *bytes: its size. */
 	int (*flush)(void *launch, uint64_t *bytes, struct ks_err *err);
-	/* The program's own launch.  With timed, it gets an event if the
-	 * program passed none, is waited for, and *ns (when *have_ns) is its
-	 * END - START.  Returns the runtime's status, which is the program's
-	 * to see. */
+	/* The program's own launch.  With timed (only after quiesce()), it
+	 * is waited for, and *ns (when *have_ns) is its END - START; the
+	 * backend may run it on a queue of its own when the program's queue
+	 * does not profile and the program asked for no event.  Returns the
+	 * runtime's status, which is the program's to see. */
 	int (*launch_original)(void *launch, bool timed, uint64_t *ns, bool *have_ns);
 	/* The name of a status launch_original() returned ("CL_SUCCESS"). */
 	const char *(*status_name)(int status);
@@ -203,8 +204,10 @@ struct ks_oprt_backend {
 	/* Writes slot back into the buffers (no-op for those not backed up). */
 	int (*rep_restore)(void *rep, int slot, struct ks_err *err);
 	int (*rep_flush)(void *rep, uint64_t *bytes, struct ks_err *err);
-	/* Runs rep's launches in order and waits: *start_ns is the first
-	 * launch's START, *dur_ns the last END minus that (device clock). */
+	/* Runs rep's launches in order, on a queue of the backend's own with
+	 * profiling (one per queue of the program the launches came from),
+	 * and waits: *start_ns is the first launch's START, *dur_ns the last
+	 * END minus that (device clock). */
 	int (*rep_run)(void *rep, uint64_t *start_ns, uint64_t *dur_ns, struct ks_err *err);
 	/* Sets each backed-up buffer's bytes_written: the bytes that now
 	 * differ from slot. */
@@ -241,6 +244,14 @@ static inline bool ks_oprt_active(void)
  * should only forward. */
 bool ks_oprt_shared_lock(void);
 void ks_oprt_shared_unlock(void);
+
+/* Whether the program's command queues must have profiling turned on:
+ * in application replay, where what is measured is the program's own
+ * launch, on its own queue.  Kernel and range replay run their passes on
+ * a queue of the backend's own and leave the program's queues as the
+ * program made them, so that launches kscope does not collect cost what
+ * they cost without it. */
+bool ks_oprt_profile_program_queues(void);
 
 /* Sends `<backend name> platform=P device=D driver=V` once per process. */
 void ks_oprt_runtime_used(const char *platform, const char *device, const char *driver);

@@ -81,6 +81,11 @@ bool ks_oprt_test_fail_replay(const char *kernel)
 	return ks_oprt.fail_replay && strcmp(ks_oprt.fail_replay, kernel) == 0;
 }
 
+bool ks_oprt_profile_program_queues(void)
+{
+	return ks_oprt.cfg.mode == KS_OPRT_MODE_APPLICATION;
+}
+
 void ks_oprt_runtime_used(const char *platform, const char *device, const char *driver)
 {
 	struct ks_op_msg *m;

@@ -16,6 +16,9 @@
  *                     launches: "setup", then "step" three times
  *   rt_prog userevent a launch waiting for a user event that the program
  *                     sets after the launch returns, then one more
+ *   rt_prog queues    two queues made without profiling, one with each
+ *                     creation call: prints whether each profiles, then
+ *                     launches axpy once on each
  *   rt_prog fork      forks a child that exits at once, then runs basic
  *   rt_prog nocl      prints a line and never uses OpenCL
  */
@@ -269,6 +272,64 @@ static int run_basic(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* queues                                                              */
+/* ------------------------------------------------------------------ */
+
+static int run_queues(void)
+{
+	static float x[N], y[N], ry[N];
+	const cl_uint n = N;
+	const size_t gn = N;
+	struct cl c;
+	cl_command_queue q[2];
+	cl_kernel axpy;
+	cl_mem dx, dy;
+	cl_int e;
+	float a = 0.25f;
+	int ok;
+
+	for (size_t i = 0; i < N; i++) {
+		x[i] = (float)(i % 3);
+		y[i] = ry[i] = (float)(i % 4);
+	}
+	cl_setup(&c);
+	q[0] = clCreateCommandQueue(c.ctx, c.dev, 0, &e);
+	if (!q[0])
+		die("clCreateCommandQueue", e);
+	q[1] = clCreateCommandQueueWithProperties(c.ctx, c.dev, NULL, &e);
+	if (!q[1])
+		die("clCreateCommandQueueWithProperties", e);
+	axpy = kernel(&c, "axpy");
+	dx = buffer(&c, CL_MEM_READ_ONLY, sizeof(x), x);
+	dy = buffer(&c, CL_MEM_READ_WRITE, sizeof(y), y);
+	CHECK(clSetKernelArg(axpy, 0, sizeof(cl_mem), &dy));
+	CHECK(clSetKernelArg(axpy, 1, sizeof(cl_mem), &dx));
+	CHECK(clSetKernelArg(axpy, 2, sizeof(float), &a));
+	CHECK(clSetKernelArg(axpy, 3, sizeof(cl_uint), &n));
+	for (int i = 0; i < 2; i++) {
+		cl_command_queue_properties props = 0;
+
+		CHECK(clGetCommandQueueInfo(q[i], CL_QUEUE_PROPERTIES, sizeof(props), &props,
+					    NULL));
+		printf("queue %d profiling: %s\n", i,
+		       props & CL_QUEUE_PROFILING_ENABLE ? "on" : "off");
+		CHECK(clEnqueueNDRangeKernel(q[i], axpy, 1, NULL, &gn, NULL, 0, NULL, NULL));
+		CHECK(clFinish(q[i]));
+		ref_axpy(ry, x, a, N);
+	}
+	CHECK(clEnqueueReadBuffer(q[0], dy, CL_TRUE, 0, sizeof(y), y, 0, NULL, NULL));
+	ok = report("queues y", y, ry, N);
+	CHECK(clReleaseMemObject(dx));
+	CHECK(clReleaseMemObject(dy));
+	CHECK(clReleaseKernel(axpy));
+	CHECK(clReleaseProgram(c.prog));
+	CHECK(clReleaseCommandQueue(q[0]));
+	CHECK(clReleaseCommandQueue(q[1]));
+	CHECK(clReleaseContext(c.ctx));
+	return ok;
+}
+
+/* ------------------------------------------------------------------ */
 /* threads                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -483,8 +544,10 @@ int main(int argc, char **argv)
 		ok = run_range();
 	else if (strcmp(mode, "userevent") == 0)
 		ok = run_userevent();
+	else if (strcmp(mode, "queues") == 0)
+		ok = run_queues();
 	else {
-		fprintf(stderr, "usage: rt_prog basic|threads|range|userevent|fork|nocl\n");
+		fprintf(stderr, "usage: rt_prog basic|threads|range|userevent|queues|fork|nocl\n");
 		return 2;
 	}
 	return ok ? 0 : 1;

@@ -242,6 +242,13 @@ def s_kernel_all():
           "axpy x %s" % buf(m, 1))
     check(m.get("backup_bytes") == 16384 and m.get("original_ns", 0) > 0,
           "axpy backup/original %s %s" % (m.get("backup_bytes"), m.get("original_ns")))
+    # axpy_4 asks for its event on a queue without profiling: the
+    # program's launch stays on its queue, untimed.
+    c, m = check_collected(d, pid + "/axpy_4", "kernel", "kernel", 2, 3)
+    check("original_ns" in m and m["original_ns"] is None,
+          "axpy_4 original_ns %s (its event's queue does not profile)" % m.get("original_ns"))
+    check(c.get("queue") == {"out_of_order": False, "profiling_by_program": False},
+          "axpy_4 queue %s" % c.get("queue"))
     check(m.get("flush") is True and m.get("flush_bytes", 0) >= 8 << 20,
           "flush %s %s" % (m.get("flush"), m.get("flush_bytes")))
     # scale_2 runs on a sub-buffer.
@@ -259,6 +266,32 @@ def s_kernel_all():
           "blocksum out %s" % buf(m, 0))
     check(buf(m, 2).get("write_basis") == "none (__constant argument)",
           "blocksum w %s" % buf(m, 2))
+
+
+def s_queues():
+    """The program's queues keep their properties in kernel replay (the
+    replays run on queues of the library's own) and get profiling in
+    application replay; the launches are collected and timed either way."""
+    native = run_native("queues")
+    check(native[1].startswith("queue 0 profiling: off\nqueue 1 profiling: off\n"),
+          "queues natively: %r" % native[1])
+    rc, out, msgs, d = run_chan("queues", "qk", ["--config", "mode=kernel",
+                                                 "--config", "warmup=1",
+                                                 "--config", "passes=2"])
+    same_output("queues", rc, out, native)
+    pid = one(of_type(msgs, "hello")[0], "pid")
+    for rel in ("axpy_0", "axpy_1"):
+        _, m = check_collected(d, "%s/%s" % (pid, rel), "kernel", "kernel", 1, 2)
+        check(m.get("original_ns", 0) > 0, "%s: original_ns %s" % (rel, m.get("original_ns")))
+    rc, out, msgs, d = run_chan("queues", "qa", ["--config", "mode=application",
+                                                 "--collect-name", "axpy"])
+    check(rc == native[0] and out == native[1].replace("profiling: off", "profiling: on"),
+          "queues in application replay: %r" % out)
+    pid = one(of_type(msgs, "hello")[0], "pid")
+    for rel in ("axpy_0", "axpy_1"):
+        _, m = check_collected(d, "%s/%s" % (pid, rel), "kernel", "application", 0, 1)
+        check(m.get("pass_ns") == [m.get("original_ns")] and m.get("original_ns", 0) > 0,
+              "%s: %s" % (rel, m))
 
 
 def s_filters():
