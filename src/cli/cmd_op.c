@@ -26,6 +26,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -929,79 +930,68 @@ static void reap(struct op_run *r)
 }
 
 /* Starts the program for run r->no and serves it until it is gone.
- * Returns 0, or -errno with err set when it could not be started. */
+ * Returns 0, or -errno with err set when it could not be started.
+ *
+ * posix_spawn() rather than fork() and execve(): the program starts
+ * without the kernel copying kscope's page tables first and tearing them
+ * down again at the exec, which was a good part of what kscope adds to a
+ * short run.  glibc reports a failed exec as posix_spawn()'s result. */
 static int run_program(struct op_state *st, struct op_run *r, struct ks_err *err)
 {
-	int sv[2], pipefd[2], child_errno = 0;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int sv[2], sr;
 	char **env;
-	ssize_t n;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return ks_err_set(err, -errno, "cannot make kscope op's channel: %s",
 				  strerror(errno));
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		int e = errno;
-
-		close(sv[0]);
-		close(sv[1]);
-		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
-	}
 	env = build_env(st, sv[1], r->no);
 	if (!env) {
 		close(sv[0]);
 		close(sv[1]);
-		close(pipefd[0]);
-		close(pipefd[1]);
 		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	sr = posix_spawn_file_actions_init(&fa);
+	if (sr == 0 && (sr = posix_spawnattr_init(&attr)) != 0)
+		posix_spawn_file_actions_destroy(&fa);
+	if (sr != 0) {
+		free_env(env);
+		close(sv[0]);
+		close(sv[1]);
+		return ks_err_set(err, -sr, "cannot start the program: %s", strerror(sr));
+	}
+	/* The program gets kscope's original signal mask; the further runs
+	 * of application replay get /dev/null for their standard streams. */
+	posix_spawnattr_setsigmask(&attr, &st->oldmask);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	if (r->no > 0 &&
+	    ((sr = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0)) != 0 ||
+	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 1)) != 0 ||
+	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 2)) != 0))
+		goto spawned;
+	/* The program's end of the channel stays open across the exec
+	 * (kscope has no other thread that could start a program meanwhile). */
+	if (fcntl(sv[1], F_SETFD, 0) != 0) {
+		sr = errno;
+		goto spawned;
 	}
 	fflush(stdout);
 	fflush(stderr);
-	r->pid = fork();
-	if (r->pid == 0) {
-		int e;
-
-		/* The program gets kscope's original signal mask. */
-		sigprocmask(SIG_SETMASK, &st->oldmask, NULL);
-		if (r->no > 0) {
-			int fd = open("/dev/null", O_RDWR);
-
-			if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-				_exit(127);
-			if (fd > 2)
-				close(fd);
-		}
-		/* Its end of the channel stays open across exec. */
-		if (fcntl(sv[1], F_SETFD, 0) != 0)
-			_exit(127);
-		execve(st->prog, st->argv, env);
-		e = errno;
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
+	sr = posix_spawn(&r->pid, st->prog, &fa, &attr, st->argv, env);
+spawned:
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
 	free_env(env);
 	close(sv[1]);
-	close(pipefd[1]);
-	if (r->pid < 0) {
-		int e = errno;
-
+	if (sr != 0) {
 		close(sv[0]);
-		close(pipefd[0]);
-		return ks_err_set(err, -e, "cannot start the program: %s", strerror(e));
+		r->reaped = true;
+		return ks_err_set(err, -sr, "cannot run '%s': %s", st->prog, strerror(sr));
 	}
-	n = read(pipefd[0], &child_errno, sizeof(child_errno));
-	close(pipefd[0]);
 	r->sock = sv[0];
 	if (fcntl(r->sock, F_SETFL, O_NONBLOCK) != 0)
 		ks_debug("channel: cannot make it non-blocking: %s", strerror(errno));
-	if (n == (ssize_t)sizeof(child_errno)) {
-		close_channel(r);
-		while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
-			;
-		r->reaped = true;
-		return ks_err_set(err, -child_errno, "cannot run '%s': %s", st->prog,
-				  strerror(child_errno));
-	}
 
 	/* Until the program is reaped: messages, signals, timers. */
 	while (!r->reaped) {
