@@ -10,8 +10,9 @@
 #     --kernel-name nomatch_xyz`, a filter no kernel matches, so every
 #     launch goes through kscope's runtime and none is replayed (kscope
 #     exits 1 there, having collected nothing: expected).  Wall time of
-#     the whole command from bash's clock (kscope's start-up, the program,
-#     the summary), one unmeasured run of each first (PoCL compiles the
+#     the whole command (kscope's start-up, the program, the summary),
+#     timed by bench/op/timeit.py, which starts the command itself; one
+#     unmeasured run of each first (PoCL compiles the
 #     kernels into its cache on a first run), then RUNS runs (default 51),
 #     interleaved run by run, in alternating order; printed: the ratio of
 #     the medians, and the median of each round's own ratio (kscope over
@@ -80,8 +81,6 @@ trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # ratio A B: A / B, or "-" when either is missing.
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {if (a != "" && b > 0) printf "%.3f", a / b; else print "-"}'; }
-# now_us: bash's clock, in microseconds.
-now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 
 nfail=0
 declare -A FAILED=()
@@ -106,7 +105,7 @@ last_words() {
 # to summary, with a program that never uses OpenCL); sets WALL (seconds)
 # or REASON.
 run_many() {
-	local t0 t1 rc want=0 line
+	local rc want=0 line
 	local -a cmd
 	REASON=
 	rm -rf "$work/out"
@@ -119,10 +118,10 @@ run_many() {
 	true-kscope) cmd=("$KSCOPE" op -o "$work/out" -- /bin/true)
 		want=1 ;;  # never used OpenCL
 	esac
-	t0=$(now_us)
-	"${cmd[@]}" >"$work/stdout" 2>"$work/stderr"
+	# Timed by a helper that starts the command itself (bench/op/timeit.py):
+	# bash's own fork and wait would add a few milliseconds that vary.
+	WALL=$(python3 "$ROOT/bench/op/timeit.py" "$work/stdout" "$work/stderr" "${cmd[@]}")
 	rc=$?
-	t1=$(now_us)
 	chmod -R u+w "$work/out"
 	if ((rc != want)); then
 		REASON="exit status $rc (expected $want): $(last_words)"
@@ -137,7 +136,6 @@ run_many() {
 			return
 		fi
 	fi
-	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", (b - a) / 1e6}')
 }
 
 NATIVE_SUM=
