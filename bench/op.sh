@@ -20,7 +20,8 @@
 #     speed during the run affects least, with a 95% interval for it
 #     (bootstrap over the rounds: single runs vary by 25% on a shared
 #     machine, so the interval says whether RUNS resolved the target).
-#     Target, on the median of the rounds' ratios: at most 1.02.  Also kscope's fixed cost, whatever the program does: the
+#     Target, on the median of the rounds' ratios: at most 1.02.
+#     Also kscope's fixed cost, whatever the program does: the
 #     median of `kscope op -- /bin/true` less that of /bin/true, run in
 #     the same rounds.
 # (b) Replay cost.  `kscope op --kernel-name work --warm-up 5

@@ -8,11 +8,12 @@
  * A captured launch runs a fresh kernel object made from the program by
  * name, with the arguments the program had set, so the program's own
  * kernel object (and the arguments it may set next) is never touched.
- * It runs on a queue of our own, in order and with profiling, on the
- * context and device of the program's queue, so the program's queues
- * need no profiling (and launches kscope does not collect pay nothing
- * for it).  The program's buffers, queues and our kernels and queues are
- * retained while the replay lives.
+ * It runs on the program's queue when that has profiling (where the
+ * program itself would time it), else on a queue of our own, in order and
+ * with profiling, on the same context and device, so the program's
+ * queues need no profiling (and launches kscope does not collect pay
+ * nothing for it).  The program's buffers, queues and our kernels and
+ * queues are retained while the replay lives.
  *
  * Backups are device-side copies (clEnqueueCopyBuffer into buffers of our
  * own): they work whatever host access the program's buffer allows
@@ -44,7 +45,8 @@ struct rlaunch {
 	struct ks_oprt_name *nm;
 	uint64_t index;
 	cl_command_queue q;               /* the program's (retained) */
-	cl_command_queue rq;              /* ours, runs the replay (retained) */
+	cl_command_queue rq;              /* runs the replay: q when it
+	                                     profiles, else ours (retained) */
 	cl_context ctx;
 	cl_device_id dev;
 	bool out_of_order, profiling_by_program;
@@ -705,7 +707,10 @@ int ks_ocl_rep_add(void *rep, void *launch, uint64_t index, struct ks_err *err)
 	L->q = o->q;
 	r->nl++;                          /* from here, rep_free cleans up L */
 
-	/* Our queue: the one of an earlier launch from the same queue. */
+	/* The replay's queue: the program's own when it profiles, else ours
+	 * (the one of an earlier launch from the same queue, or a new one). */
+	if (queue_profiles(L->q) && R.clRetainCommandQueue(L->q) == CL_SUCCESS)
+		L->rq = L->q;
 	for (size_t i = 0; i + 1 < r->nl && !L->rq; i++)
 		if (r->l[i].q == L->q && R.clRetainCommandQueue(r->l[i].rq) == CL_SUCCESS)
 			L->rq = r->l[i].rq;

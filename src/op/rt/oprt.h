@@ -204,10 +204,11 @@ struct ks_oprt_backend {
 	/* Writes slot back into the buffers (no-op for those not backed up). */
 	int (*rep_restore)(void *rep, int slot, struct ks_err *err);
 	int (*rep_flush)(void *rep, uint64_t *bytes, struct ks_err *err);
-	/* Runs rep's launches in order, on a queue of the backend's own with
-	 * profiling (one per queue of the program the launches came from),
-	 * and waits: *start_ns is the first launch's START, *dur_ns the last
-	 * END minus that (device clock). */
+	/* Runs rep's launches in order, on the program's queue when it
+	 * profiles, else on a queue of the backend's own with profiling (one
+	 * per queue of the program the launches came from), and waits:
+	 * *start_ns is the first launch's START, *dur_ns the last END minus
+	 * that (device clock). */
 	int (*rep_run)(void *rep, uint64_t *start_ns, uint64_t *dur_ns, struct ks_err *err);
 	/* Sets each backed-up buffer's bytes_written: the bytes that now
 	 * differ from slot. */
