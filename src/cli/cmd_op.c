@@ -970,12 +970,12 @@ static int run_program(struct op_state *st, struct op_run *r, struct ks_err *err
 	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 1)) != 0 ||
 	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 2)) != 0))
 		goto spawned;
-	/* The program's end of the channel stays open across the exec
-	 * (kscope has no other thread that could start a program meanwhile). */
-	if (fcntl(sv[1], F_SETFD, 0) != 0) {
-		sr = errno;
+	/* The program's end of the channel stays open across the exec: a
+	 * dup2 onto itself clears its close-on-exec flag in the child only
+	 * (POSIX.1-2024; glibc does so), so no other child of kscope can
+	 * inherit it. */
+	if ((sr = posix_spawn_file_actions_adddup2(&fa, sv[1], sv[1])) != 0)
 		goto spawned;
-	}
 	fflush(stdout);
 	fflush(stderr);
 	sr = posix_spawn(&r->pid, st->prog, &fa, &attr, st->argv, env);
