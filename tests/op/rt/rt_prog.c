@@ -129,6 +129,15 @@ static cl_mem buffer(struct cl *c, cl_mem_flags flags, size_t bytes, void *init)
 	return m;
 }
 
+/* Sets all four arguments of axpy (y += a * x over n elements). */
+static void axpy_args(cl_kernel k, cl_mem y, cl_mem x, float a, cl_uint n)
+{
+	CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &y));
+	CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &x));
+	CHECK(clSetKernelArg(k, 2, sizeof(float), &a));
+	CHECK(clSetKernelArg(k, 3, sizeof(cl_uint), &n));
+}
+
 static uint32_t fnv(const void *p, size_t n)
 {
 	const unsigned char *b = p;
@@ -220,10 +229,7 @@ static int run_basic(void)
 	}
 	/* The program sets the arguments it changes only: kscope must use
 	 * what was set last, in any order. */
-	CHECK(clSetKernelArg(axpy, 0, sizeof(cl_mem), &dy));
-	CHECK(clSetKernelArg(axpy, 1, sizeof(cl_mem), &dx));
-	CHECK(clSetKernelArg(axpy, 2, sizeof(float), &a));
-	CHECK(clSetKernelArg(axpy, 3, sizeof(cl_uint), &n));
+	axpy_args(axpy, dy, dx, a, n);
 	CHECK(clEnqueueNDRangeKernel(q, axpy, 1, NULL, &gn, NULL, 0, NULL, NULL));   /* 0 */
 	ref_axpy(ry, x, a, N);
 	a = 1.5f;
@@ -302,10 +308,7 @@ static int run_queues(void)
 	axpy = kernel(&c, "axpy");
 	dx = buffer(&c, CL_MEM_READ_ONLY, sizeof(x), x);
 	dy = buffer(&c, CL_MEM_READ_WRITE, sizeof(y), y);
-	CHECK(clSetKernelArg(axpy, 0, sizeof(cl_mem), &dy));
-	CHECK(clSetKernelArg(axpy, 1, sizeof(cl_mem), &dx));
-	CHECK(clSetKernelArg(axpy, 2, sizeof(float), &a));
-	CHECK(clSetKernelArg(axpy, 3, sizeof(cl_uint), &n));
+	axpy_args(axpy, dy, dx, a, n);
 	for (int i = 0; i < 2; i++) {
 		cl_command_queue_properties props = 0;
 
@@ -362,10 +365,7 @@ static void *worker_main(void *p)
 	if (!q)
 		die("clCreateCommandQueueWithProperties", e);
 	dy = buffer(w->c, CL_MEM_READ_WRITE, sizeof(w->y), w->y);
-	CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &dy));
-	CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &w->dx));
-	CHECK(clSetKernelArg(k, 2, sizeof(float), &w->a));
-	CHECK(clSetKernelArg(k, 3, sizeof(cl_uint), &n));
+	axpy_args(k, dy, w->dx, w->a, n);
 	for (int i = 0; i < THREAD_LAUNCHES; i++) {
 		CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gn, NULL, 0, NULL, NULL));
 		ref_axpy(w->ry, x, w->a, N);
@@ -439,10 +439,7 @@ static int run_range(void)
 	scale = kernel(&c, "scale");
 	dx = buffer(&c, CL_MEM_READ_ONLY, sizeof(x), x);
 	dy = buffer(&c, CL_MEM_READ_WRITE, sizeof(y), y);
-	CHECK(clSetKernelArg(axpy, 0, sizeof(cl_mem), &dy));
-	CHECK(clSetKernelArg(axpy, 1, sizeof(cl_mem), &dx));
-	CHECK(clSetKernelArg(axpy, 2, sizeof(float), &a));
-	CHECK(clSetKernelArg(axpy, 3, sizeof(cl_uint), &n));
+	axpy_args(axpy, dy, dx, a, n);
 	CHECK(clSetKernelArg(scale, 0, sizeof(cl_mem), &dy));
 	CHECK(clSetKernelArg(scale, 1, sizeof(float), &s));
 	CHECK(clSetKernelArg(scale, 2, sizeof(cl_uint), &n));
@@ -499,10 +496,7 @@ static int run_userevent(void)
 	ue = clCreateUserEvent(c.ctx, &e);
 	if (!ue)
 		die("clCreateUserEvent", e);
-	CHECK(clSetKernelArg(axpy, 0, sizeof(cl_mem), &dy));
-	CHECK(clSetKernelArg(axpy, 1, sizeof(cl_mem), &dx));
-	CHECK(clSetKernelArg(axpy, 2, sizeof(float), &a));
-	CHECK(clSetKernelArg(axpy, 3, sizeof(cl_uint), &n));
+	axpy_args(axpy, dy, dx, a, n);
 	CHECK(clEnqueueNDRangeKernel(q, axpy, 1, NULL, &gn, NULL, 1, &ue, NULL));
 	ref_axpy(ry, x, a, N);
 	CHECK(clSetUserEventStatus(ue, CL_COMPLETE));
