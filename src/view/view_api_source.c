@@ -151,6 +151,19 @@ static int unknown_block_id(struct kv_reqerr *e, const char *id, json_t *ids)
 		       n ? list : "none");
 }
 
+/* unknown_block_id() with the ids the objects of arr have under key. */
+static int unknown_block_in(struct kv_reqerr *e, const char *id, const json_t *arr,
+			    const char *key)
+{
+	json_t *ids = json_array();
+	int rc;
+
+	collect_ids(ids, arr, key);
+	rc = unknown_block_id(e, id, ids);
+	json_decref(ids);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Source texts and the hot-spot map                                   */
 /* ------------------------------------------------------------------ */
@@ -448,7 +461,7 @@ static int memory_graph(const struct ks_view *v, json_t *params, json_t **body,
 	const json_t *blk = NULL, *core;
 	const char *id, *show;
 	char idbuf[32];
-	json_t *out, *ids;
+	json_t *out;
 	size_t i;
 
 	if (kv_param_card(v, params, KV_DETAILS, &c, e) < 0 ||
@@ -489,14 +502,9 @@ static int memory_graph(const struct ks_view *v, json_t *params, json_t **body,
 			"advice", advice_of(core)));
 	}
 	if (id && json_array_size(out) == 0) {
-		int rc;
-
-		ids = json_array();
-		collect_ids(ids, json_object_get(blk, "core_memory_map"), "core_no");
-		rc = unknown_block_id(e, id, ids);
-		json_decref(ids);
 		json_decref(out);
-		return rc;
+		return unknown_block_in(e, id, json_object_get(blk, "core_memory_map"),
+					"core_no");
 	}
 	*body = json_pack("{s:o,s:s}", "coreMemory", out, "showAs", show);
 	return *body ? 0 : kv_fail(e, "out of memory");
@@ -545,14 +553,9 @@ static int memory_table(const struct ks_view *v, json_t *params, json_t **body,
 			"advice", advice_of(b)));
 	}
 	if (id && json_array_size(out) == 0) {
-		json_t *ids = json_array();
-		int rc;
-
-		collect_ids(ids, json_object_get(blk, "table_per_block"), "block_id");
-		rc = unknown_block_id(e, id, ids);
-		json_decref(ids);
 		json_decref(out);
-		return rc;
+		return unknown_block_in(e, id, json_object_get(blk, "table_per_block"),
+					"block_id");
 	}
 	*body = json_pack("{s:o,s:s}", "memoryTable", out, "showAs", show);
 	return *body ? 0 : kv_fail(e, "out of memory");
