@@ -567,6 +567,7 @@ static int add_sample(struct proc_ctx *pc, uint32_t thread,
 	ps->thread = thread;
 	ps->node = node;
 	ps->clock = (uint8_t)s->h.flags;
+	ps->overrun = s->overrun;
 	ps->cpu_ns = s->cpu_ns;
 	ps->minflt = s->minflt;
 	ps->majflt = s->majflt;

@@ -62,6 +62,7 @@ struct ks_psample {
 	uint32_t thread;
 	uint32_t node;         /* innermost call-path node */
 	uint8_t clock;         /* KS_RAW_CLOCK_* */
+	uint32_t overrun;      /* the sample stands for 1 + overrun timer periods */
 	uint64_t cpu_ns;       /* thread CPU time at the sample */
 	uint32_t minflt, majflt;
 	uint32_t counters;     /* index into counter_values of its first value,

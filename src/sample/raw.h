@@ -129,7 +129,10 @@ struct ks_raw_sample {
 	uint32_t minflt, majflt; /* thread page faults so far */
 	uint16_t ncounters;      /* values in counters[] (see COUNTER_INFO) */
 	uint16_t nframes;
-	uint32_t pad;
+	uint32_t overrun;        /* timer periods the kernel folded into this
+				  * signal (si_overrun): the sample stands for
+				  * 1 + overrun periods.  Written as 0 before
+				  * kscope recorded it. */
 	uint64_t data[];         /* counters[ncounters], then frames[nframes] */
 };
 

@@ -162,8 +162,14 @@ bool ks_rt_window_open(uint64_t now_ns)
 /* The handler (async-signal-safe)                                    */
 /* ------------------------------------------------------------------ */
 
-/* async-signal-safe; t->busy held */
-static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, void *uc)
+/* async-signal-safe; t->busy held.  overrun: the timer periods that
+ * expired while this signal was pending or the kernel had not yet
+ * checked the timer, as it reports them (si_overrun).  A thread that gets
+ * the CPU in slices between the kernel's ticks, or waits for a CPU with
+ * its signal pending, sees one signal for several periods; the sample
+ * then stands for all of them. */
+static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, int overrun,
+			void *uc)
 {
 	uint32_t nc = ks_rt.opts.ncounters;
 	uint32_t max = KS_RAW_ALIGN((uint32_t)(sizeof(struct ks_raw_sample) +
@@ -205,7 +211,7 @@ static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, void *u
 	n = ks_rt_unwind(t, uc, &s->data[nc], KS_RAW_MAX_FRAMES);
 	s->ncounters = (uint16_t)nc;
 	s->nframes = (uint16_t)n;
-	s->pad = 0;
+	s->overrun = overrun > 0 ? (uint32_t)overrun : 0;
 	s->h.type = KS_RAW_SAMPLE;
 	s->h.flags = (uint16_t)which;
 	s->h.size = (uint32_t)(sizeof(*s) + 8u * (nc + (uint32_t)n));
@@ -243,7 +249,7 @@ void ks_rt_on_sample(int sig, siginfo_t *si, void *uc)
 		goto out_counted;
 	}
 	if (!t->ended)
-		take_sample(t, which, now, uc);
+		take_sample(t, which, now, si->si_overrun, uc);
 	ks_rt_busy_release(t);
 out_counted:
 	ks_rt_tls.in_sample--;

@@ -32,7 +32,10 @@
 #include "outdir.h"
 #include "store_int.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
+/* The oldest version this code reads: version 1 had no samples.overrun
+ * (each sample stood for one timer period). */
+#define SCHEMA_VERSION_MIN 1
 /* PRAGMA application_id: "KSCP", so `file` and tools can tell a kscope
  * profile from any other SQLite database. */
 #define APPLICATION_ID 0x4b534350
@@ -104,7 +107,8 @@ static const char schema_tables[] =
 	"  clock     INTEGER NOT NULL,\n"
 	"  cpu_ns    INTEGER NOT NULL,\n"
 	"  minflt    INTEGER NOT NULL,\n"
-	"  majflt    INTEGER NOT NULL);\n"
+	"  majflt    INTEGER NOT NULL,\n"
+	"  overrun   INTEGER NOT NULL);\n"
 	"CREATE TABLE sample_counters(\n"
 	"  sample_id  INTEGER NOT NULL REFERENCES samples(id),\n"
 	"  counter_id INTEGER NOT NULL REFERENCES counter_names(id),\n"
@@ -169,7 +173,7 @@ static const char schema_views[] =
 	"        JOIN stacks s ON s.id = path.node_id\n"
 	"        WHERE s.parent_id IS NOT NULL),\n"
 	"    per_stack(stack_id, n) AS (\n"
-	"      SELECT stack_id, COUNT(*) FROM samples\n"
+	"      SELECT stack_id, SUM(1 + overrun) FROM samples\n"
 	"        WHERE stack_id IS NOT NULL GROUP BY stack_id),\n"
 	"    on_path(stack_id, function, module) AS (\n"
 	"      SELECT DISTINCT path.stack_id, f.function, f.module FROM path\n"
@@ -493,7 +497,7 @@ static int write_samples(struct writer *w, const struct ks_profile *p)
 	int rc;
 
 	if ((rc = w_prepare(w, "INSERT INTO samples VALUES "
-			    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &st)) ||
+			    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &st)) ||
 	    (rc = w_prepare(w, "INSERT INTO sample_counters VALUES (?1, ?2, ?3)",
 			    &sc)))
 		goto out;
@@ -508,6 +512,7 @@ static int write_samples(struct writer *w, const struct ks_profile *p)
 		sqlite3_bind_int64(st, 6, u64(s->cpu_ns));
 		sqlite3_bind_int64(st, 7, s->minflt);
 		sqlite3_bind_int64(st, 8, s->majflt);
+		sqlite3_bind_int64(st, 9, s->overrun);
 		if ((rc = w_step(w, st, "samples")))
 			goto out;
 		if (s->counters == KS_NONE)
@@ -658,10 +663,10 @@ int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *
 			 "PRAGMA temp_store=MEMORY;"
 			 "PRAGMA cache_size=-65536;"
 			 "PRAGMA application_id=1263747920;"
-			 "PRAGMA user_version=1;", "setting up the database")))
+			 "PRAGMA user_version=2;", "setting up the database")))
 		goto out;
 	_Static_assert(APPLICATION_ID == 1263747920, "application_id above");
-	_Static_assert(SCHEMA_VERSION == 1, "user_version above");
+	_Static_assert(SCHEMA_VERSION == 2, "user_version above");
 
 	if ((rc = w_exec(&w, "BEGIN", "starting a transaction")) ||
 	    (rc = w_exec(&w, schema_tables, "creating the tables")) ||
@@ -721,6 +726,7 @@ struct reader {
 	const char *table;     /* the table being read, for messages */
 	struct ks_err *err;
 	struct ks_profile *p;
+	int version;           /* the file's schema version */
 };
 
 static int r_prepare(struct reader *r, const char *table, const char *sql)
@@ -873,10 +879,11 @@ static int read_version(struct reader *r)
 				  r->path);
 	text = (const char *)sqlite3_column_text(r->st, 0);
 	v = text ? strtoll(text, NULL, 10) : -1;
-	if (v != SCHEMA_VERSION)
+	if (v < SCHEMA_VERSION_MIN || v > SCHEMA_VERSION)
 		return ks_err_set(r->err, -EPROTONOSUPPORT, "%s has schema version "
-				  "'%s'; this kscope reads version %d", r->path,
-				  text ? text : "NULL", SCHEMA_VERSION);
+				  "'%s'; this kscope reads versions %d to %d", r->path,
+				  text ? text : "NULL", SCHEMA_VERSION_MIN, SCHEMA_VERSION);
+	r->version = (int)v;
 	return 0;
 }
 
@@ -1060,9 +1067,16 @@ static int read_samples(struct reader *r)
 	struct ks_psample *s = NULL;
 	int rc;
 
-	if ((rc = r_prepare(r, "samples", "SELECT s.id, s.ts_ns, s.thread_id, "
+	/* Version 1 has no overrun column: each sample was one period. */
+	if ((rc = r_prepare(r, "samples", r->version >= 2 ?
+			    "SELECT s.id, s.ts_ns, s.thread_id, "
 			    "s.stack_id, s.clock, s.cpu_ns, s.minflt, s.majflt, "
-			    "c.counter_id, c.value FROM samples s "
+			    "c.counter_id, c.value, s.overrun FROM samples s "
+			    "LEFT JOIN sample_counters c ON c.sample_id = s.id "
+			    "ORDER BY s.id, c.counter_id" :
+			    "SELECT s.id, s.ts_ns, s.thread_id, "
+			    "s.stack_id, s.clock, s.cpu_ns, s.minflt, s.majflt, "
+			    "c.counter_id, c.value, 0 FROM samples s "
 			    "LEFT JOIN sample_counters c ON c.sample_id = s.id "
 			    "ORDER BY s.id, c.counter_id")))
 		return rc;
@@ -1084,7 +1098,8 @@ static int read_samples(struct reader *r)
 			    (rc = r_int(r, 4, 0, UINT8_MAX, &clk)) ||
 			    (rc = r_u64(r, 5, &s->cpu_ns)) ||
 			    (rc = r_u32(r, 6, &s->minflt)) ||
-			    (rc = r_u32(r, 7, &s->majflt)))
+			    (rc = r_u32(r, 7, &s->majflt)) ||
+			    (rc = r_u32(r, 10, &s->overrun)))
 				return rc;
 			s->clock = (uint8_t)clk;
 			s->counters = KS_NONE;

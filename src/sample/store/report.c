@@ -7,7 +7,10 @@
  * All three start from the same counts: which samples pass the filters
  * (one thread, and/or call paths through a named region), how many of
  * them end in each call-path node, and from that each node's subtree
- * total.  Functions are identified by name and module, so the many frames
+ * total.  A sample counts for the timer periods it stands for (1 + its
+ * overrun): when the kernel delivers one signal for several periods, as
+ * it does to a thread that gets the CPU late, the shares still follow the
+ * time.  Functions are identified by name and module, so the many frames
  * of one function (one per line or address) add up to one row; the
  * file:line shown for a function is its hottest one.
  */
@@ -109,9 +112,12 @@ static uint32_t tmap_get(struct tmap *m, uint32_t a, uint32_t b, uint32_t c,
 struct rctx {
 	const struct ks_profile *p;
 	const struct ks_report_opts *o;
-	uint64_t *self;        /* per node: passing samples whose innermost node it is */
-	uint64_t *total;       /* per node: passing samples in its subtree */
-	uint64_t *tsamples;    /* per thread: passing samples */
+	/* Periods: a passing sample counts 1 + its overrun.  Samples: once. */
+	uint64_t *self;        /* per node: periods of the samples that end in it */
+	uint64_t *total;       /* per node: periods of the samples in its subtree */
+	uint64_t *tperiods;    /* per thread: periods of its passing samples */
+	uint64_t *tsamples;    /* per thread: its passing samples */
+	uint64_t nperiods;     /* periods of the samples that pass the filters */
 	uint64_t nsamples;     /* samples that pass the filters */
 	uint64_t nostack;      /* of those, samples without a call path */
 	uint32_t nthreads;     /* threads with at least one passing sample */
@@ -124,6 +130,7 @@ static void ctx_free(struct rctx *c)
 {
 	free(c->self);
 	free(c->total);
+	free(c->tperiods);
 	free(c->tsamples);
 	free(c->fkey);
 	free(c->func_frame);
@@ -203,6 +210,7 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		    const struct ks_report_opts *o, struct ks_err *err)
 {
 	bool *in_region = NULL;
+	uint64_t w;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -221,8 +229,10 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		return rc;
 	c->self = calloc(p->n_nodes + 1, sizeof(*c->self));
 	c->total = calloc(p->n_nodes + 1, sizeof(*c->total));
+	c->tperiods = calloc(p->n_threads + 1, sizeof(*c->tperiods));
 	c->tsamples = calloc(p->n_threads + 1, sizeof(*c->tsamples));
-	if (!c->self || !c->total || !c->tsamples || group_functions(c) != 0) {
+	if (!c->self || !c->total || !c->tperiods || !c->tsamples ||
+	    group_functions(c) != 0) {
 		rc = ks_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -233,13 +243,17 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 			continue;
 		if (in_region && (s->node == KS_NONE || !in_region[s->node]))
 			continue;
+		/* At most 2^32 periods per sample: the sums cannot wrap. */
+		w = (uint64_t)s->overrun + 1;
 		c->nsamples++;
+		c->nperiods += w;
 		if (c->tsamples[s->thread]++ == 0)
 			c->nthreads++;
+		c->tperiods[s->thread] += w;
 		if (s->node == KS_NONE)
 			c->nostack++;
 		else
-			c->self[s->node]++;
+			c->self[s->node] += w;
 	}
 	for (size_t i = p->n_nodes; i-- > 0;) {
 		c->total[i] += c->self[i];
@@ -375,8 +389,10 @@ static void header_text(FILE *out, const struct rctx *c)
 {
 	const struct ks_profile *p = c->p;
 
-	fprintf(out, "%" PRIu64 " sample%s, %" PRIu32 " thread%s", c->nsamples,
-		c->nsamples == 1 ? "" : "s", c->nthreads, c->nthreads == 1 ? "" : "s");
+	fprintf(out, "%" PRIu64 " sample%s", c->nsamples, c->nsamples == 1 ? "" : "s");
+	if (c->nperiods != c->nsamples)
+		fprintf(out, " standing for %" PRIu64 " timer periods", c->nperiods);
+	fprintf(out, ", %" PRIu32 " thread%s", c->nthreads, c->nthreads == 1 ? "" : "s");
 	if (p->cputime_freq)
 		fprintf(out, ", CPU-time sampling at %" PRIu32 " Hz", p->cputime_freq);
 	if (p->realtime_freq)
@@ -431,6 +447,7 @@ static json_t *header_json(struct jb *b, const struct rctx *c, const char *repor
 
 	jput(b, root, "report", json_string(report));
 	jput(b, root, "samples", jint(c->nsamples));
+	jput(b, root, "periods", jint(c->nperiods));
 	jput(b, root, "threads", jint(c->nthreads));
 	jput(b, sampling, "cpu_hz", jint(p->cputime_freq));
 	jput(b, sampling, "real_hz", jint(p->realtime_freq));
@@ -598,14 +615,14 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 			frame_json(&b, r, p, c.func_frame[rows[i].func], best[rows[i].func]);
 			jput(&b, r, "self", jint(rows[i].self));
 			jput(&b, r, "total", jint(rows[i].total));
-			jput(&b, r, "self_pct", json_real(pct(rows[i].self, c.nsamples)));
-			jput(&b, r, "total_pct", json_real(pct(rows[i].total, c.nsamples)));
+			jput(&b, r, "self_pct", json_real(pct(rows[i].self, c.nperiods)));
+			jput(&b, r, "total_pct", json_real(pct(rows[i].total, c.nperiods)));
 			jappend(&b, arr, r);
 		}
 		jput(&b, root, "functions", arr);
 		rc = dump_json(out, root, &b, err);
 	} else {
-		int wn = digits(c.nsamples) < 5 ? 5 : digits(c.nsamples);
+		int wn = digits(c.nperiods) < 5 ? 5 : digits(c.nperiods);
 		int wf = 8, wl = 8;
 		char loc[4200];
 
@@ -627,7 +644,7 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 
 			location(p, best[rows[i].func], loc, sizeof(loc));
 			fprintf(out, "%6.2f %7.2f %*" PRIu64 " %*" PRIu64 "  %-*s  %-*s  %s\n",
-				pct(rows[i].self, c.nsamples), pct(rows[i].total, c.nsamples),
+				pct(rows[i].self, c.nperiods), pct(rows[i].total, c.nperiods),
 				wn, rows[i].self, wn, rows[i].total, wf,
 				str(p, f->function), wl, loc[0] ? loc : "-",
 				base_name(str(p, f->module)));
@@ -781,7 +798,7 @@ static size_t tree_shown(const struct tree *t, const uint32_t *list, size_t n)
 {
 	size_t k = 0;
 
-	while (k < n && pct(t->total[list[k]], t->c->nsamples) >= t->c->o->min_pct)
+	while (k < n && pct(t->total[list[k]], t->c->nperiods) >= t->c->o->min_pct)
 		k++;
 	return k;
 }
@@ -808,7 +825,7 @@ static void tree_label(const struct tree *t, uint32_t node, char *buf, size_t si
 static void tree_print(FILE *out, const struct tree *t, const uint32_t *list,
 		       size_t n, unsigned depth)
 {
-	uint64_t ns = t->c->nsamples, mself = 0, mtotal = 0;
+	uint64_t ns = t->c->nperiods, mself = 0, mtotal = 0;
 	size_t shown = tree_shown(t, list, n);
 	char label[8400];
 
@@ -837,7 +854,7 @@ static json_t *tree_json(struct jb *b, const struct tree *t, const uint32_t *lis
 			 size_t n, unsigned depth, json_t **more)
 {
 	const struct ks_profile *p = t->c->p;
-	uint64_t ns = t->c->nsamples, mself = 0, mtotal = 0;
+	uint64_t ns = t->c->nperiods, mself = 0, mtotal = 0;
 	size_t shown = tree_shown(t, list, n);
 	json_t *arr = json_array();
 
@@ -954,7 +971,8 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 							  : json_null());
 			jput(&b, r, "name", json_string(str(p, th->name)));
 			jput(&b, r, "samples", jint(c.tsamples[i]));
-			jput(&b, r, "share_pct", json_real(pct(c.tsamples[i], c.nsamples)));
+			jput(&b, r, "periods", jint(c.tperiods[i]));
+			jput(&b, r, "share_pct", json_real(pct(c.tperiods[i], c.nperiods)));
 			jput(&b, r, "cpu_s", json_real((double)th->cpu_ns / 1e9));
 			jput(&b, r, "wall_s", json_real(th->end > th->start ?
 				(double)(th->end - th->start) / 1e9 : 0.0));
@@ -983,7 +1001,7 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 				fprintf(out, " %5s", "-");
 			fprintf(out, "  %-*s %*" PRIu64 " %7.2f %10.3f %10.3f\n", wname,
 				name[0] ? name : "-", wn, c.tsamples[i],
-				pct(c.tsamples[i], c.nsamples), (double)th->cpu_ns / 1e9,
+				pct(c.tperiods[i], c.nperiods), (double)th->cpu_ns / 1e9,
 				th->end > th->start ? (double)(th->end - th->start) / 1e9 : 0.0);
 		}
 		rc = finish_text(out, err);

@@ -18,7 +18,10 @@
  * region_pops marks range_starts range_ends ranges_matched pauses resumes
  * mpi mpi_bytes mpi_peers rank pid forked frame_pointers chunks modules
  * exe_module bad end
- * end_status end_last rate ts_min ts_max signal_cpu signal_real dropped
+ * end_status end_last rate (CPU-time samples per CPU second)
+ * cpu_periods (the timer periods the CPU-time samples stand for, each
+ * 1 + its overrun) period_rate (cpu_periods per CPU second)
+ * ts_min ts_max signal_cpu signal_real dropped
  * counters counter_info counter_mask max_frames seq_ok cmdline_argc
  * chunks_bad max_name outside_windows (samples whose time, in seconds
  * since the process started, lies outside every -w window)
@@ -51,7 +54,7 @@ struct stats {
 	size_t bad, chunks_bad;
 	struct thread *threads;
 	size_t nthreads;
-	uint64_t samples, cpu_samples, real_samples;
+	uint64_t samples, cpu_samples, real_samples, cpu_periods;
 	double ts_min, ts_max;
 	unsigned max_frames;
 	uint64_t *range_ids, *end_ids;
@@ -154,7 +157,7 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 		if (r->flags == KS_RAW_CLOCK_REAL)
 			s->real_samples++;
 		else
-			s->cpu_samples++;
+			s->cpu_samples++, s->cpu_periods += 1 + (uint64_t)sm->overrun;
 		rel = ((double)sm->ts - (double)f->hdr->start_mono_ns) / 1e9;
 		if (s->samples == 1 || rel < s->ts_min)
 			s->ts_min = rel;
@@ -358,6 +361,8 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 	KEY("end_status", s->end_status);
 	KEY("end_last", s->end_last);
 	KEY("rate", cpu > 0 ? (double)s->cpu_samples / cpu : 0);
+	KEY("cpu_periods", s->cpu_periods);
+	KEY("period_rate", cpu > 0 ? (double)s->cpu_periods / cpu : 0);
 	KEY("ts_min", s->ts_min);
 	KEY("ts_max", s->ts_max);
 	KEY("signal_cpu", f->hdr->signal_cpu);
@@ -378,7 +383,7 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 static void print(const struct ks_raw_file *f, const struct stats *s)
 {
 	const struct ks_raw_file_header *h = f->hdr;
-	double v;
+	double v, pv;
 
 	printf("file: %s\n", f->path);
 	printf("header: pid=%d ppid=%d rank=%d flags=%#x cputime_freq=%u realtime_freq=%u "
@@ -403,10 +408,12 @@ static void print(const struct ks_raw_file *f, const struct stats *s)
 	if (s->nthreads > 20)
 		printf("  ... %zu more threads\n", s->nthreads - 20);
 	value_of(f, s, "rate", &v);
+	value_of(f, s, "period_rate", &pv);
 	printf("samples: total=%" PRIu64 " cpu=%" PRIu64 " real=%" PRIu64
-	       " rate=%.1f/cpu-s ts=[%.3f,%.3f]s max_frames=%u dropped=%" PRIu64 "\n",
-	       s->samples, s->cpu_samples, s->real_samples, v, s->ts_min, s->ts_max,
-	       s->max_frames, s->dropped);
+	       " rate=%.1f/cpu-s cpu_periods=%" PRIu64 " period_rate=%.1f/cpu-s"
+	       " ts=[%.3f,%.3f]s max_frames=%u dropped=%" PRIu64 "\n",
+	       s->samples, s->cpu_samples, s->real_samples, v, s->cpu_periods, pv,
+	       s->ts_min, s->ts_max, s->max_frames, s->dropped);
 	printf("user: region_push=%" PRIu64 " region_pop=%" PRIu64 " marks=%" PRIu64
 	       " range_start=%" PRIu64 " range_end=%" PRIu64 " matched=%" PRIu64 "\n",
 	       s->types[KS_RAW_REGION_PUSH], s->types[KS_RAW_REGION_POP], s->types[KS_RAW_MARK],

@@ -4,13 +4,13 @@
 # raw files with rawcheck, and that the programs behave the same with and
 # without it (stdout, stderr, exit status).
 #
-#   usage: test_rt.sh SCENARIO LIBKSCOPE EXAMPLES_DIR RAWCHECK SIGCHECK
+#   usage: test_rt.sh SCENARIO LIBKSCOPE EXAMPLES_DIR RAWCHECK SIGCHECK CLOCKSPIN
 #
 # Each scenario is one ctest test (sample/rt/SCENARIO); the list is in
 # tests/sample/rt/CMakeLists.txt.  Bounds on sample counts and times are
 # generous: the machine may be busy.  Exit 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
-scenario=$1 LIB=$2 EX=$3 RAWCHECK=$4 SIGCHECK=$5
+scenario=$1 LIB=$2 EX=$3 RAWCHECK=$4 SIGCHECK=$5 CLOCKSPIN=$6
 
 # Nothing from the caller's environment may change what is measured.
 for v in $(compgen -e | grep '^KSCOPE_' || true); do unset "$v"; done
@@ -123,12 +123,35 @@ cpu_split)
 	[[ ! -s $work/c.err ]] || fail "the runtime wrote to stderr"
 	f=$(one_file c)
 	expect "$f" end=exit end_status=0 end_last=1 threads=1 thread_begins=1 thread_ends=1 \
-		'rate>=150' 'rate<=450' 'samples>=200' 'modules>=3' exe_module=1 \
+		'period_rate>=150' 'period_rate<=450' 'cpu_periods>=200' 'modules>=3' exe_module=1 \
 		'max_frames>=3' seq_ok=1 bad=0 chunks_bad=0 'counters>=10' \
 		signal_cpu=$((SIGRTMIN + 4)) signal_real=0 dropped=0 cmdline_argc=2
 	[[ $(stat -c %a "$work/c/raw") == 750 ]] || fail "raw/ mode $(stat -c %a "$work/c/raw")"
 	[[ $(stat -c %a "$f") == 640 ]] || fail "raw file mode $(stat -c %a "$f")"
 	[[ $(basename "$f") =~ ^[0-9]+\.ksraw$ ]] || fail "raw file name $f"
+	;;
+starved)
+	# A program that reads its CPU clock every few milliseconds shares
+	# one CPU with three busy loops.  The kernel then checks its CPU-time
+	# timer late and folds several periods into one signal (on a 2-core
+	# VM, 40 to 60 signals per CPU second instead of 300); each sample
+	# must say how many periods it stands for, so that the periods still
+	# add up to the CPU time.
+	cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
+	taskset -pc "$cpu" $$ >/dev/null || fail "cannot pin the test to CPU $cpu"
+	loops=()
+	for _ in 1 2 3; do
+		bash -c 'while :; do :; done' &
+		loops+=($!)
+	done
+	run s -- "$CLOCKSPIN" 1
+	kill "${loops[@]}"
+	wait "${loops[@]}" 2>/dev/null
+	[[ $(status s) == 0 && $(cat "$work/s.out") == done ]] ||
+		fail "clockspin exited $(status s)"
+	f=$(one_file s)
+	expect "$f" end=exit end_status=0 threads=1 'period_rate>=150' 'period_rate<=450' \
+		'cpu_periods>=150' bad=0 dropped=0
 	;;
 threads)
 	run t -- "$EX/threads" 4 0.5

@@ -321,6 +321,7 @@ static void assert_profiles_equal(const struct ks_profile *a, const struct ks_pr
 		assert_int_equal(x->thread, y->thread);
 		assert_int_equal(x->node, y->node);
 		assert_int_equal(x->clock, y->clock);
+		assert_int_equal(x->overrun, y->overrun);
 		assert_int_equal(x->minflt, y->minflt);
 		assert_int_equal(x->majflt, y->majflt);
 		assert_int_equal(x->counters, y->counters);
@@ -557,7 +558,7 @@ static void test_round_trip(void **state)
 	/* What the documentation promises about the contents. */
 	db = open_ro(p1);
 	assert_int_equal(query_int(db, "PRAGMA application_id"), 0x4b534350);
-	assert_int_equal(query_int(db, "PRAGMA user_version"), 1);
+	assert_int_equal(query_int(db, "PRAGMA user_version"), 2);
 	{
 		char *jm = query_text(db, "PRAGMA journal_mode");
 
@@ -565,7 +566,7 @@ static void test_round_trip(void **state)
 		free(jm);
 	}
 	assert_int_equal(query_int(db, "SELECT count(*) FROM meta WHERE key = "
-				   "'schema_version' AND value = '1' AND id = 0"), 1);
+				   "'schema_version' AND value = '2' AND id = 0"), 1);
 	assert_int_equal(table_rows(db, "samples"), 80);
 	assert_int_equal(table_rows(db, "sample_counters"), 80);
 	assert_int_equal(query_int(db, "SELECT count(*) FROM samples WHERE "
@@ -744,8 +745,13 @@ static void test_damaged_databases(void **state)
 	unlink(bad);
 
 	copy_file(good, bad);
-	exec_sql(bad, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
-	expect_read_error(bad, -EPROTONOSUPPORT, "schema version '2'");
+	exec_sql(bad, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+	expect_read_error(bad, -EPROTONOSUPPORT, "schema version '3'; this kscope "
+			  "reads versions 1 to 2");
+	unlink(bad);
+	copy_file(good, bad);
+	exec_sql(bad, "UPDATE meta SET value = '0' WHERE key = 'schema_version'");
+	expect_read_error(bad, -EPROTONOSUPPORT, "schema version '0'");
 	unlink(bad);
 
 	/* Deleted samples are simply absent (sample ids need not be dense). */
@@ -1158,6 +1164,80 @@ static json_t *get(json_t *o, const char *key)
 	return v;
 }
 
+/* A sample that stands for several timer periods (the kernel folded
+ * them into one signal) counts that many times in every share, while the
+ * sample counts stay what was recorded.  The weights survive the store,
+ * and a version-1 database (no overrun column) reads as one period per
+ * sample. */
+static void test_overrun_weights(void **state)
+{
+	char *dir = ks_test_tmpdir(), p1[PATH_MAX], p2[PATH_MAX];
+	struct ks_report_opts o = opts();
+	struct ks_profile p, b;
+	struct ks_err e;
+	json_t *j, *rows;
+
+	(void)state;
+	build_basic(&p);
+	/* The last 10 samples: thread 1 in work_b, 3 periods each. */
+	for (size_t i = 70; i < 80; i++)
+		p.samples[i].overrun = 2;
+	assert_report(ks_report_threads, &p, &o,
+		"80 samples standing for 100 timer periods, 2 threads, CPU-time "
+		"sampling at 1000 Hz, 3 dropped\n"
+		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
+		"    0     1000     1000  main        40   40.00      3.500      4.000\n"
+		"    1     1001     1000  worker      40   60.00      1.250      2.000\n");
+	o.thread = 1;
+	assert_report(ks_report_flat, &p, &o,
+		"40 samples standing for 60 timer periods, 1 thread, CPU-time sampling "
+		"at 1000 Hz, 3 dropped; only thread 1 (tid 1001)\n"
+		" self%  total%  self total  function      location              module\n"
+		" 50.00   50.00    30    30  work_a        a.c:12                prog\n"
+		" 50.00   50.00    30    30  work_b        b.c:7                 prog\n"
+		"  0.00  100.00     0    60  thread_start  pthread_create.c:442  libc.so.6\n");
+	o.thread = KS_NONE;
+	j = report_json(ks_report_threads, &p, o);
+	assert_int_equal(json_integer_value(get(j, "samples")), 80);
+	assert_int_equal(json_integer_value(get(j, "periods")), 100);
+	rows = get(j, "rows");
+	assert_int_equal(json_integer_value(get(json_array_get(rows, 1), "samples")), 40);
+	assert_int_equal(json_integer_value(get(json_array_get(rows, 1), "periods")), 60);
+	json_decref(j);
+
+	snprintf(p1, sizeof(p1), "%s/w.db", dir);
+	snprintf(p2, sizeof(p2), "%s/v1.db", dir);
+	assert_int_equal(ks_store_write(&p, p1, &e), 0);
+	assert_int_equal(ks_profile_init(&b, &e), 0);
+	assert_int_equal(ks_store_read(p1, &b, &e), 0);
+	assert_profiles_equal(&p, &b);
+	ks_profile_free(&b);
+	{
+		sqlite3 *db = open_ro(p1);
+
+		/* The flat view weighs as the report does: 20 + 10 + 10x3. */
+		assert_int_equal(query_int(db, "SELECT self FROM flat WHERE "
+					   "function = 'work_b'"), 40);
+		assert_int_equal(query_int(db, "SELECT sum(overrun) FROM samples"), 20);
+		sqlite3_close(db);
+	}
+
+	copy_file(p1, p2);
+	/* Version 1's flat view counted rows; the reader uses no view. */
+	exec_sql(p2, "DROP VIEW flat; ALTER TABLE samples DROP COLUMN overrun; "
+		     "UPDATE meta SET value = '1' WHERE key = 'schema_version'; "
+		     "PRAGMA user_version = 1");
+	assert_int_equal(ks_profile_init(&b, &e), 0);
+	assert_int_equal(ks_store_read(p2, &b, &e), 0);
+	assert_int_equal(b.n_samples, 80);
+	for (size_t i = 0; i < b.n_samples; i++)
+		assert_int_equal(b.samples[i].overrun, 0);
+	ks_profile_free(&b);
+	ks_profile_free(&p);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_json(void **state)
 {
 	struct ks_report_opts o = opts();
@@ -1294,6 +1374,7 @@ int main(void)
 		cmocka_unit_test(test_recursion_counted_once),
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_overrun_weights),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_report_after_round_trip),
 		cmocka_unit_test(test_million_samples),
