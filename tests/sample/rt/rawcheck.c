@@ -19,8 +19,9 @@
  * mpi mpi_bytes mpi_peers rank pid forked frame_pointers chunks modules
  * exe_module bad end
  * end_status end_last rate (CPU-time samples per CPU second)
- * cpu_periods (the timer periods the CPU-time samples stand for, each
- * 1 + its overrun) period_rate (cpu_periods per CPU second)
+ * periods (the timer periods all samples stand for, each 1 + its overrun)
+ * cpu_periods (the same for the CPU-time samples) period_rate
+ * (cpu_periods per CPU second)
  * ts_min ts_max signal_cpu signal_real dropped
  * counters counter_info counter_mask max_frames seq_ok cmdline_argc
  * chunks_bad max_name outside_windows (samples whose time, in seconds
@@ -54,7 +55,7 @@ struct stats {
 	size_t bad, chunks_bad;
 	struct thread *threads;
 	size_t nthreads;
-	uint64_t samples, cpu_samples, real_samples, cpu_periods;
+	uint64_t samples, cpu_samples, real_samples, periods, cpu_periods;
 	double ts_min, ts_max;
 	unsigned max_frames;
 	uint64_t *range_ids, *end_ids;
@@ -154,6 +155,7 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 
 		t->samples++;
 		s->samples++;
+		s->periods += 1 + (uint64_t)sm->overrun;
 		if (r->flags == KS_RAW_CLOCK_REAL)
 			s->real_samples++;
 		else
@@ -361,6 +363,7 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 	KEY("end_status", s->end_status);
 	KEY("end_last", s->end_last);
 	KEY("rate", cpu > 0 ? (double)s->cpu_samples / cpu : 0);
+	KEY("periods", s->periods);
 	KEY("cpu_periods", s->cpu_periods);
 	KEY("period_rate", cpu > 0 ? (double)s->cpu_periods / cpu : 0);
 	KEY("ts_min", s->ts_min);
