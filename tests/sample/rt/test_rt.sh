@@ -134,19 +134,21 @@ cpu_split)
 	[[ $(basename "$f") =~ ^[0-9]+\.ksraw$ ]] || fail "raw file name $f"
 	;;
 starved)
-	# A program that reads its CPU clock every few milliseconds shares
-	# one CPU with three busy loops.  The kernel then checks its CPU-time
-	# timer late and folds several periods into one signal (on a 2-core
-	# VM, 40 to 60 signals per CPU second instead of 300); each sample
-	# must say how many periods it stands for, so that the periods still
-	# add up to the CPU time.
+	# A program that reads its CPU clock every 2.5 ms shares one CPU
+	# with three busy loops.  The kernel then checks its CPU-time timer
+	# late and folds several periods into one signal (on a 2-core VM, 10
+	# to 75 signals per CPU second instead of 300); each sample must say
+	# how many periods it stands for, so that the periods still add up
+	# to the CPU time.  The loops end by themselves after 30 s, should
+	# this script be killed before it kills them.
 	cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
 	taskset -pc "$cpu" $$ >/dev/null || fail "cannot pin the test to CPU $cpu"
 	loops=()
 	for _ in 1 2 3; do
-		bash -c 'while :; do :; done' &
+		timeout 30 bash -c 'while :; do :; done' &
 		loops+=($!)
 	done
+	trap 'kill "${loops[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 	run s -- "$CLOCKSPIN" 1
 	kill "${loops[@]}"
 	wait "${loops[@]}" 2>/dev/null
