@@ -1065,20 +1065,15 @@ static int read_samples(struct reader *r)
 	size_t nc = p->n_counter_names;
 	sqlite3_int64 prev = 0;
 	struct ks_psample *s = NULL;
+	char sql[256];
 	int rc;
 
 	/* Version 1 has no overrun column: each sample was one period. */
-	if ((rc = r_prepare(r, "samples", r->version >= 2 ?
-			    "SELECT s.id, s.ts_ns, s.thread_id, "
-			    "s.stack_id, s.clock, s.cpu_ns, s.minflt, s.majflt, "
-			    "c.counter_id, c.value, s.overrun FROM samples s "
-			    "LEFT JOIN sample_counters c ON c.sample_id = s.id "
-			    "ORDER BY s.id, c.counter_id" :
-			    "SELECT s.id, s.ts_ns, s.thread_id, "
-			    "s.stack_id, s.clock, s.cpu_ns, s.minflt, s.majflt, "
-			    "c.counter_id, c.value, 0 FROM samples s "
-			    "LEFT JOIN sample_counters c ON c.sample_id = s.id "
-			    "ORDER BY s.id, c.counter_id")))
+	snprintf(sql, sizeof(sql), "SELECT s.id, s.ts_ns, s.thread_id, s.stack_id, "
+		 "s.clock, s.cpu_ns, s.minflt, s.majflt, c.counter_id, c.value, %s "
+		 "FROM samples s LEFT JOIN sample_counters c ON c.sample_id = s.id "
+		 "ORDER BY s.id, c.counter_id", r->version >= 2 ? "s.overrun" : "0");
+	if ((rc = r_prepare(r, "samples", sql)))
 		return rc;
 	while ((rc = r_step(r)) == 1) {
 		sqlite3_int64 id = sqlite3_column_int64(r->st, 0);

@@ -152,14 +152,17 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 	}
 	case KS_RAW_SAMPLE: {
 		const struct ks_raw_sample *sm = (const void *)r;
+		uint64_t periods = 1 + (uint64_t)sm->overrun;
 
 		t->samples++;
 		s->samples++;
-		s->periods += 1 + (uint64_t)sm->overrun;
-		if (r->flags == KS_RAW_CLOCK_REAL)
+		s->periods += periods;
+		if (r->flags == KS_RAW_CLOCK_REAL) {
 			s->real_samples++;
-		else
-			s->cpu_samples++, s->cpu_periods += 1 + (uint64_t)sm->overrun;
+		} else {
+			s->cpu_samples++;
+			s->cpu_periods += periods;
+		}
 		rel = ((double)sm->ts - (double)f->hdr->start_mono_ns) / 1e9;
 		if (s->samples == 1 || rel < s->ts_min)
 			s->ts_min = rel;
