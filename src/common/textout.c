@@ -3,9 +3,11 @@
  * deliverables (textout.h).
  */
 #include "textout.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,38 +133,13 @@ void ks_text_i64(struct ks_text *t, int64_t v)
 /* JSON                                                                */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at u (1 to 4), or 0 when the byte
- * at u does not start one (overlong forms, surrogates and code points
- * above U+10FFFF are invalid, as RFC 3629 has it). */
-static size_t utf8_len(const unsigned char *u)
-{
-	unsigned c = u[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (u[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-
-		return u[1] >= lo && u[1] <= hi && (u[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-
-		return u[1] >= lo && u[1] <= hi && (u[2] & 0xc0) == 0x80 &&
-		       (u[3] & 0xc0) == 0x80 ? 4 : 0;
-	}
-	return 0;
-}
-
 void ks_text_json_str(struct ks_text *t, const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s, *run = u;
 
 	ks_text_put(t, "\"", 1);
 	while (*u) {
-		size_t n = utf8_len(u);
+		size_t n = ks_utf8_len(u, SIZE_MAX);
 		const char *esc = NULL;
 		char hex[8];
 

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "mtreport.h"
+#include "utf8.h"
 
 #define MTR_NONE UINT32_MAX /* an absent index */
 #define MTR_TOP_TEXT 20     /* rows per table in report.txt; report.json has all */
@@ -339,9 +340,6 @@ static inline void ks_mtr_puts(struct ks_mtr_out *o, const char *s)
 void ks_mtr_printf(struct ks_mtr_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void ks_mtr_flush(struct ks_mtr_out *o);
-/* The length of the valid UTF-8 sequence starting at p (1 for ASCII),
- * or 0 if none starts there. */
-size_t ks_mtr_utf8_seq(const char *p);
 /* Writes s with control characters as \xNN (text report). */
 void ks_mtr_put_text(struct ks_mtr_out *o, const char *s);
 

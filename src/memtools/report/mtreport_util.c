@@ -400,37 +400,6 @@ void ks_mtr_jw_put(struct ks_mtr_jw *w, const char *key, json_t *v)
 	json_decref(v);
 }
 
-size_t ks_mtr_utf8_seq(const char *p)
-{
-	const unsigned char *s = (const unsigned char *)p;
-	size_t n;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0; /* also stops at the NUL */
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0; /* overlong, out of range, or a surrogate */
-	return n;
-}
-
 /* A JSON string the way jansson dumps one (quote, backslash and control
  * characters escaped, UTF-8 as is), written directly: jansson escapes
  * only values it owns, and a json_t per string would be an allocation
@@ -450,7 +419,7 @@ static void jw_string(struct ks_mtr_out *o, const char *s)
 		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\')
 			continue;
 		if (c >= 0x80) {
-			size_t n = ks_mtr_utf8_seq(s);
+			size_t n = ks_utf8_len((const unsigned char *)s, SIZE_MAX);
 
 			if (n) {
 				s += n - 1;

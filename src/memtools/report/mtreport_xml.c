@@ -44,7 +44,7 @@ static void xml_text(struct ks_mtr_out *o, const char *s)
 		    c != '\'')
 			continue; /* the common case */
 		if (c >= 0x80) {
-			size_t n = ks_mtr_utf8_seq(s);
+			size_t n = ks_utf8_len((const unsigned char *)s, SIZE_MAX);
 
 			if (n && !(n == 3 && c == 0xef && (unsigned char)s[1] == 0xbf &&
 				   (unsigned char)s[2] >= 0xbe)) {

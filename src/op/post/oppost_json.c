@@ -8,7 +8,7 @@
  *
  * Built with jansson.  Strings from the raw files may hold bytes that are
  * not UTF-8 (a device name), which jansson refuses, so they go through
- * jstr(); unknown numbers become null, never 0.
+ * ks_json_text(); unknown numbers become null, never 0.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,30 +18,12 @@
 
 #include <kscope/vizbin.h>
 
+#include "jsontext.h"
 #include "oppost_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Values                                                              */
 /* ------------------------------------------------------------------ */
-
-/* A JSON string of s; bytes jansson refuses (not UTF-8) become '?'. */
-static json_t *jstr(const char *s)
-{
-	json_t *j = json_string(s);
-	char *copy;
-
-	if (j)
-		return j;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
 
 /* v rounded to prec decimals, or null when unknown. */
 static json_t *jnum(double v, int prec)
@@ -109,7 +91,7 @@ static json_t *meta_event(const char *what, long long pid, int tid, const char *
 	put(e, "ph", json_string("M"), bad);
 	put(e, "pid", json_integer(pid), bad);
 	put(e, "tid", json_integer(tid), bad);
-	put(args, "name", jstr(name), bad);
+	put(args, "name", ks_json_text(name), bad);
 	put(e, "args", args, bad);
 	return e;
 }
@@ -162,7 +144,7 @@ int ks_oppost_write_trace(struct ks_rundir *rd, const struct op_launch *l,
 		}
 		snprintf(name, sizeof(name), "%s %s %d", l->name,
 			 p->warmup ? "warm-up" : "pass", p->number);
-		put(e, "name", jstr(name), &bad);
+		put(e, "name", ks_json_text(name), &bad);
 		put(e, "cat", json_string(p->warmup ? "warmup" : "measured"), &bad);
 		put(e, "ph", json_string("X"), &bad);
 		/* Application runs are separate processes: each on its own
@@ -179,9 +161,9 @@ int ks_oppost_write_trace(struct ks_rundir *rd, const struct op_launch *l,
 		put(args, "start", json_string(!isfinite(p->start_us) ? "not on a common timeline"
 					       : p->start_estimated ? "estimated" : "measured"),
 		    &bad);
-		put(args, "kernel", jstr(l->name), &bad);
-		put(args, "source_file", src[0] ? jstr(src) : json_null(), &bad);
-		put(args, "code_location", jstr(loc), &bad);
+		put(args, "kernel", ks_json_text(l->name), &bad);
+		put(args, "source_file", src[0] ? ks_json_text(src) : json_null(), &bad);
+		put(args, "code_location", ks_json_text(loc), &bad);
 		put(e, "args", args, &bad);
 		push(events, e, &bad);
 	}
@@ -189,9 +171,9 @@ int ks_oppost_write_trace(struct ks_rundir *rd, const struct op_launch *l,
 	events = NULL;
 	put(root, "displayTimeUnit", json_string("ns"), &bad);
 	put(other, "kscope", json_string("op"), &bad);
-	put(other, "kernel", jstr(l->name), &bad);
-	put(other, "device", jstr(l->device_name), &bad);
-	put(other, "replay_mode", jstr(l->mode), &bad);
+	put(other, "kernel", ks_json_text(l->name), &bad);
+	put(other, "device", ks_json_text(l->device_name), &bad);
+	put(other, "replay_mode", ks_json_text(l->mode), &bad);
 	put(other, "median_us", jnum(l->median_us, 3), &bad);
 	put(other, "original_us", jnum(l->original_us, 3), &bad);
 	put(root, "otherData", other, &bad);
@@ -229,31 +211,31 @@ static json_t *advice(const struct op_launch *l, bool *bad)
 	if (strcmp(l->status, "ok") != 0) {
 		snprintf(msg, sizeof(msg), "Status %s%s%s: the figures are partial or "
 			 "missing.", l->status, l->message[0] ? ": " : "", l->message);
-		push(a, jstr(msg), bad);
+		push(a, ks_json_text(msg), bad);
 	}
 	if (l->roofline) {
 		snprintf(msg, sizeof(msg), "Bound by %s: at %.3g FLOP/byte the roofline "
 			 "allows %.3f GFLOP/s; the kernel attains %.3f GFLOP/s (%.1f%%).",
 			 l->binding, l->intensity, l->attainable_gflops, l->gflops,
 			 l->gflops / l->attainable_gflops * 100);
-		push(a, jstr(msg), bad);
+		push(a, ks_json_text(msg), bad);
 	}
 	if (isfinite(l->peak_ratio_pct) && l->peak_ratio_pct > 100) {
 		snprintf(msg, sizeof(msg), "The bandwidth is %.0f%% of the calibrated %s "
 			 "bandwidth: the buffers are served from cache, not memory.",
 			 l->peak_ratio_pct, l->mem_ceiling_name);
-		push(a, jstr(msg), bad);
+		push(a, ks_json_text(msg), bad);
 	}
 	if (isfinite(l->spread_pct) && l->spread_pct > 20) {
 		snprintf(msg, sizeof(msg), "The measured passes spread over %.0f%% of the "
 			 "median: the machine was busy or the kernel is too short to time "
 			 "well; use the median, or more passes.", l->spread_pct);
-		push(a, jstr(msg), bad);
+		push(a, ks_json_text(msg), bad);
 	}
 	if (l->flush == 0) {
 		snprintf(msg, sizeof(msg), "The cache was not flushed between passes: the "
 			 "times are warm-cache times.");
-		push(a, jstr(msg), bad);
+		push(a, ks_json_text(msg), bad);
 	}
 	return a;
 }
@@ -268,8 +250,8 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 		*bad = true;
 		return NULL;
 	}
-	put(j, "name", jstr(l->name), bad);
-	put(j, "soc", jstr(l->device_name[0] ? l->device_name : "unknown device"), bad);
+	put(j, "name", ks_json_text(l->name), bad);
+	put(j, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
 	put(j, "op_type", json_string("opencl"), bad);
 	put(j, "block_dim", jint(l->work_groups), bad);
 	put(j, "mix_block_dim", json_integer(0), bad);
@@ -281,19 +263,19 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "mix_block_detail", json_array(), bad);
 	put(j, "advice", advice(l, bad), bad);
 	/* kscope's own fields. */
-	put(j, "kind", jstr(l->kind[0] ? l->kind : "kernel"), bad);
+	put(j, "kind", ks_json_text(l->kind[0] ? l->kind : "kernel"), bad);
 	put(j, "launch_index", jint(l->index), bad);
-	put(j, "driver", jstr(l->driver_version), bad);
+	put(j, "driver", ks_json_text(l->driver_version), bad);
 	{
 		char g[128];
 
 		ks_oppost_sizes(g, sizeof(g), l->work.global, l->work.dim);
-		put(j, "global_size", l->work.dim ? jstr(g) : json_null(), bad);
+		put(j, "global_size", l->work.dim ? ks_json_text(g) : json_null(), bad);
 		ks_oppost_sizes(g, sizeof(g), l->work.local, l->work.dim);
-		put(j, "local_size", l->work.dim && l->work.has_local ? jstr(g) : json_null(),
+		put(j, "local_size", l->work.dim && l->work.has_local ? ks_json_text(g) : json_null(),
 		    bad);
 	}
-	put(j, "replay_mode", jstr(l->mode), bad);
+	put(j, "replay_mode", ks_json_text(l->mode), bad);
 	put(j, "warmups", jint(l->warmup), bad);
 	put(j, "passes", json_integer((json_int_t)l->nmeasured), bad);
 	put(j, "cache_flush", l->flush < 0 ? json_null() : json_boolean(l->flush), bad);
@@ -303,13 +285,13 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "spread_pct", jnum(l->spread_pct, 2), bad);
 	put(j, "bandwidth_gbps", jnum(l->gbps, 3), bad);
 	put(j, "flops", jcount(l->flops), bad);
-	put(j, "flops_expression", o->flops ? jstr(ks_expr_text(o->flops)) : json_null(),
+	put(j, "flops_expression", o->flops ? ks_json_text(ks_expr_text(o->flops)) : json_null(),
 	    bad);
 	put(j, "gflops", jnum(l->gflops, 3), bad);
 	put(j, "arithmetic_intensity", jnum(l->intensity, 6), bad);
 	snprintf(buf, sizeof(buf), "no: %s", l->roofline_why);
-	put(j, "roofline", jstr(l->roofline ? "yes" : buf), bad);
-	put(j, "status", jstr(l->status), bad);
+	put(j, "roofline", ks_json_text(l->roofline ? "yes" : buf), bad);
+	put(j, "status", ks_json_text(l->status), bad);
 	return j;
 }
 
@@ -350,7 +332,7 @@ static json_t *memory_graph(const struct op_launch *l, bool *bad)
 			     l->mem_ceiling_gbps, bad), bad);
 	put(core, "core_no", json_integer(0), bad);
 	put(core, "op_type", json_string("opencl"), bad);
-	put(core, "soc", jstr(l->device_name[0] ? l->device_name : "unknown device"), bad);
+	put(core, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
 	put(core, "memory_unit", units, bad);
 	put(core, "advice", json_array(), bad);
 	push(map, core, bad);
@@ -405,14 +387,14 @@ static json_t *memory_table(const struct op_launch *l, bool *bad)
 		}
 		snprintf(name, sizeof(name), "arg %lld%s%s", b->arg,
 			 a && a->name[0] ? " " : "", a ? a->name : "");
-		put(row, "name", jstr(name), bad);
+		put(row, "name", ks_json_text(name), bad);
 		push(v, jint(b->bytes >= 0 ? b->bytes : a ? a->buf_bytes : -1), bad);
-		push(v, jstr(a ? a->flags : ""), bad);
+		push(v, ks_json_text(a ? a->flags : ""), bad);
 		push(v, b->backed_up < 0 ? json_null() : json_boolean(b->backed_up), bad);
 		push(v, jint(b->read), bad);
-		push(v, jstr(b->read_basis), bad);
+		push(v, ks_json_text(b->read_basis), bad);
 		push(v, jint(b->written), bad);
-		push(v, jstr(b->write_basis), bad);
+		push(v, ks_json_text(b->write_basis), bad);
 		push(v, jnum(total > 0 ? mine / total * 100 : NAN, 2), bad);
 		push(v, jnum(l->median_us > 0 ? mine / (l->median_us * 1e3) : NAN, 3), bad);
 		put(row, "value", v, bad);
@@ -446,9 +428,9 @@ static json_t *roofline_entry(double bw_gbps, const char *bw_name, double gflops
 		return NULL;
 	}
 	put(r, "bw", jnum(bw_gbps, 3), bad);
-	put(r, "bw_name", jstr(bw_name), bad);
+	put(r, "bw_name", ks_json_text(bw_name), bad);
 	put(r, "computility", jnum(gflops, 3), bad);
-	put(r, "computility_name", jstr(cname), bad);
+	put(r, "computility_name", ks_json_text(cname), bad);
 	push(pt, jnum(l->intensity, 6), bad);
 	push(pt, jnum(l->gflops, 3), bad);
 	put(r, "point", pt, bad);
@@ -485,9 +467,9 @@ static json_t *roofline(const struct op_launch *l, const struct ks_calib *c, boo
 						   c->compute[i].name, l, bad), bad);
 	snprintf(title, sizeof(title), "%s (OpenCL)",
 		 l->device_name[0] ? l->device_name : "unknown device");
-	put(chart, "title", jstr(title), bad);
+	put(chart, "title", ks_json_text(title), bad);
 	put(chart, "rooflines", lines, bad);
-	put(chart, "binding", jstr(l->binding), bad);
+	put(chart, "binding", ks_json_text(l->binding), bad);
 	push(charts, chart, bad);
 	put(j, "multiple_rooflines", charts, bad);
 	return j;

@@ -114,7 +114,7 @@ static void jw_str(struct jw *w, const char *s)
 
 	jw_put(w, "\"", 1);
 	while (*u) {
-		size_t n = ks_trace_utf8_len(u);
+		size_t n = ks_utf8_len(u, SIZE_MAX);
 		const char *esc = NULL;
 		char hex[8];
 

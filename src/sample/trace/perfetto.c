@@ -169,11 +169,11 @@ static void put_text(struct pf *pf, uint32_t field, const char *s)
 {
 	char *fixed;
 
-	if (ks_trace_utf8_valid(s)) {
+	if (ks_utf8_valid(s, strlen(s))) {
 		ks_pb_string(&pf->out, field, s);
 		return;
 	}
-	fixed = ks_trace_utf8_fix(s);
+	fixed = ks_utf8_fix(s, strlen(s), NULL);
 	if (!fixed) {
 		pf->out.error = -ENOMEM;
 		return;

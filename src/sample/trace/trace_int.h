@@ -25,6 +25,7 @@
 
 #include "err.h"
 #include "profile.h"
+#include "utf8.h"
 
 struct ks_timeline {
 	const struct ks_profile *p;
@@ -100,14 +101,5 @@ int ks_timeline_walk(const struct ks_timeline *tl, uint32_t thread,
 /* Kind names, used as categories. */
 const char *ks_timeline_kind_name(uint8_t kind);
 
-/* Both formats need valid UTF-8 text.  ks_trace_utf8_len() is the length
- * of the valid UTF-8 sequence at s (1 to 4), or 0 if s starts with a byte
- * that begins none (reads no further than the first byte that fails).
- * ks_trace_utf8_fix() returns a malloc'd copy of s in which each such
- * byte is replaced by the character with its value (U+0080 to U+00FF, as
- * if Latin-1), or NULL when out of memory. */
-size_t ks_trace_utf8_len(const unsigned char *s);
-bool ks_trace_utf8_valid(const char *s);
-char *ks_trace_utf8_fix(const char *s);
 
 #endif
