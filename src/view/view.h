@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "err.h"
+#include "jsontext.h"
 
 /* Largest request text accepted (HTTP body or WebSocket message). */
 #define KS_VIEW_MAX_REQUEST (1u << 20)

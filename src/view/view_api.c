@@ -274,7 +274,9 @@ static char *respond(json_t *request_id, const char *command, const char *module
 static char *reject(json_t *request_id, const char *command, const char *module,
 		    const char *msg, size_t *len_out)
 {
-	json_t *body = json_pack("{s:s}", "message", msg);
+	/* msg may have been cut inside a character by a bounded printf, or
+	 * name a file whose name is not UTF-8 */
+	json_t *body = json_pack("{s:o}", "message", ks_json_text(msg));
 
 	return respond(request_id, command, module, false, body, len_out);
 }

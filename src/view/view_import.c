@@ -236,11 +236,32 @@ static int make_card(struct kv_import *im, const char *where, const char *fallba
 	return rc;
 }
 
+/* A card id is made of directory names, which need not be UTF-8; the page
+ * gets it as JSON text and sends it back, so it is stored repaired
+ * (ks_utf8_fix: "caf\xe9" becomes "café"). */
+static int fix_id(char **id)
+{
+	char *fixed;
+
+	if (ks_utf8_valid(*id, strlen(*id)))
+		return 0;
+	fixed = ks_utf8_fix(*id, strlen(*id), NULL);
+	if (!fixed)
+		return -ENOMEM;
+	free(*id);
+	*id = fixed;
+	return 0;
+}
+
 /* Makes ids unique: a card whose id another card also has is named by
  * its path instead, and "#N" is added if even that repeats (two PATHs
- * cannot name one directory, but an id may equal another's path). */
+ * cannot name one directory, but an id may equal another's path).  Ids
+ * are made valid UTF-8 first (fix_id). */
 static int unique_ids(struct ks_view *v)
 {
+	for (size_t i = 0; i < v->ncards; i++)
+		if (fix_id(&v->cards[i].id) < 0)
+			return -ENOMEM;
 	for (size_t i = 0; i < v->ncards; i++) {
 		bool dup = false;
 
@@ -258,6 +279,8 @@ static int unique_ids(struct ks_view *v)
 				return -ENOMEM;
 			free(v->cards[j].id);
 			v->cards[j].id = id;
+			if (fix_id(&v->cards[j].id) < 0)
+				return -ENOMEM;
 		}
 	}
 	for (size_t i = 0; i < v->ncards; i++) {

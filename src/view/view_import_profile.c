@@ -77,10 +77,10 @@ static int emit(struct builder *b, const struct open *o, uint64_t end)
 	if (!args)
 		return -ENOMEM;
 	if (f->file != KS_NONE)
-		json_object_set_new(args, "file", json_string(ks_profile_str(p, f->file)));
+		json_object_set_new(args, "file", ks_json_text(ks_profile_str(p, f->file)));
 	if (f->line)
 		json_object_set_new(args, "line", json_integer(f->line));
-	json_object_set_new(args, "module", json_string(module));
+	json_object_set_new(args, "module", ks_json_text(module));
 	json_object_set_new(args, "samples", json_integer((json_int_t)o->samples));
 	text = json_dumps(args, JSON_COMPACT);
 	json_decref(args);

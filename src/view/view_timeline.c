@@ -73,50 +73,17 @@ static uint32_t str_hash(const char *s, size_t len)
 	return h;
 }
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), 0 if not valid. */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-	unsigned c = s[0];
-	size_t n;
-	unsigned min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2;
-		min = 0x80;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		min = 0x800;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (left < n)
-		return 0;
-	unsigned cp = c & (0xFFu >> (n + 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3Fu);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n;
-}
-
 /* Copies len bytes to dst, each byte of an invalid UTF-8 sequence (and
  * NUL) replaced by '?': the API hands these texts to jansson, which
- * refuses strings that are not UTF-8. */
+ * refuses strings that are not UTF-8, and the copy keeps the length the
+ * string table and the args arena have made room for. */
 static void copy_utf8(char *dst, const char *src, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)src;
 	size_t i = 0;
 
 	while (i < len) {
-		size_t k = s[i] ? utf8_len(s + i, len - i) : 0;
+		size_t k = s[i] ? ks_utf8_len(s + i, len - i) : 0;
 
 		if (!k) {
 			dst[i++] = '?';

@@ -12,7 +12,8 @@ mistyped or out-of-range parameter, a card that does not exist, a source
 file the data does not name -- each must give result:false with the
 expected message.  A last check runs the same requests through
 view_request_driver (the handlers without the server) and expects the
-same bodies.
+same bodies, and a last one that what is not UTF-8 (a directory name, a
+source text, a message cut inside a character) reaches the page as text.
 
     api_test.py KSCOPE VIEW_REQUEST_DRIVER SAMPLES_DIR
 """
@@ -20,10 +21,12 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
@@ -551,6 +554,69 @@ def everything():
                   f"{r['command']}: the server and the handlers disagree")
 
 
+LATIN1 = b"/* caf\xe9 */\n"
+
+
+def latin1_sources(src, dst):
+    """A copy of visualize_data.bin src at dst whose source blocks (0x01)
+    end in a Latin-1 comment; returns {path: text as served}."""
+    data, out, served, off = open(src, "rb").read(), bytearray(), {}, 0
+    while off < len(data):
+        size, typ, pad, ver, res = struct.unpack_from("<QBBBB", data, off)
+        head = 12 + (4096 if typ == 1 else 0)
+        if typ != 1:
+            out += data[off:off + head + size]
+        else:
+            text = data[off + head:off + head + size - pad]
+            payload = text + LATIN1
+            npad = -len(payload) % 4
+            out += struct.pack("<QBBBB", len(payload) + npad, typ, npad, ver, res)
+            out += data[off + 12:off + head] + payload + b"\0" * npad
+            name = data[off + 12:off + head].split(b"\0")[0].decode()
+            served[name] = text.decode() + LATIN1.decode("latin-1")
+        off += head + size
+    with open(dst, "wb") as f:
+        f.write(out)
+    return served
+
+
+def encodings():
+    """What is not UTF-8 reaches the page as text, each byte that is not
+    part of valid UTF-8 shown as the character with its value, never as a
+    hole: a message cut by its bound inside a character, a directory name,
+    a source text in Latin-1."""
+    with Viewer(sample("memcheck_uaf")) as v:
+        r = v.raw(json.dumps({"id": 1, "moduleName": "timeline", "type": "request",
+                              "command": "a" * 99 + "\u00e9"}))
+        # the bound cuts the 2-byte \u00e9 after its first byte, 0xC3
+        want = 'unknown command "' + "a" * 99 + '\u00c3"; docs/view.md lists the commands'
+        check(r["result"] is False and r["body"].get("message") == want,
+              f"a command cut inside a character: {r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        card = os.path.join(tmp, "caf\udce9")  # b"caf\xe9" on disk
+        os.mkdir(card)
+        shutil.copy(os.path.join(SAMPLES, "memcheck_uaf", "report.json"), card)
+        served = latin1_sources(os.path.join(SAMPLES, "simulate_matmul", "visualize_data.bin"),
+                                os.path.join(card, "visualize_data.bin"))
+        check(served, "simulate_matmul/visualize_data.bin has no source block")
+        with Viewer(card) as v:
+            body = v.ok("timeline", "import/action", {})
+            cards = body["result"]
+            check(len(cards) == 1, f"{len(cards)} cards: {cards}")
+            c = cards[0]
+            check(c["cardPath"] == os.path.join(tmp, "caf\u00e9") and
+                  c["cardId"] == "caf\u00e9" and "findings" in c["kinds"] and
+                  "source" in c["kinds"], f"card {c}")
+            check(c["cardName"] == "memcheck: uaf", f"card name {c['cardName']!r}")
+            v.ok("findings", "findings/list", {"cardId": "caf\u00e9"})
+            for name, text in served.items():
+                check(name in body["sourceList"], f"{name} not in {body['sourceList']}")
+                got = v.ok("source", "source/code/file", {"sourceName": name})
+                check(got["fileContent"] == text,
+                      f"{name}: served {got['fileContent'][-40:]!r}, expected "
+                      f"{text[-40:]!r}")
+
+
 TESTS = [
     ("op", op),
     ("simulate", simulate),
@@ -561,6 +627,7 @@ TESTS = [
     ("contention", lambda: findings("contention", "contention", "threads")),
     ("files", files),
     ("everything", everything),
+    ("encodings", encodings),
 ]
 
 
