@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsontext.h"
 #include "store_int.h"
 
 #define REGION_MODULE "[region]"
@@ -436,7 +437,7 @@ static json_t *jint(uint64_t v)
 
 static json_t *jstr_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	return s ? ks_json_text(s) : json_null();
 }
 
 /* The fields every report starts with. */
@@ -473,10 +474,10 @@ static void frame_json(struct jb *b, json_t *o, const struct ks_profile *p,
 	const struct ks_pframe *f = &p->frames[name_frame];
 	const struct ks_pframe *lf = line_frame != KS_NONE ? &p->frames[line_frame] : NULL;
 
-	jput(b, o, "function", json_string(str(p, f->function)));
-	jput(b, o, "module", json_string(base_name(str(p, f->module))));
-	jput(b, o, "module_path", json_string(str(p, f->module)));
-	jput(b, o, "file", lf && lf->file != KS_NONE ? json_string(str(p, lf->file))
+	jput(b, o, "function", ks_json_text(str(p, f->function)));
+	jput(b, o, "module", ks_json_text(base_name(str(p, f->module))));
+	jput(b, o, "module_path", ks_json_text(str(p, f->module)));
+	jput(b, o, "file", lf && lf->file != KS_NONE ? ks_json_text(str(p, lf->file))
 						     : json_null());
 	jput(b, o, "line", lf && lf->file != KS_NONE && lf->line ? jint(lf->line)
 								 : json_null());
@@ -969,7 +970,7 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 			jput(&b, r, "pid", json_integer(pr->pid));
 			jput(&b, r, "rank", pr->rank >= 0 ? json_integer(pr->rank)
 							  : json_null());
-			jput(&b, r, "name", json_string(str(p, th->name)));
+			jput(&b, r, "name", ks_json_text(str(p, th->name)));
 			jput(&b, r, "samples", jint(c.tsamples[i]));
 			jput(&b, r, "periods", jint(c.tperiods[i]));
 			jput(&b, r, "share_pct", json_real(pct(c.tperiods[i], c.nperiods)));

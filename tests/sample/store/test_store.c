@@ -1327,6 +1327,54 @@ static void test_json(void **state)
 	ks_profile_free(&p);
 }
 
+/* Names from a program need not be UTF-8 (a path in Latin-1, a thread
+ * name of raw bytes); the JSON reports show each such byte as the
+ * character with its value instead of failing. */
+static void test_json_not_utf8(void **state)
+{
+	struct ks_report_opts o = opts();
+	struct ks_profile p;
+	struct ks_pprocess *pr;
+	struct ks_pthread *th;
+	struct ks_err e;
+	uint64_t ts = 0;
+	uint32_t fr;
+	json_t *j, *r;
+
+	(void)state;
+	assert_int_equal(ks_profile_init(&p, &e), 0);
+	fr = frame(&p, "work", "/src/caf\xe9.c", 3, "/opt/caf\xe9/prog", 0x1000);
+	pr = ks_profile_push(&p, processes);
+	assert_non_null(pr);
+	pr->pid = 10;
+	pr->rank = -1;
+	pr->command = S(&p, "prog");
+	th = ks_profile_push(&p, threads);
+	assert_non_null(th);
+	th->process = 0;
+	th->tid = 10;
+	th->name = S(&p, "w\xe9\xff");
+	add_samples(&p, 0, path(&p, fr, KS_NONE), 5, &ts, false);
+
+	j = report_json(ks_report_flat, &p, o);
+	r = json_array_get(get(j, "functions"), 0);
+	assert_string_equal(json_string_value(get(r, "module_path")),
+			    "/opt/caf\xc3\xa9/prog");
+	assert_string_equal(json_string_value(get(r, "module")), "prog");
+	assert_string_equal(json_string_value(get(r, "file")), "/src/caf\xc3\xa9.c");
+	json_decref(j);
+	j = report_json(ks_report_tree, &p, o);
+	r = json_array_get(get(j, "roots"), 0);
+	assert_string_equal(json_string_value(get(r, "module_path")),
+			    "/opt/caf\xc3\xa9/prog");
+	json_decref(j);
+	j = report_json(ks_report_threads, &p, o);
+	r = json_array_get(get(j, "rows"), 0);
+	assert_string_equal(json_string_value(get(r, "name")), "w\xc3\xa9\xc3\xbf");
+	json_decref(j);
+	ks_profile_free(&p);
+}
+
 /* A report of a profile read back from the database is the report of the
  * original. */
 static void test_report_after_round_trip(void **state)
@@ -1376,6 +1424,7 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_overrun_weights),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_not_utf8),
 		cmocka_unit_test(test_report_after_round_trip),
 		cmocka_unit_test(test_million_samples),
 		cmocka_unit_test(test_killed_writer),
