@@ -108,7 +108,8 @@ static int roofline_charts(const struct ks_view *v, json_t *params, json_t **bod
 		if (!(c->kinds & KV_ROOFLINE))
 			continue;
 		json_array_append_new(cards, json_pack(
-			"{s:s,s:o,s:o}", "cardId", c->id, "title", ks_json_text(c->title), "charts",
+			"{s:s,s:o,s:o}", "cardId", c->id, "title", ks_json_text(c->title),
+			"charts",
 			json_is_array(charts) ? json_deep_copy(charts) : json_array()));
 	}
 	if (json_array_size(cards) == 0) {

@@ -251,7 +251,8 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 		return NULL;
 	}
 	put(j, "name", ks_json_text(l->name), bad);
-	put(j, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
+	put(j, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"),
+	    bad);
 	put(j, "op_type", json_string("opencl"), bad);
 	put(j, "block_dim", jint(l->work_groups), bad);
 	put(j, "mix_block_dim", json_integer(0), bad);
@@ -272,8 +273,8 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 		ks_oppost_sizes(g, sizeof(g), l->work.global, l->work.dim);
 		put(j, "global_size", l->work.dim ? ks_json_text(g) : json_null(), bad);
 		ks_oppost_sizes(g, sizeof(g), l->work.local, l->work.dim);
-		put(j, "local_size", l->work.dim && l->work.has_local ? ks_json_text(g) : json_null(),
-		    bad);
+		put(j, "local_size",
+		    l->work.dim && l->work.has_local ? ks_json_text(g) : json_null(), bad);
 	}
 	put(j, "replay_mode", ks_json_text(l->mode), bad);
 	put(j, "warmups", jint(l->warmup), bad);
@@ -285,8 +286,8 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "spread_pct", jnum(l->spread_pct, 2), bad);
 	put(j, "bandwidth_gbps", jnum(l->gbps, 3), bad);
 	put(j, "flops", jcount(l->flops), bad);
-	put(j, "flops_expression", o->flops ? ks_json_text(ks_expr_text(o->flops)) : json_null(),
-	    bad);
+	put(j, "flops_expression",
+	    o->flops ? ks_json_text(ks_expr_text(o->flops)) : json_null(), bad);
 	put(j, "gflops", jnum(l->gflops, 3), bad);
 	put(j, "arithmetic_intensity", jnum(l->intensity, 6), bad);
 	snprintf(buf, sizeof(buf), "no: %s", l->roofline_why);
@@ -332,7 +333,8 @@ static json_t *memory_graph(const struct op_launch *l, bool *bad)
 			     l->mem_ceiling_gbps, bad), bad);
 	put(core, "core_no", json_integer(0), bad);
 	put(core, "op_type", json_string("opencl"), bad);
-	put(core, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
+	put(core, "soc",
+	    ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
 	put(core, "memory_unit", units, bad);
 	put(core, "advice", json_array(), bad);
 	push(map, core, bad);
