@@ -3,15 +3,16 @@
  * deliverables (textout.h).
  */
 #include "textout.h"
-#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 /* ------------------------------------------------------------------ */
 /* The buffer                                                          */
