@@ -96,6 +96,8 @@ enum kv_kind {
  * named by the data (read at import; only these are ever served). */
 struct kv_source {
 	char *path;    /* as the data names it */
+	char *name;    /* path repaired (ks_utf8_fix) when it is not UTF-8, as
+			* the page gets it and asks for it; else NULL */
 	char *text;    /* NUL-terminated */
 	size_t len;
 };
@@ -141,7 +143,8 @@ void ks_view_free(struct ks_view *v);
 
 /* The card with this id; NULL if none. */
 const struct kv_card *kv_card_find(const struct ks_view *v, const char *id);
-/* A source text by the exact name the data uses; NULL if not named. */
+/* A source text by the exact name the data uses, or by the repaired name
+ * the page knows it by; NULL if not named. */
 const struct kv_source *kv_source_find(const struct kv_card *c, const char *path);
 
 /* ------------------------------------------------------------------ */

@@ -227,7 +227,8 @@ const struct kv_card *kv_card_find(const struct ks_view *v, const char *id)
 const struct kv_source *kv_source_find(const struct kv_card *c, const char *path)
 {
 	for (size_t i = 0; i < c->nsources; i++)
-		if (strcmp(c->sources[i].path, path) == 0)
+		if (strcmp(c->sources[i].path, path) == 0 ||
+		    (c->sources[i].name && strcmp(c->sources[i].name, path) == 0))
 			return &c->sources[i];
 	return NULL;
 }

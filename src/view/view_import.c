@@ -621,6 +621,7 @@ void kv_card_clear(struct kv_card *c)
 		json_decref(c->block[i]);
 	for (size_t i = 0; i < c->nsources; i++) {
 		free(c->sources[i].path);
+		free(c->sources[i].name);
 		free(c->sources[i].text);
 	}
 	free(c->sources);

@@ -34,6 +34,7 @@
 int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t len)
 {
 	struct kv_source *s;
+	bool valid;
 
 	if (kv_source_find(c, path)) {
 		free(text);
@@ -46,8 +47,12 @@ int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t l
 	}
 	c->sources = s;
 	s = &c->sources[c->nsources];
+	valid = ks_utf8_valid(path, strlen(path));
 	s->path = strdup(path);
-	if (!s->path) {
+	s->name = valid ? NULL : ks_utf8_fix(path, strlen(path), NULL);
+	if (!s->path || (!valid && !s->name)) {
+		free(s->path);
+		free(s->name);
 		free(text);
 		return -ENOMEM;
 	}

@@ -559,7 +559,8 @@ LATIN1 = b"/* caf\xe9 */\n"
 
 def latin1_sources(src, dst):
     """A copy of visualize_data.bin src at dst whose source blocks (0x01)
-    end in a Latin-1 comment; returns {path: text as served}."""
+    end in a Latin-1 comment, and with one more whose name is Latin-1;
+    returns {name as listed: text as served}."""
     data, out, served, off = open(src, "rb").read(), bytearray(), {}, 0
     while off < len(data):
         size, typ, pad, ver, res = struct.unpack_from("<QBBBB", data, off)
@@ -574,7 +575,14 @@ def latin1_sources(src, dst):
             out += data[off + 12:off + head] + payload + b"\0" * npad
             name = data[off + 12:off + head].split(b"\0")[0].decode()
             served[name] = text.decode() + LATIN1.decode("latin-1")
+            ver1, res1 = ver, res
         off += head + size
+    # and one more source, named in Latin-1
+    name = b"/src/caf\xe9.c"
+    npad = -len(LATIN1) % 4
+    out += struct.pack("<QBBBB", len(LATIN1) + npad, 1, npad, ver1, res1)
+    out += name + b"\0" * (4096 - len(name)) + LATIN1 + b"\0" * npad
+    served[name.decode("latin-1")] = LATIN1.decode("latin-1")
     with open(dst, "wb") as f:
         f.write(out)
     return served
