@@ -15,13 +15,13 @@
 
 #include "utf8.h"
 
-/* A new JSON string of the len bytes at s, repaired if need be; NULL only
- * when out of memory. */
-static inline json_t *ks_json_textn(const char *s, size_t len)
+/* A new JSON string of s, repaired if need be; NULL only when out of
+ * memory. */
+static inline json_t *ks_json_text(const char *s)
 {
-	json_t *j;
+	size_t len = strlen(s), n;
 	char *fixed;
-	size_t n;
+	json_t *j;
 
 	if (ks_utf8_valid(s, len))
 		return json_stringn(s, len);
@@ -31,11 +31,6 @@ static inline json_t *ks_json_textn(const char *s, size_t len)
 	j = json_stringn(fixed, n);
 	free(fixed);
 	return j;
-}
-
-static inline json_t *ks_json_text(const char *s)
-{
-	return ks_json_textn(s, strlen(s));
 }
 
 #endif

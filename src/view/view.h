@@ -98,7 +98,7 @@ struct kv_source {
 	char *path;    /* as the data names it */
 	char *name;    /* path repaired (ks_utf8_fix) when it is not UTF-8, as
 			* the page gets it and asks for it; else NULL */
-	char *text;    /* NUL-terminated */
+	char *text;    /* NUL-terminated, valid UTF-8 (repaired at import) */
 	size_t len;
 };
 
@@ -146,6 +146,11 @@ const struct kv_card *kv_card_find(const struct ks_view *v, const char *id);
 /* A source text by the exact name the data uses, or by the repaired name
  * the page knows it by; NULL if not named. */
 const struct kv_source *kv_source_find(const struct kv_card *c, const char *path);
+/* The name the page knows a source by: valid UTF-8. */
+static inline const char *kv_source_name(const struct kv_source *s)
+{
+	return s->name ? s->name : s->path;
+}
 
 /* ------------------------------------------------------------------ */
 /* Requests (view_api.c)                                               */

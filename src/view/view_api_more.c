@@ -53,27 +53,25 @@ static int import_action(const struct ks_view *v, json_t *params, json_t **body,
 			if (c->kinds & (1u << k))
 				json_array_append_new(kinds, json_string(kind_names[k]));
 		for (size_t s = 0; s < c->nsources; s++)
-			json_array_append_new(own, ks_json_text(c->sources[s].path));
+			json_array_append_new(own, json_string(kv_source_name(&c->sources[s])));
 		json_array_append_new(cards, json_pack(
-			"{s:o,s:s,s:s,s:o,s:b,s:s,s:o,s:o}", "cardName", ks_json_text(c->title),
-			"rankId", c->id, "cardId", c->id, "cardPath", ks_json_text(c->path),
-			"result", 1, "command", c->command, "kinds", kinds, "sourceList", own));
+			"{s:s,s:s,s:s,s:s,s:b,s:s,s:o,s:o}", "cardName", c->title, "rankId",
+			c->id, "cardId", c->id, "cardPath", c->path, "result", 1, "command",
+			c->command, "kinds", kinds, "sourceList", own));
 		if (strcmp(c->command, "simulate") == 0)
 			simulation = true;
 		if (c->from_container)
 			binary = true;
 		for (size_t s = 0; s < c->nsources; s++) {
-			json_t *name = ks_json_text(c->sources[s].path);
+			const char *name = kv_source_name(&c->sources[s]);
 			bool seen = false;
 			size_t k;
 
 			json_array_foreach(sources, k, p)
-				if (name && json_equal(p, name))
+				if (strcmp(json_string_value(p), name) == 0)
 					seen = true;
-			if (seen)
-				json_decref(name);
-			else
-				json_array_append_new(sources, name);
+			if (!seen)
+				json_array_append_new(sources, json_string(name));
 		}
 		if (!cores) {
 			const json_t *blk = c->block[KS_VB_API_FILES] ? c->block[KS_VB_API_FILES]
@@ -108,8 +106,7 @@ static int roofline_charts(const struct ks_view *v, json_t *params, json_t **bod
 		if (!(c->kinds & KV_ROOFLINE))
 			continue;
 		json_array_append_new(cards, json_pack(
-			"{s:s,s:o,s:o}", "cardId", c->id, "title", ks_json_text(c->title),
-			"charts",
+			"{s:s,s:s,s:o}", "cardId", c->id, "title", c->title, "charts",
 			json_is_array(charts) ? json_deep_copy(charts) : json_array()));
 	}
 	if (json_array_size(cards) == 0) {

@@ -215,7 +215,7 @@ static int code_file(const struct ks_view *v, json_t *params, json_t **body,
 			       list[0] ? list : "none");
 	}
 	*body = json_object();
-	json_object_set_new(*body, "fileContent", ks_json_textn(s->text, s->len));
+	json_object_set_new(*body, "fileContent", json_stringn(s->text, s->len));
 	return 0;
 }
 

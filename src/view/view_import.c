@@ -236,32 +236,39 @@ static int make_card(struct kv_import *im, const char *where, const char *fallba
 	return rc;
 }
 
-/* A card id is made of directory names, which need not be UTF-8; the page
- * gets it as JSON text and sends it back, so it is stored repaired
- * (ks_utf8_fix: "caf\xe9" becomes "café"). */
-static int fix_id(char **id)
+/* *s made valid UTF-8 in place of itself (ks_utf8_fix: "caf\xe9"
+ * becomes "café"). */
+static int repair(char **s)
 {
 	char *fixed;
 
-	if (ks_utf8_valid(*id, strlen(*id)))
+	if (ks_utf8_valid(*s, strlen(*s)))
 		return 0;
-	fixed = ks_utf8_fix(*id, strlen(*id), NULL);
+	fixed = ks_utf8_fix(*s, strlen(*s), NULL);
 	if (!fixed)
 		return -ENOMEM;
-	free(*id);
-	*id = fixed;
+	free(*s);
+	*s = fixed;
+	return 0;
+}
+
+/* A card's id, title and path are made of directory and file names,
+ * which need not be UTF-8; the page gets them as JSON text (and sends the
+ * id back), so they are stored repaired, once. */
+static int repair_names(struct ks_view *v)
+{
+	for (size_t i = 0; i < v->ncards; i++)
+		if (repair(&v->cards[i].id) < 0 || repair(&v->cards[i].title) < 0 ||
+		    repair(&v->cards[i].path) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
 /* Makes ids unique: a card whose id another card also has is named by
  * its path instead, and "#N" is added if even that repeats (two PATHs
- * cannot name one directory, but an id may equal another's path).  Ids
- * are made valid UTF-8 first (fix_id). */
+ * cannot name one directory, but an id may equal another's path). */
 static int unique_ids(struct ks_view *v)
 {
-	for (size_t i = 0; i < v->ncards; i++)
-		if (fix_id(&v->cards[i].id) < 0)
-			return -ENOMEM;
 	for (size_t i = 0; i < v->ncards; i++) {
 		bool dup = false;
 
@@ -279,8 +286,6 @@ static int unique_ids(struct ks_view *v)
 				return -ENOMEM;
 			free(v->cards[j].id);
 			v->cards[j].id = id;
-			if (fix_id(&v->cards[j].id) < 0)
-				return -ENOMEM;
 		}
 	}
 	for (size_t i = 0; i < v->ncards; i++) {
@@ -594,7 +599,7 @@ int ks_view_import(const char *path, struct ks_view **out,
 	} else {
 		rc = import_file(&im, path, &st);
 	}
-	if (rc == 0 && unique_ids(im.v) < 0)
+	if (rc == 0 && (repair_names(im.v) < 0 || unique_ids(im.v) < 0))
 		rc = ks_err_set(err, -ENOMEM, "%s: out of memory", path);
 	if (rc < 0) {
 		ks_view_free(im.v);

@@ -56,6 +56,19 @@ int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t l
 		free(text);
 		return -ENOMEM;
 	}
+	/* Stored as the page gets it: valid UTF-8 (a source in Latin-1
+	 * reads right). */
+	if (!ks_utf8_valid(text, len)) {
+		char *fixed = ks_utf8_fix(text, len, &len);
+
+		free(text);
+		if (!fixed) {
+			free(s->path);
+			free(s->name);
+			return -ENOMEM;
+		}
+		text = fixed;
+	}
 	s->text = text;
 	s->len = len;
 	c->nsources++;

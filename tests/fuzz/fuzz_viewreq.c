@@ -6,8 +6,7 @@
  * hot-spot map (0x03, 0x04), basic info (0x05), compute workload (0x06,
  * 0x07), memory graph and table (0x08, 0x09) and a roofline (0x0D) in the
  * shapes of docs/formats.md, a source text, a findings report and a
- * prediction, with a title, a path and a source text that are not all
- * UTF-8; and a second card with a timeline only -- so that it needs
+ * prediction; and a second card with a timeline only -- so that it needs
  * no file.  Nothing may crash, read out of bounds or leak, and every
  * answer must be one JSON object {type:"response", result, body} whose
  * body, when result is false, carries a non-empty message.
@@ -67,8 +66,7 @@ static const char *const block_json[16] = {
 	       "  \"point\": [0.25, 42.5]}]}]}",
 };
 
-/* Not all UTF-8, as a source file, a path or a title may not be. */
-static const char source_text[] = "int main(void)\n{\n\treturn 0; /* caf\xe9 */\n}\n";
+static const char source_text[] = "int main(void)\n{\n\treturn 0;\n}\n";
 
 static struct kv_timeline *make_timeline(int variant)
 {
@@ -126,8 +124,8 @@ static struct ks_view *make_view(void)
 		abort();
 	c = &v->cards[0];
 	c->id = dup("fuzz");
-	c->title = dup("fuzz card caf\xe9");
-	c->path = dup("/fuzz/run/caf\xe9/visualize_data.bin");
+	c->title = dup("fuzz card");
+	c->path = dup("/fuzz/run/visualize_data.bin");
 	c->command = dup("simulate");
 	c->kinds = KV_TIMELINE | KV_SOURCE | KV_DETAILS | KV_ROOFLINE | KV_FINDINGS |
 		   KV_PREDICT;
