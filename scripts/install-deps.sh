@@ -27,17 +27,14 @@ OCL_PKGS="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd"
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
 TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
 # The viewer (kscope view): civetweb, the embedded HTTP and WebSocket
-# server; its browser tests drive Debian's Chromium (chromium, and
-# chromium-driver for its WebDriver) with playwright-core from npm (npm
-# and nodejs, when the machine has no Node.js of its own).
-VIEW_PKGS="libcivetweb-dev chromium chromium-driver"
+# server; its browser tests drive Debian's Chromium through its WebDriver
+# (chromium-driver, /usr/bin/chromedriver) with Debian's Selenium
+# (python3-selenium).
+VIEW_PKGS="libcivetweb-dev chromium chromium-driver python3-selenium"
 # Benchmarks: perf (the baseline profiler), bc (ratios), time (/usr/bin/time).
 BENCH_PKGS="linux-perf bc time"
 
 PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $OCL_PKGS $TEST_PKGS $VIEW_PKGS $BENCH_PKGS"
-if ! command -v npm >/dev/null 2>&1; then
-    PKGS="$PKGS nodejs npm"
-fi
 
 missing=()
 for p in $PKGS; do
