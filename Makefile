@@ -9,11 +9,15 @@
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD      ?= build
 BUILD_SAN  ?= build-san
+BUILD_DEB  ?= build-deb
 CMAKE_ARGS ?=
 # Seconds each fuzz target runs in make check (at most 60).
 FUZZ_SECONDS ?= 30
+# make install: where to (docs/install.md lists every file); DESTDIR=DIR
+# stages the files under DIR, as packagers do.
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-san check check-release check-san demo clean
+.PHONY: all deps build build-san check check-release check-san demo install deb clean
 
 all: build
 
@@ -45,9 +49,17 @@ check: deps
 	@$(MAKE) --no-print-directory check-release
 	@$(MAKE) --no-print-directory check-san
 
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian package, $(BUILD_DEB)/package/deb/kscope_<version>_<arch>.deb,
+# from a build of its own (scripts/make-deb.sh says how it differs).
+deb:
+	@scripts/make-deb.sh $(BUILD_DEB)
+
 demo: deps
 	@$(MAKE) --no-print-directory build
 	@scripts/demo.sh $(BUILD)/kscope
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_DEB)

@@ -204,7 +204,8 @@ int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
 		}
 	}
 	snprintf(out, size, "%s", cand[1]);
-	return ks_err_set(err, -ENOENT, "%s is missing (looked for %s and %s)", what, cand[0],
+	return ks_err_set(err, -ENOENT, "%s is missing (looked for %s and %s): reinstall kscope, "
+			  "whose <prefix>/bin/kscope uses <prefix>/lib/kscope/", what, cand[0],
 			  cand[1]);
 }
 

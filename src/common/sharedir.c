@@ -3,6 +3,7 @@
  * linked into (sharedir.h says why it is relative to that file).
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,14 +17,29 @@
 size_t ks_share_dirs(const char *what, char dirs[][4096], size_t max)
 {
 	/* build/kscope and build/lib/x.so in the build tree; bin/kscope and
-	 * lib/kscope/x.so installed: share is at most two levels up. */
+	 * lib/x.so installed: share is one level up at most (two are tried,
+	 * for a library under lib/kscope/). */
 	static const char *const up[KS_SHARE_MAX_DIRS] = { "", "/..", "/../.." };
 	char real[PATH_MAX], *slash;
+	struct link_map *map = NULL;
 	Dl_info info;
 	size_t n = 0;
 
-	if (!dladdr((void *)ks_share_dirs, &info) || !info.dli_fname ||
-	    !realpath(info.dli_fname, real) || !(slash = strrchr(real, '/')))
+	if (!dladdr1((void *)ks_share_dirs, &info, (void **)&map, RTLD_DL_LINKMAP) ||
+	    !map)
+		return 0;
+	if (!map->l_name || !map->l_name[0]) {
+		/* The executable itself: dladdr names it by argv[0], which
+		 * is a bare name when it was started from PATH. */
+		ssize_t len = readlink("/proc/self/exe", real, sizeof(real) - 1);
+
+		if (len <= 0)
+			return 0;
+		real[len] = '\0';
+	} else if (!realpath(map->l_name, real)) {
+		return 0;
+	}
+	if (!(slash = strrchr(real, '/')))
 		return 0;
 	*slash = '\0';
 	for (size_t i = 0; i < KS_SHARE_MAX_DIRS && n < max; i++)

@@ -4,9 +4,11 @@
  *
  * kscope runs from its build tree (build/kscope and the libraries in
  * build/lib, with the data copied into build/share/kscope) and installed
- * (<prefix>/bin/kscope, the libraries in <prefix>/lib/kscope, the data in
+ * (<prefix>/bin/kscope, libkscope-predict.so in <prefix>/lib, the data in
  * <prefix>/share/kscope): the places are relative to the object's own
- * file, found with dladdr, so that no path needs to be compiled in.
+ * file, so that no path needs to be compiled in.  A library's file is its
+ * link map's name; the executable's is /proc/self/exe, since the loader
+ * knows it only by argv[0] (a bare name when started from PATH).
  */
 #ifndef KS_SHAREDIR_H
 #define KS_SHAREDIR_H

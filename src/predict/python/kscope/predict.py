@@ -25,7 +25,7 @@ given.
 
 The library is $KSCOPE_PREDICT_LIB, or found next to this module: in a
 build tree <build>/python/kscope/ -> <build>/lib/libkscope-predict.so, when
-installed lib/kscope/python/kscope/ -> lib/kscope/libkscope-predict.so.
+installed <prefix>/lib/kscope/python/kscope/ -> <prefix>/lib/libkscope-predict.so.
 """
 
 import ctypes
@@ -74,7 +74,7 @@ def library_path():
         return env
     here = os.path.dirname(os.path.abspath(__file__))
     tried = [os.path.normpath(os.path.join(here, "..", "..", "lib", _LIBNAME)),
-             os.path.normpath(os.path.join(here, "..", "..", _LIBNAME))]
+             os.path.normpath(os.path.join(here, "..", "..", "..", _LIBNAME))]
     for path in tried:
         if os.path.isfile(path):
             return path
