@@ -18,8 +18,8 @@ size_t ks_share_dirs(const char *what, char dirs[][4096], size_t max)
 {
 	/* build/kscope and build/lib/x.so in the build tree; bin/kscope and
 	 * lib/x.so installed: share is one level up at most (two are tried,
-	 * for a library under lib/kscope/). */
-	static const char *const up[KS_SHARE_MAX_DIRS] = { "", "/..", "/../.." };
+	 * for a library under lib/kscope/).  The directories are written
+	 * without "..", so that a message naming them reads plainly. */
 	char real[PATH_MAX], *slash;
 	struct link_map *map = NULL;
 	Dl_info info;
@@ -39,12 +39,14 @@ size_t ks_share_dirs(const char *what, char dirs[][4096], size_t max)
 	} else if (!realpath(map->l_name, real)) {
 		return 0;
 	}
-	if (!(slash = strrchr(real, '/')))
-		return 0;
-	*slash = '\0';
-	for (size_t i = 0; i < KS_SHARE_MAX_DIRS && n < max; i++)
-		if (snprintf(dirs[n], 4096, "%s%s/share/kscope/%s", real, up[i], what) < 4096)
+	for (size_t i = 0; i < KS_SHARE_MAX_DIRS && n < max; i++) {
+		/* one directory up each time: the file's own first */
+		if (!(slash = strrchr(real, '/')))
+			break;
+		*slash = '\0';
+		if (snprintf(dirs[n], 4096, "%s/share/kscope/%s", real, what) < 4096)
 			n++;
+	}
 	return n;
 }
 

@@ -1,0 +1,378 @@
+"""An installed kscope, used as a user would use it (docs/install.md).
+
+usage: install_test.py prefix --build BUILD --source SRC
+       install_test.py deb    --build BUILD --source SRC --deb-build DIR
+
+prefix: `cmake --install BUILD --prefix TMP/P`.  deb: scripts/make-deb.sh
+builds the .deb (in DIR, a build of its own), lintian must report no
+error on it, and `dpkg-deb -x` unpacks it into TMP/root, whose usr/ is the
+prefix.  Then, with only the prefix's bin (and the system's /usr/bin:/bin)
+on PATH and the working directory a fresh temporary one:
+
+  - every command's --help, kscope avail
+  - a program built against the user API through pkg-config and through
+    CMake's find_package(kscope), run plain and under kscope sample: the
+    same stdout, and its region in profile.db
+  - kscope op on the OpenCL example (PoCL), kscope memcheck on a
+    use-after-free, kscope predict --chip ascend910b
+  - kscope view on the sample run: its page and one API answer over HTTP
+  - import kscope.predict in Debian's python3 through the installed
+    kscope.pth, and a model scheduled with it
+  - kscope started through a symbolic link in PATH
+  - a copy of the prefix with a file removed: the message names what is
+    missing, where kscope looked, and what to do
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from kstest import Failure, TempDirs, check  # noqa: E402
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+TIMEOUT = 300
+
+USER_PROG = r"""
+#include <kscope/user.h>
+#include <stdio.h>
+
+int main(void)
+{
+	volatile double x = 0;
+
+	kscope_region_push("installed_region");
+	for (long i = 0; i < 40000000; i++)
+		x += (double)i * 0.5;
+	kscope_region_pop();
+	printf("sum %.0f\n", x);
+	return 0;
+}
+"""
+
+USER_CMAKE = """
+cmake_minimum_required(VERSION 3.16)
+project(installed_user C)
+find_package(kscope 0.1 REQUIRED)
+add_executable(app prog.c)
+target_link_libraries(app PRIVATE kscope::user)
+"""
+
+
+class Env:
+    """Runs commands as a user of the installed kscope would."""
+
+    def __init__(self, prefix, work):
+        self.prefix = prefix
+        self.work = work
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("KSCOPE_", "PYTHON", "LD_", "PKG_CONFIG", "CMAKE_"))}
+        env["PATH"] = f"{prefix}/bin:/usr/bin:/bin"
+        env["HOME"] = work            # nothing kscope writes lands in the real home
+        self.env = env
+
+    def run(self, argv, expect=0, env=None, cwd=None, what=None):
+        e = dict(self.env)
+        e.update(env or {})
+        r = subprocess.run(argv, cwd=cwd or self.work, env=e, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=TIMEOUT)
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        if expect is not None:
+            check(r.returncode == expect,
+                  f"{what or ' '.join(argv)}: exit {r.returncode}, expected {expect}\n"
+                  f"stdout: {out[-1500:]}\nstderr: {err[-1500:]}")
+        return r.returncode, out, err, r.stdout
+
+
+def only_run_dir(parent):
+    dirs = [d for d in os.listdir(parent) if os.path.isdir(os.path.join(parent, d))]
+    check(len(dirs) == 1, f"{parent}: {len(dirs)} run directories: {dirs}")
+    return os.path.join(parent, dirs[0])
+
+
+def python_site(prefix):
+    """The site directory kscope.pth went to for this prefix."""
+    found = []
+    for root, _, files in os.walk(os.path.join(prefix, "lib")):
+        if "kscope.pth" in files:
+            found.append(root)
+    check(len(found) == 1, f"{prefix}: kscope.pth in {found or 'no directory'}")
+    return found[0]
+
+
+def check_help(e):
+    _, out, _, _ = e.run(["kscope", "help"])
+    cmds = re.findall(r"^  ([a-z]+) ", out, re.M)
+    check(len(cmds) >= 10, f"kscope help lists {cmds}")
+    for c in cmds:
+        if c != "help":
+            e.run(["kscope", c, "--help"])
+    e.run(["kscope", "avail"])
+    print(f"ok   help: {len(cmds)} commands, each --help")
+
+
+def check_user_api(e, build_examples):
+    """Builds the user-API program both ways; returns the pkg-config one."""
+    src = os.path.join(e.work, "userprog")
+    os.makedirs(src)
+    with open(os.path.join(src, "prog.c"), "w") as f:
+        f.write(USER_PROG)
+    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+        f.write(USER_CMAKE)
+    pc = {"PKG_CONFIG_PATH": f"{e.prefix}/lib/pkgconfig"}
+    _, flags, _, _ = e.run(["pkg-config", "--cflags", "--libs", "kscope-user"], env=pc)
+    _, libdir, _, _ = e.run(["pkg-config", "--variable=libdir", "kscope-user"], env=pc)
+    check(os.path.realpath(libdir.strip()) == os.path.realpath(f"{e.prefix}/lib"),
+          f"pkg-config's libdir {libdir.strip()} is not {e.prefix}/lib")
+    app_pc = os.path.join(src, "app_pc")
+    e.run(["cc", "-O1", "prog.c", "-o", app_pc, *flags.split(),
+           f"-Wl,-rpath,{e.prefix}/lib"], cwd=src)
+    cbuild = os.path.join(src, "cmake-build")
+    e.run(["cmake", "-S", src, "-B", cbuild, f"-DCMAKE_PREFIX_PATH={e.prefix}"],
+          what="cmake configure with find_package(kscope)")
+    e.run(["cmake", "--build", cbuild], what="cmake --build")
+    app_cmake = os.path.join(cbuild, "app")
+    _, ldd, _, _ = e.run(["ldd", app_cmake])
+    check(f"{os.path.realpath(e.prefix)}/lib/libkscope-user.so" in
+          ldd.replace(e.prefix, os.path.realpath(e.prefix)),
+          f"the find_package build does not use the installed library:\n{ldd}")
+    plain = {}
+    for app in (app_pc, app_cmake):
+        _, out, _, raw = e.run([app])
+        check(re.fullmatch(r"sum \d+\n", out), f"{app} printed {out!r}")
+        plain[app] = raw
+    # Under kscope sample: the same stdout, and the region recorded.
+    for app in (app_pc, app_cmake):
+        outdir = os.path.join(e.work, "s-" + os.path.basename(app))
+        _, _, err, raw = e.run(["kscope", "sample", "-o", outdir, "--", app])
+        check(raw == plain[app], f"{app} under kscope sample printed {raw!r}, "
+                                 f"plain {plain[app]!r}")
+        run = only_run_dir(outdir)
+        db = sqlite3.connect(f"file:{run}/profile.db?mode=ro", uri=True)
+        names = [r[0] for r in db.execute(
+            "SELECT s.text FROM regions r JOIN strings s ON s.id = r.name")]
+        nsamples = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        db.close()
+        check("installed_region" in names,
+              f"{app}: profile.db regions {names}: the user API's region is missing")
+        check(nsamples > 0, f"{app}: no samples")
+        print(f"ok   user API via {'pkg-config' if app == app_pc else 'find_package'}: "
+              f"region recorded, {nsamples} samples, stdout unchanged")
+    return os.path.join(e.work, "s-app_pc")
+
+
+def check_op(e, build_examples):
+    outdir = os.path.join(e.work, "o")
+    _, out, err, _ = e.run(["kscope", "op", "-o", outdir, "--",
+                            os.path.join(build_examples, "opencl", "vadd")])
+    run = only_run_dir(outdir)
+    with open(os.path.join(run, "summary.csv")) as f:
+        summary = f.read()
+    check("vadd" in summary, f"op summary.csv has no vadd: {summary[:500]}")
+    check("1 kernel(s) collected" in out + err, f"op printed {out + err}")
+    print("ok   op: vadd collected on the OpenCL device")
+
+
+def check_memcheck(e, build_examples):
+    outdir = os.path.join(e.work, "m")
+    e.run(["kscope", "memcheck", "-o", outdir, "--",
+           os.path.join(build_examples, "memory", "uaf")], expect=None)
+    run = only_run_dir(outdir)
+    with open(os.path.join(run, "report.json")) as f:
+        report = json.load(f)
+    kinds = [x.get("kind") for x in report.get("errors", [])]
+    check("use-after-free" in kinds, f"memcheck found {kinds}")
+    print(f"ok   memcheck: {kinds}")
+
+
+def check_predict(e, source):
+    outdir = os.path.join(e.work, "p")
+    _, out, err, _ = e.run(["kscope", "predict", "--chip", "ascend910b", "-o", outdir,
+                            os.path.join(source, "examples", "predict", "vadd.kpp")])
+    m = re.search(r"predicted time: ([0-9.]+) us \((\d+) cycles", out + err)
+    check(m and int(m.group(2)) > 0, f"predict printed {out + err}")
+    print(f"ok   predict: {m.group(2)} cycles on ascend910b")
+    return int(m.group(2))
+
+
+def check_view(e, sample_parent):
+    run = only_run_dir(sample_parent)
+    p = subprocess.Popen(["kscope", "view", run, "--port", "0"], cwd=e.work, env=e.env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = []
+        t = threading.Thread(target=lambda: line.append(p.stdout.readline()), daemon=True)
+        t.start()
+        t.join(60)
+        check(line and line[0], f"kscope view printed no URL; stderr: "
+                                f"{p.stderr.read() if p.poll() is not None else ''}")
+        m = re.match(r"kscope: view: (http://[^ ]+/) ", line[0])
+        check(m, f"kscope view's first line: {line[0]!r}")
+        url = m.group(1)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            page = r.read()
+        with open(os.path.join(e.prefix, "share", "kscope", "view", "index.html"), "rb") as f:
+            check(page == f.read(), "the page served is not the installed index.html")
+        body = json.dumps({"id": 1, "moduleName": "timeline", "type": "request",
+                           "command": "import/action", "params": {"path": [run]}}).encode()
+        req = urllib.request.Request(url + "api", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            ans = json.load(r)
+        check(ans.get("result") is True, f"import/action: {str(ans)[:500]}")
+        cards = ans["body"]["result"]
+        check(len(cards) == 1 and "profile" in cards[0]["kinds"],
+              f"import/action cards: {cards}")
+        print(f"ok   view: page served, card {cards[0]['cardId']} {cards[0]['kinds']}")
+    finally:
+        p.send_signal(2)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def check_python(e):
+    site = python_site(e.prefix)
+    code = (
+        "import site, sys\n"
+        f"site.addsitedir({site!r})\n"
+        "from kscope.predict import Chip, Tensor, vadd, library_path\n"
+        "with Chip('ascend910b') as chip:\n"
+        "    x = Tensor('GM', 'FP16', [4096], format='ND')\n"
+        "    y = Tensor('GM', 'FP16', [4096], format='ND')\n"
+        "    z = Tensor('GM', 'FP16', [4096], format='ND')\n"
+        "    xu, yu, zu = Tensor('UB'), Tensor('UB'), Tensor('UB')\n"
+        "    xu.load(x)\n"
+        "    yu.load(y)\n"
+        "    out = vadd(xu, yu, zu)()\n"
+        "    z.load(out[0])\n"
+        "print(library_path())\n"
+        "print(chip.cycles)\n")
+    _, out, _, _ = e.run([DEBIAN_PYTHON, "-c", code])
+    lib, cycles = out.split("\n")[:2]
+    check(os.path.realpath(lib) == os.path.realpath(f"{e.prefix}/lib/libkscope-predict.so"),
+          f"kscope.predict loaded {lib}, not the installed library")
+    check(float(cycles) > 0, f"the Python model took {cycles} cycles")
+    print(f"ok   python: import kscope.predict through {site}/kscope.pth, "
+          f"{float(cycles):.0f} cycles")
+
+
+def check_symlink(e, tmp):
+    links = tmp()
+    os.symlink(os.path.join(e.prefix, "bin", "kscope"), os.path.join(links, "kscope"))
+    outdir = os.path.join(e.work, "p-link")
+    e.run(["kscope", "predict", "--chip", "ascend910b", "-o", outdir,
+           os.path.join(SOURCE, "examples", "predict", "vadd.kpp")],
+          env={"PATH": f"{links}:/usr/bin:/bin"}, what="kscope through a symbolic link")
+    print("ok   started through a symbolic link in PATH: the chip is found")
+
+
+def check_missing(e, tmp, sample_parent):
+    broken = os.path.join(tmp(), "prefix")
+    shutil.copytree(e.prefix, broken, symlinks=True)
+    b = Env(broken, e.work)
+    os.unlink(os.path.join(broken, "lib", "kscope", "libkscope.so"))
+    rc, _, err, _ = b.run(["kscope", "sample", "-o", os.path.join(e.work, "x"), "--",
+                           "/bin/true"], expect=None)
+    check(rc == 1 and "libkscope.so is missing" in err and "looked for" in err
+          and "reinstall kscope" in err,
+          f"sample without libkscope.so: exit {rc}, {err}")
+    os.unlink(os.path.join(broken, "share", "kscope", "view", "index.html"))
+    rc, _, err, _ = b.run(["kscope", "view", only_run_dir(sample_parent), "--port", "0"],
+                          expect=None)
+    check(rc == 1 and "not installed" in err and f"{broken}/share/kscope/view" in err
+          and "reinstall kscope" in err, f"view without its page: exit {rc}, {err}")
+    shutil.rmtree(os.path.join(broken, "share", "kscope", "chips"))
+    rc, _, err, _ = b.run(["kscope", "predict", "--chip", "ascend910b",
+                           os.path.join(SOURCE, "examples", "predict", "vadd.kpp")],
+                          expect=None)
+    check(rc == 2 and "ascend910b" in err, f"predict without chips: exit {rc}, {err}")
+    print("ok   a file removed: each message names it and where kscope looked")
+
+
+def smoke(prefix, build, tmp):
+    e = Env(prefix, tmp())
+    examples = os.path.join(build, "examples")
+    check_help(e)
+    sample_parent = check_user_api(e, examples)
+    check_op(e, examples)
+    check_memcheck(e, examples)
+    check_predict(e, SOURCE)
+    check_view(e, sample_parent)
+    check_python(e)
+    check_symlink(e, tmp)
+    check_missing(e, tmp, sample_parent)
+
+
+def build_deb(args, tmp):
+    out = tmp()
+    env = dict(os.environ)
+    # The maintainer, as a packager sets it for Debian's tools.
+    env["DEBFULLNAME"] = "kscope tests"
+    env["DEBEMAIL"] = "kscope-tests@example.org"
+    r = subprocess.run([os.path.join(SOURCE, "scripts", "make-deb.sh"), args.deb_build, out],
+                       env=env, capture_output=True, text=True, timeout=1500)
+    check(r.returncode == 0, f"make-deb.sh: exit {r.returncode}\n{r.stdout[-3000:]}\n"
+                             f"{r.stderr[-3000:]}")
+    deb = r.stdout.strip().split("\n")[-1]
+    check(re.search(r"/kscope_[0-9.]+_[a-z0-9]+\.deb$", deb), f"make-deb.sh printed {deb!r}")
+    info = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Version", "Depends"],
+                          capture_output=True, text=True, check=True).stdout
+    for lib in ("libjansson4", "libdw1", "libsqlite3-0", "libcivetweb1", "libunwind8",
+                "valgrind", "libcapstone4"):
+        check(re.search(rf"\b{re.escape(lib)}\b", info), f"Depends lacks {lib}:\n{info}")
+    check(shutil.which("lintian"), "lintian is missing: scripts/install-deps.sh installs it")
+    r = subprocess.run(["lintian", "--fail-on", "error", deb], capture_output=True, text=True,
+                       timeout=600)
+    errors = [x for x in r.stdout.splitlines() if x.startswith("E: ")]
+    check(r.returncode == 0 and not errors,
+          f"lintian: exit {r.returncode}, errors:\n" + "\n".join(errors) + r.stderr[-2000:])
+    warnings = [x for x in r.stdout.splitlines() if x.startswith("W: ")]
+    print(f"ok   deb: {os.path.basename(deb)}, lintian: no errors, {len(warnings)} warnings")
+    root = tmp()
+    subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+    return os.path.join(root, "usr")
+
+
+def main():
+    global SOURCE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["prefix", "deb"])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--deb-build")
+    args = ap.parse_args()
+    SOURCE = os.path.abspath(args.source)
+    tmp = TempDirs("ks-install-")
+    try:
+        if args.mode == "prefix":
+            prefix = os.path.join(tmp(), "P")
+            r = subprocess.run(["cmake", "--install", args.build, "--prefix", prefix],
+                               capture_output=True, text=True, timeout=TIMEOUT)
+            check(r.returncode == 0, f"cmake --install: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        else:
+            check(args.deb_build, "deb needs --deb-build DIR")
+            prefix = build_deb(args, tmp)
+        smoke(prefix, os.path.abspath(args.build), tmp)
+    except (Failure, subprocess.SubprocessError, OSError) as e:
+        print(f"FAIL install/{args.mode}: {e}")
+        return 1
+    finally:
+        tmp.remove()
+    print(f"install/{args.mode}: all checks passed")
+    return 0
+
+
+SOURCE = None
+
+if __name__ == "__main__":
+    sys.exit(main())
