@@ -54,6 +54,21 @@ else()
                  "<prefix>/${KS_INSTALL_PRIVLIB}/python on PYTHONPATH")
 endif()
 
+# A direct install as root into /usr/local or /usr updates the loader's
+# cache, so that programs find libkscope-user.so without LD_LIBRARY_PATH
+# (the .deb does this through its ldconfig trigger; DESTDIR installs are
+# staged, not live).
+install(CODE "
+  if(\"\$ENV{DESTDIR}\" STREQUAL \"\" AND CMAKE_INSTALL_PREFIX MATCHES \"^/usr(/local)?$\")
+    execute_process(COMMAND id -u OUTPUT_VARIABLE ks_uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+    find_program(ks_ldconfig ldconfig PATHS /sbin /usr/sbin)
+    if(ks_uid STREQUAL \"0\" AND ks_ldconfig)
+      message(STATUS \"Running ldconfig\")
+      execute_process(COMMAND \${ks_ldconfig})
+    endif()
+  endif()
+")
+
 # The .deb: scripts/make-deb.sh configures a build of its own (prefix
 # /usr, shared dependencies: KSCOPE_STATIC_DEPS=OFF, since Debian does not
 # embed zlib or bzip2 in a package's executable), builds it and runs cpack.

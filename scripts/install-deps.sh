@@ -13,8 +13,9 @@ BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
 # Libraries kscope links (docs/architecture.md says why each): jansson
 # (JSON), libunwind (stack walking in the sampler), elfutils' libdw and
 # libelf (symbols, lines, inlined frames), SQLite (profile.db), capstone
-# (disassembly in kscope op --simulate).
-LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev"
+# (disassembly in kscope op --simulate), zlib (gzip, for kscope report
+# --format pprof).
+LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev zlib1g-dev"
 # MPI: Open MPI, for profiling MPI programs and for its tests.
 MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Valgrind: its tool API (headers, core archives, pkg-config file) builds
@@ -26,6 +27,9 @@ OCL_PKGS="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
 TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
+# Packaging: make deb (dpkg-dev's dpkg-shlibdeps finds the Depends, with
+# file), and lintian, which the package's test runs on it.
+PKG_PKGS="dpkg-dev file lintian"
 # The viewer (kscope view): civetweb, the embedded HTTP and WebSocket
 # server; its browser tests drive Debian's Chromium through its WebDriver
 # (chromium-driver, /usr/bin/chromedriver) with Debian's Selenium
@@ -34,7 +38,7 @@ VIEW_PKGS="libcivetweb-dev chromium chromium-driver python3-selenium"
 # Benchmarks: perf (the baseline profiler), bc (ratios), time (/usr/bin/time).
 BENCH_PKGS="linux-perf bc time"
 
-PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $OCL_PKGS $TEST_PKGS $VIEW_PKGS $BENCH_PKGS"
+PKGS="$BUILD_PKGS $LIB_PKGS $MPI_PKGS $VG_PKGS $OCL_PKGS $TEST_PKGS $PKG_PKGS $VIEW_PKGS $BENCH_PKGS"
 
 missing=()
 for p in $PKGS; do
