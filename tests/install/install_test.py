@@ -191,6 +191,33 @@ def check_memcheck(e, build_examples):
     print(f"ok   memcheck: {kinds}")
 
 
+def check_falseshare(e, build_examples):
+    outdir = os.path.join(e.work, "f")
+    e.run(["kscope", "falseshare", "-o", outdir, "--",
+           os.path.join(build_examples, "threads", "falseshare")], expect=None)
+    run = only_run_dir(outdir)
+    with open(os.path.join(run, "report.json")) as f:
+        report = json.load(f)
+    fs = report.get("false_sharing") or {}
+    names = [o.get("variable", {}).get("name") for o in fs.get("objects", [])
+             if o.get("verdict") == "false"]
+    check(fs.get("false_lines", 0) >= 1 and "counters" in names,
+          f"falseshare found {fs.get('false_lines')} falsely shared lines, objects {names}")
+    print(f"ok   falseshare: {fs['false_lines']} falsely shared line(s), object {names}")
+
+
+def check_report_inspect(e, sample_parent):
+    _, out, _, _ = e.run(["kscope", "report", only_run_dir(sample_parent)])
+    check("main" in out, f"kscope report printed {out[:500]}")
+    bins = []
+    for root, _, files in os.walk(os.path.join(e.work, "o")):
+        bins += [os.path.join(root, f) for f in files if f == "visualize_data.bin"]
+    check(bins, "op wrote no visualize_data.bin")
+    _, out, _, _ = e.run(["kscope", "inspect", bins[0]])
+    check(re.search(r"\b0x0[0-9a-f]\b", out), f"kscope inspect printed {out[:500]}")
+    print("ok   report on the sample run, inspect on op's container")
+
+
 def check_predict(e, source):
     outdir = os.path.join(e.work, "p")
     _, out, err, _ = e.run(["kscope", "predict", "--chip", "ascend910b", "-o", outdir,
@@ -306,6 +333,8 @@ def smoke(prefix, build, tmp):
     sample_parent = check_user_api(e, examples)
     check_op(e, examples)
     check_memcheck(e, examples)
+    check_falseshare(e, examples)
+    check_report_inspect(e, sample_parent)
     check_predict(e, SOURCE)
     check_view(e, sample_parent)
     check_python(e)
