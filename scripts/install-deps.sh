@@ -25,11 +25,13 @@ VG_PKGS="valgrind"
 # which runs OpenCL kernels on this machine's cores.
 OCL_PKGS="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
-# sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep).
-TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps"
+# sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep),
+# groff-base (renders the generated man pages with warnings on).
+TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps groff-base"
 # Packaging: make deb (dpkg-dev's dpkg-shlibdeps finds the Depends, with
-# file), and lintian, which the package's test runs on it.
-PKG_PKGS="dpkg-dev file lintian"
+# file), lintian, which the package's test runs on it, and man-db (man),
+# with which that test reads the installed pages.
+PKG_PKGS="dpkg-dev file lintian man-db"
 # The viewer (kscope view): civetweb, the embedded HTTP and WebSocket
 # server; its browser tests drive Debian's Chromium through its WebDriver
 # (chromium-driver, /usr/bin/chromedriver) with Debian's Selenium

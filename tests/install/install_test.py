@@ -293,6 +293,35 @@ def check_python(e):
           f"{float(cycles):.0f} cycles")
 
 
+def check_man_completion(e):
+    """man finds the installed pages through the prefix's share/man, and
+    the installed completion completes commands and an option's values."""
+    _, path, _, _ = e.run(["man", "-w", "kscope-sample"],
+                          env={"MANPATH": f"{e.prefix}/share/man"})
+    check(os.path.realpath(path.strip()) ==
+          os.path.realpath(f"{e.prefix}/share/man/man1/kscope-sample.1.gz"),
+          f"man -w kscope-sample: {path!r}")
+    _, page, _, _ = e.run(["man", "-P", "cat", "kscope-sample"],
+                          env={"MANPATH": f"{e.prefix}/share/man", "MANWIDTH": "100"})
+    _, helptext, _, _ = e.run(["kscope", "sample", "--help"])
+    opts = set(re.findall(r"--[a-z][a-z-]+", helptext))
+    missing = [o for o in sorted(opts) if o not in page]
+    check(len(opts) > 5 and not missing, f"man kscope-sample lacks {missing}")
+    comp = f"{e.prefix}/share/bash-completion/completions/kscope"
+    script = (f"source '{comp}'\n"
+              "COMP_WORDS=(kscope sa); COMP_CWORD=1; COMP_LINE='kscope sa'; COMP_POINT=9\n"
+              "_kscope; echo \"${COMPREPLY[*]}\"\n"
+              "COMP_WORDS=(kscope report --format ''); COMP_CWORD=3\n"
+              "_kscope; echo \"${COMPREPLY[*]}\"\n")
+    _, out, _, _ = e.run(["bash", "--norc", "--noprofile", "-c", script])
+    lines = out.split("\n")
+    check(lines[0].split() == ["sample"], f"completing 'kscope sa' gave {lines[0]!r}")
+    _, rhelp, _, _ = e.run(["kscope", "report", "--help"])
+    check("text" in lines[1].split() and all(c in rhelp for c in lines[1].split()),
+          f"completing 'kscope report --format' gave {lines[1]!r}")
+    print(f"ok   man kscope-sample ({len(opts)} options), completion: {lines[1]}")
+
+
 def check_symlink(e, tmp):
     links = tmp()
     os.symlink(os.path.join(e.prefix, "bin", "kscope"), os.path.join(links, "kscope"))
@@ -338,6 +367,7 @@ def smoke(prefix, build, tmp):
     check_predict(e, SOURCE)
     check_view(e, sample_parent)
     check_python(e)
+    check_man_completion(e)
     check_symlink(e, tmp)
     check_missing(e, tmp, sample_parent)
 
