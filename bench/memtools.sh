@@ -105,6 +105,10 @@ trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
 
+# exitcode_opt TOOL: the program's own exit status, whatever was found
+# (contention has no findings, and no --error-exitcode).
+exitcode_opt() { [[ $1 == contention ]] || echo "--error-exitcode 0"; }
+
 # mode_cmd MODE: the command words that go before the workload's.
 mode_cmd() {
 	local out=$work/out
@@ -112,8 +116,8 @@ mode_cmd() {
 	native) ;;
 	vg-memcheck) echo "valgrind --tool=memcheck --log-file=$work/valgrind.log" ;;
 	vg-none) echo "valgrind --tool=none --log-file=$work/valgrind.log" ;;
-	*--*) echo "$KSCOPE ${1%%--*} --${1#*--} --output $out --error-exitcode 0 --" ;;
-	*) echo "$KSCOPE $1 --output $out --error-exitcode 0 --" ;;
+	*--*) echo "$KSCOPE ${1%%--*} --${1#*--} --output $out $(exitcode_opt "${1%%--*}") --" ;;
+	*) echo "$KSCOPE $1 --output $out $(exitcode_opt "$1") --" ;;
 	esac
 }
 

@@ -8,8 +8,13 @@ KSCOPE=${1:?usage: demo.sh PATH/TO/kscope}
 BUILD=$(dirname "$KSCOPE")
 cd "$(dirname "$0")/.."
 
-out=$("$KSCOPE" sample --output kscope-out -- "$BUILD/examples/demo/demo")
-dir=$(sed -n 's/^results: //p' <<<"$out")
+# kscope prints its summary, and where the results are, on stderr (stdout
+# is the program's): keep a copy to find the run directory.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$KSCOPE" sample --output kscope-out -- "$BUILD/examples/demo/demo" >/dev/null 2>"$log" ||
+	{ cat "$log" >&2; exit 1; }
+dir=$(sed -n 's/^results: //p' "$log")
 echo
 echo "== flat profile (kscope report $dir)"
 "$KSCOPE" report "$dir"

@@ -9,11 +9,20 @@
 
 #include "opt.h"
 
-/* Exit statuses of every command. */
+/* Exit statuses of every command (the table is in README.md and in
+ * `kscope --help`).  Commands that run a program (sample, op, memcheck,
+ * contention, falseshare) otherwise exit with the program's own status,
+ * 128+N when signal N ended it (ks_exit_status).  After the program ran,
+ * KS_EXIT_FAIL wins over KS_EXIT_FINDINGS, which wins over the
+ * program's status. */
 enum {
 	KS_EXIT_OK = 0,
 	KS_EXIT_FAIL = 1,  /* the run failed (a write failed, damaged input data) */
 	KS_EXIT_USAGE = 2, /* bad command line or input: nothing ran */
+	/* Findings were reported (memcheck's errors, falseshare's false
+	 * sharing): a value no shell (126, 127), signal (128+N) or sysexits.h
+	 * status (64-78) uses, so it is not taken for one of those. */
+	KS_EXIT_FINDINGS = 100,
 };
 
 struct ks_cmd {

@@ -12,11 +12,14 @@
  * `valgrind --tool=kscope --analysis=...` on the program with
  * VALGRIND_LIB pointing there.  The tool writes findings.jsonl; when the
  * program ends (or is interrupted) the reports are written from it
- * (src/memtools/report) and the text report is printed on stderr.
+ * (src/memtools/report) and the text report is printed on stderr, so
+ * the program's standard output stays its own.
  *
- * Exit status: --error-exitcode when errors (memcheck) or false sharing
- * (falseshare) were found, else the program's own status (128+N if
- * signal N ended it); 1 if the analysis itself failed, 2 for bad input.
+ * Exit status: 1 if the analysis itself failed; else --error-exitcode
+ * (KS_EXIT_FINDINGS by default) when memcheck found errors or falseshare
+ * found false sharing; else the program's own status (128+N if signal N
+ * ended it); 2 for bad input.  contention measures and has no findings:
+ * it always exits with the program's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,14 +66,20 @@ struct mt_opts {
 
 #define OPT(field) .offset = offsetof(struct mt_opts, field)
 
-#define MT_COMMON_OPTS(cmd)                                                        \
+#define MT_OUTPUT_OPT                                                              \
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR", \
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",                                 \
-	  .help = "where the run directory is created", OPT(output) },                \
-	{ .name = "error-exitcode", .type = KS_OPT_INT, .metavar = "N", .def = "1",    \
+	  .help = "where the run directory is created", OPT(output) }
+
+/* memcheck and falseshare only: contention has no findings.  The default
+ * is KS_EXIT_FINDINGS (cli.h). */
+#define MT_FINDINGS_OPT(found)                                                     \
+	{ .name = "error-exitcode", .type = KS_OPT_INT, .metavar = "N", .def = "100",  \
 	  .env = "KSCOPE_ERROR_EXITCODE",                                              \
-	  .help = "exit status when " cmd " found something (0: the program's own)",  \
-	  OPT(error_exitcode), .min = 0, .max = 255 },                                 \
+	  .help = "exit status when " found " (0: the program's own)",                \
+	  OPT(error_exitcode), .min = 0, .max = 255 }
+
+#define MT_COMMON_OPTS                                                             \
 	{ .name = "num-callers", .type = KS_OPT_INT, .metavar = "N", .def = "12",      \
 	  .env = "KSCOPE_NUM_CALLERS", .help = "frames recorded per stack",           \
 	  OPT(num_callers), .min = 1, .max = 64 },                                     \
@@ -99,7 +108,9 @@ struct mt_opts {
 	  OPT(no_thread_isolation) }
 
 static const struct ks_opt memcheck_opts[] = {
-	MT_COMMON_OPTS("memcheck"),
+	MT_OUTPUT_OPT,
+	MT_FINDINGS_OPT("errors or leaks were found"),
+	MT_COMMON_OPTS,
 	{ .name = "redzone", .type = KS_OPT_SIZE, .metavar = "BYTES", .def = "16",
 	  .env = "KSCOPE_REDZONE",
 	  .help = "unaddressable bytes before and after every heap block",
@@ -121,14 +132,17 @@ static const struct ks_opt memcheck_opts[] = {
 };
 
 static const struct ks_opt contention_opts[] = {
-	MT_COMMON_OPTS("contention"),
+	MT_OUTPUT_OPT,
+	MT_COMMON_OPTS,
 	MT_CACHE_OPTS,
 	KS_COMMON_OPTS(struct mt_opts),
 	KS_OPT_END
 };
 
 static const struct ks_opt falseshare_opts[] = {
-	MT_COMMON_OPTS("falseshare"),
+	MT_OUTPUT_OPT,
+	MT_FINDINGS_OPT("false sharing was found"),
+	MT_COMMON_OPTS,
 	MT_CACHE_OPTS,
 	{ .name = "min-accesses", .type = KS_OPT_INT, .metavar = "N", .def = "100",
 	  .env = "KSCOPE_MIN_ACCESSES",
@@ -262,10 +276,16 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	/* On stderr: the program's standard output stays its own. */
 	fprintf(stderr, "results: %s\n", rd.path);
 	code = exit_code;
+	/* Findings win over the program's status, which is then said here. */
 	if (o->error_exitcode &&
 	    ((!strcmp(cmd->name, "memcheck") && sum.errors > 0) ||
-	     (!strcmp(cmd->name, "falseshare") && sum.false_lines > 0)))
+	     (!strcmp(cmd->name, "falseshare") && sum.false_lines > 0))) {
 		code = (int)o->error_exitcode;
+		if (WIFEXITED(status) && exit_code != 0)
+			ks_info("the program exited with status %d; kscope exits with "
+				"%d (--error-exitcode): %s found %s", exit_code, code,
+				cmd->name, sum.errors ? "errors" : "false sharing");
+	}
 out:
 	ks_vg_close(&vg);
 	if (have_rd)
@@ -285,9 +305,11 @@ const struct ks_cmd ks_cmd_memcheck = {
 		"of uninitialized heap data where they matter (a branch, an address,\n"
 		"a system call), double and invalid frees, and leaks at exit.  Each\n"
 		"report has the access stack, and the allocation and free stacks of\n"
-		"the block.  Writes report.txt (also printed), report.json,\n"
+		"the block.  Writes report.txt (also printed, on stderr), report.json,\n"
 		"findings.sarif and, with --xml, memcheck.xml to\n"
-		"<output>/memcheck_<YYYYmmdd_HHMMSS>_<pid>/.  See docs/memtools.md.",
+		"<output>/memcheck_<YYYYmmdd_HHMMSS>_<pid>/.  Exits with 100\n"
+		"(--error-exitcode) when it reported an error or a leak, else with the\n"
+		"program's status.  See docs/memtools.md.",
 	.args = {
 		.opts = memcheck_opts,
 		.opts_size = sizeof(struct mt_opts),
@@ -306,8 +328,9 @@ const struct ks_cmd ks_cmd_contention = {
 		"a miss or an invalidation.  Reports the share of contended accesses\n"
 		"and where they happen, per source location and per data object\n"
 		"(heap block by allocation stack, global by name).  Writes\n"
-		"report.txt (also printed), report.json and findings.sarif to\n"
-		"<output>/contention_<YYYYmmdd_HHMMSS>_<pid>/.  See docs/memtools.md.",
+		"report.txt (also printed, on stderr), report.json and findings.sarif\n"
+		"to <output>/contention_<YYYYmmdd_HHMMSS>_<pid>/.  It measures and has\n"
+		"no findings: it exits with the program's status.  See docs/memtools.md.",
 	.args = {
 		.opts = contention_opts,
 		.opts_size = sizeof(struct mt_opts),
@@ -329,8 +352,10 @@ const struct ks_cmd ks_cmd_falseshare = {
 		"Reports each falsely shared object (variable, address range, the\n"
 		"words each thread touched, source lines) in the three views per\n"
 		"thread, global-all-threads-info and global-all-threads-compact-info.\n"
-		"Writes report.txt (also printed), report.json and findings.sarif to\n"
-		"<output>/falseshare_<YYYYmmdd_HHMMSS>_<pid>/.  See docs/memtools.md.",
+		"Writes report.txt (also printed, on stderr), report.json and\n"
+		"findings.sarif to <output>/falseshare_<YYYYmmdd_HHMMSS>_<pid>/.  Exits\n"
+		"with 100 (--error-exitcode) when it found false sharing, else with the\n"
+		"program's status.  See docs/memtools.md.",
 	.args = {
 		.opts = falseshare_opts,
 		.opts_size = sizeof(struct mt_opts),

@@ -12,7 +12,8 @@
  * library says they are complete (src/op/post), so an interrupted run
  * keeps what it collected.  Application replay then reruns the program
  * once per further pass.  When the program is gone, kscope writes
- * summary.csv and prints the summary after the program's own output.
+ * summary.csv and prints the summary on stderr: the program's standard
+ * output stays its own.
  *
  * One loop waits, with poll(), on the channel and on a signalfd for
  * SIGCHLD, SIGINT and SIGTERM (blocked in kscope, restored in the
@@ -1142,7 +1143,7 @@ static void fmt_num(char *out, size_t size, double v, int prec)
 
 #define NCOLS 12
 
-static void print_summary(struct op_state *st)
+static void print_summary(FILE *out, struct op_state *st)
 {
 	static const char *const head[NCOLS] = {
 		"#", "kernel", "launch", "global size", "passes", "median us", "min us",
@@ -1154,8 +1155,8 @@ static void print_summary(struct op_state *st)
 	size_t w[NCOLS], n = st->nlaunches;
 	char (*cells)[NCOLS][64] = calloc(n ? n : 1, sizeof(*cells));
 
-	printf("kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
-	       mode_choices[st->o->mode], st->rd.path);
+	fprintf(out, "kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
+		mode_choices[st->o->mode], st->rd.path);
 	if (!cells)
 		return;
 	for (size_t c = 0; c < NCOLS; c++)
@@ -1181,16 +1182,16 @@ static void print_summary(struct op_state *st)
 				w[c] = strlen(row[c]);
 	}
 	for (size_t i = 0; i <= n; i++) {
-		fputs(" ", stdout);
+		fputs(" ", out);
 		for (size_t c = 0; c < NCOLS; c++) {
 			const char *s = i == 0 ? head[c] : cells[i - 1][c];
 
 			if (c + 1 == NCOLS)
-				printf(" %s", s);
+				fprintf(out, " %s", s);
 			else
-				printf(" %*s%s", right[c] ? (int)w[c] : -(int)w[c], s, "");
+				fprintf(out, " %*s%s", right[c] ? (int)w[c] : -(int)w[c], s, "");
 		}
-		fputs("\n", stdout);
+		fputs("\n", out);
 	}
 	free(cells);
 }
@@ -1436,8 +1437,9 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		bool clean = exit_code == 0 && !st.interrupted && !st.timed_out;
 
 		explain_nothing(&st, clean);
-		printf("kscope op: 0 kernel(s) collected (replay mode %s)\n",
-		       mode_choices[st.o->mode]);
+		progress_clear(&st);
+		fprintf(stderr, "kscope op: 0 kernel(s) collected (replay mode %s)\n",
+			mode_choices[st.o->mode]);
 		ks_rundir_discard(&st.rd);
 		restore_signals(&st);
 		state_free(&st);
@@ -1459,9 +1461,11 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			free(res);
 		}
 	}
-	print_summary(&st);
-	fflush(stdout);
-	if (st.write_failed && exit_code == 0)
+	progress_clear(&st);
+	print_summary(stderr, &st);
+	fflush(stderr);
+	/* kscope's own failure wins over the program's status (cli.h). */
+	if (st.write_failed)
 		exit_code = KS_EXIT_FAIL;
 	ks_rundir_close(&st.rd);
 	restore_signals(&st);
@@ -1487,9 +1491,10 @@ const struct ks_cmd ks_cmd_op = {
 		"Each launch gets <output>/op_<YYYYmmdd_HHMMSS>_<pid>/<pid>/<kernel>_<index>/\n"
 		"with context.json, kernel.cl, measure.json, OpBasicInfo.csv, Timing.csv,\n"
 		"Memory.csv, trace.json and visualize_data.bin; summary.csv lists them,\n"
-		"and a summary follows the program's output (docs/op.md).  kscope exits\n"
-		"with the program's status; 1 if the program succeeded but nothing was\n"
-		"collected; 0 when --kill stopped it.\n"
+		"and a summary is printed on stderr (docs/op.md).  kscope exits with\n"
+		"the program's status (128+N if signal N ended it); 1 if the program\n"
+		"succeeded but nothing was collected, or a deliverable could not be\n"
+		"written; 0 when --kill stopped it; 128+N when signal N interrupted it.\n"
 		"With --simulate, the program runs once on kscope's instruction-level\n"
 		"engine instead: per source line and instruction, executions, simulated\n"
 		"cycles, bytes, FLOPs and cache hits, bandwidth and pipeline charts, in\n"

@@ -3,11 +3,14 @@
  * profile.db: the flat profile (the default), the call tree (--tree) or
  * the per-thread table (--threads), as text or JSON, for all samples or
  * only those of one thread (--thread TID) or inside one region
- * (--region NAME).
+ * (--region NAME); or exports the call stacks of those samples for other
+ * tools (--format folded, pprof or speedscope).
  *
  * It exists so that a run can be looked at again with other filters and
- * limits than the flat.txt and tree.txt written at the end of the run.
- * It only reads: the database is opened read-only and nothing is created.
+ * limits than the flat.txt and tree.txt written at the end of the run,
+ * and handed to flame-graph tools.  It only reads the database (opened
+ * read-only); the one file it may create is --output's, which must not
+ * exist: it is written under a temporary name and renamed when complete.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,10 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
+#include "outdir.h"
 #include "profile.h"
 #include "store.h"
 
@@ -28,12 +34,16 @@ struct report_opts {
 	bool threads;
 	int64_t tid;          /* -1: every thread */
 	char *region;         /* NULL: no region filter */
-	int format;           /* index into format_choices */
+	int format;           /* index into format_choices (enum fmt) */
 	double min_pct;
 	int64_t depth;        /* 0: no limit */
+	char *output;         /* NULL: standard output */
 };
 
-static const char *const format_choices[] = { "text", "json", NULL };
+enum fmt { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_PPROF, FMT_SPEEDSCOPE };
+static const char *const format_choices[] = {
+	"text", "json", "folded", "pprof", "speedscope", NULL,
+};
 
 static const struct ks_opt report_opts[] = {
 	{ .name = "tree", .type = KS_OPT_FLAG,
@@ -53,7 +63,9 @@ static const struct ks_opt report_opts[] = {
 	  .help = "count only the samples taken inside the user-API region NAME",
 	  .offset = offsetof(struct report_opts, region), .max_len = 256 },
 	{ .name = "format", .type = KS_OPT_ENUM, .metavar = "FMT", .def = "text",
-	  .env = "KSCOPE_REPORT_FORMAT", .help = "how to print the report",
+	  .env = "KSCOPE_REPORT_FORMAT",
+	  .help = "the report as text or JSON, or the call stacks as folded stacks "
+		  "(flamegraph.pl), pprof's gzipped protobuf, or speedscope JSON",
 	  .offset = offsetof(struct report_opts, format),
 	  .choices = format_choices },
 	{ .name = "min-pct", .type = KS_OPT_DOUBLE, .metavar = "X", .def = "0.5",
@@ -66,6 +78,10 @@ static const struct ks_opt report_opts[] = {
 	  .help = "tree: show N levels from the roots; 0: all",
 	  .offset = offsetof(struct report_opts, depth),
 	  .min = 0, .max = 10000 },
+	{ .name = "output", .type = KS_OPT_STRING, .metavar = "FILE",
+	  .env = "KSCOPE_REPORT_OUTPUT",
+	  .help = "write to FILE, which must not exist, instead of standard output",
+	  .offset = offsetof(struct report_opts, output), .max_len = 4096 },
 	KS_COMMON_OPTS(struct report_opts),
 	KS_OPT_END
 };
@@ -105,6 +121,89 @@ static char *database_path(const char *arg)
 			 "sample run directory or its profile.db", arg);
 	free(rank0);
 	return NULL;
+}
+
+/* Refuses options that do not apply to the chosen format; false after
+ * logging why. */
+static bool check_format(const struct report_opts *o)
+{
+	bool export = o->format >= FMT_FOLDED;
+	const char *f = format_choices[o->format];
+
+	if (o->tree && o->threads) {
+		ks_error("options --tree and --threads choose different reports; give "
+			 "one of them");
+		return false;
+	}
+	if (export && (o->tree || o->threads)) {
+		ks_error("option --format %s exports every call stack; --%s chooses a "
+			 "report, printed with --format text or json", f,
+			 o->tree ? "tree" : "threads");
+		return false;
+	}
+	if (export && (o->min_pct != 0.5 || o->depth != 0)) {
+		ks_error("option --format %s exports every call stack; --%s shapes the "
+			 "call tree (--tree) and does not apply", f,
+			 o->min_pct != 0.5 ? "min-pct" : "depth");
+		return false;
+	}
+	if (o->format == FMT_PPROF && !o->output && isatty(STDOUT_FILENO)) {
+		ks_error("option --format pprof writes gzip-compressed binary data, not "
+			 "text for a terminal: give --output FILE (e.g. --output "
+			 "profile.pb.gz), or redirect standard output to a file or pipe");
+		return false;
+	}
+	return true;
+}
+
+/* --output FILE: its directory opened as a struct ks_rundir and the file
+ * started under its temporary name.  false after logging why. */
+static bool output_open(const char *path, struct ks_rundir *rd, struct ks_outfile *of)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
+		    : strdup(".");
+	struct ks_err err;
+	struct stat st;
+
+	rd->dirfd = -1;
+	rd->path = dir;
+	if (!dir) {
+		ks_error("out of memory");
+		return false;
+	}
+	if (!name[0] || name[0] == '.' || strlen(name) > 200) {
+		ks_error("option --output: '%s' is not a file name kscope writes: the "
+			 "name must not be empty, start with '.' or pass 200 bytes", path);
+		return false;
+	}
+	if (lstat(path, &st) == 0) {
+		ks_error("option --output: '%s' exists; kscope report never replaces a "
+			 "file: remove it or give another name", path);
+		return false;
+	}
+	rd->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rd->dirfd < 0) {
+		ks_error("option --output: cannot open the directory '%s': %s", dir,
+			 strerror(errno));
+		return false;
+	}
+	ks_err_clear(&err);
+	if (ks_outfile_open(rd, name, of, &err) != 0) {
+		ks_error("option --output: %s", err.msg);
+		return false;
+	}
+	return true;
+}
+
+static void output_close(struct ks_rundir *rd)
+{
+	if (rd->dirfd >= 0)
+		close(rd->dirfd);
+	free(rd->path);
+	rd->path = NULL;
+	rd->dirfd = -1;
 }
 
 /* The index of the thread with tid, or KS_NONE after logging why. */
@@ -155,20 +254,21 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 {
 	const struct report_opts *o = pp->opts;
 	struct ks_report_opts ro = {
-		.json = o->format == 1, .thread = KS_NONE, .region = o->region,
+		.json = o->format == FMT_JSON, .thread = KS_NONE, .region = o->region,
 		.min_pct = o->min_pct, .max_depth = (unsigned)o->depth,
 	};
+	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
+	struct ks_outfile of = { .fd = -1 };
 	struct ks_profile p;
 	struct ks_err err;
-	char *path;
+	char *path, *buf = NULL;
+	size_t buflen = 0;
+	FILE *out = stdout;
 	int rc, status = KS_EXIT_OK;
 
 	(void)cmd;
-	if (o->tree && o->threads) {
-		ks_error("options --tree and --threads choose different reports; give "
-			 "one of them");
+	if (!check_format(o))
 		return KS_EXIT_USAGE;
-	}
 	path = database_path(pp->positional[0]);
 	if (!path)
 		return KS_EXIT_USAGE;
@@ -190,12 +290,27 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 			goto out;
 		}
 	}
-	if (o->tree)
-		rc = ks_report_tree(stdout, &p, &ro, &err);
+	/* With --output, the report is made in memory first, so that a
+	 * failed one leaves no file. */
+	if (o->output && !(out = open_memstream(&buf, &buflen))) {
+		ks_error("out of memory");
+		status = KS_EXIT_FAIL;
+		goto out;
+	}
+	if (o->format == FMT_FOLDED)
+		rc = ks_export_folded(out, &p, &ro, &err);
+	else if (o->format == FMT_PPROF)
+		rc = ks_export_pprof(out, &p, &ro, &err);
+	else if (o->format == FMT_SPEEDSCOPE)
+		rc = ks_export_speedscope(out, &p, &ro, &err);
+	else if (o->tree)
+		rc = ks_report_tree(out, &p, &ro, &err);
 	else if (o->threads)
-		rc = ks_report_threads(stdout, &p, &ro, &err);
+		rc = ks_report_threads(out, &p, &ro, &err);
 	else
-		rc = ks_report_flat(stdout, &p, &ro, &err);
+		rc = ks_report_flat(out, &p, &ro, &err);
+	if (o->output && fclose(out) != 0 && !rc)
+		rc = ks_err_set(&err, -ENOMEM, "out of memory");
 	if (rc == -ENOENT) {
 		/* A region the profile does not know: nothing was printed. */
 		ks_error("option --region: %s", err.msg);
@@ -203,8 +318,21 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 	} else if (rc) {
 		ks_error("%s", err.msg);
 		status = KS_EXIT_FAIL;
+	} else if (o->output) {
+		if (!output_open(o->output, &rd, &of)) {
+			status = KS_EXIT_USAGE;
+		} else {
+			ks_err_clear(&err);
+			ks_outfile_write(&of, buf, buflen);
+			if (ks_outfile_commit(&of, KS_FILE_MODE, &err) != 0) {
+				ks_error("%s", err.msg);
+				status = KS_EXIT_FAIL;
+			}
+		}
 	}
 out:
+	output_close(&rd);
+	free(buf);
 	ks_profile_free(&p);
 	free(path);
 	return status;
@@ -221,8 +349,12 @@ const struct ks_cmd ks_cmd_report = {
 		"(self) and below them (total).  --tree prints the call tree from\n"
 		"the roots, --threads one row a thread.  --thread and --region count\n"
 		"only the samples of one thread or inside one region, and shares are\n"
-		"of the samples counted.  docs/profile-db.md describes the text and\n"
-		"JSON formats.",
+		"of the samples counted.  --format folded, pprof or speedscope exports\n"
+		"the call stacks of those samples instead: folded stacks for\n"
+		"flamegraph.pl and inferno, pprof's gzipped profile.proto (binary:\n"
+		"give --output FILE), or a speedscope file (one profile a thread).\n"
+		"--output writes to a new FILE instead of standard output.\n"
+		"docs/profile-db.md describes every format.",
 	.args = {
 		.opts = report_opts,
 		.opts_size = sizeof(struct report_opts),

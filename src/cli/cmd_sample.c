@@ -9,8 +9,9 @@
  * libkscope.so in LD_PRELOAD and runs the program.  When it ends, the raw
  * samples are symbolized (src/sample/post.c) and written as profile.db,
  * the trace, flat and tree reports; a short summary and the run directory
- * are printed.  kscope exits with the program's exit status (128+N if a
- * signal N ended it), or 1 if profiling itself failed.
+ * are printed on stderr (stdout is the program's).  kscope exits with the
+ * program's exit status (128+N if a signal N ended it), or 1 if profiling
+ * itself failed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -529,7 +530,10 @@ static void add_run_meta(struct ks_profile *p, const struct sample_opts *o,
 	ks_profile_meta(p, "program_status", buf);
 }
 
-static void print_summary(const struct ks_profile *p, const struct ks_post_stats *st)
+/* The summary goes to stderr: the program's standard output stays its
+ * own (`kscope sample -- prog > out` gives prog's out). */
+static void print_summary(FILE *out, const struct ks_profile *p,
+			  const struct ks_post_stats *st)
 {
 	struct ks_report_opts ro = { .thread = KS_NONE, .min_pct = 0.5 };
 	struct ks_err err;
@@ -538,12 +542,12 @@ static void print_summary(const struct ks_profile *p, const struct ks_post_stats
 	FILE *mem = open_memstream(&buf, &len);
 	int lines = 0;
 
-	printf("kscope sample: %" PRIu64 " samples, %zu thread%s, %zu process%s",
-	       st->samples, p->n_threads, p->n_threads == 1 ? "" : "s",
-	       p->n_processes, p->n_processes == 1 ? "" : "es");
+	fprintf(out, "kscope sample: %" PRIu64 " samples, %zu thread%s, %zu process%s",
+		st->samples, p->n_threads, p->n_threads == 1 ? "" : "s",
+		p->n_processes, p->n_processes == 1 ? "" : "es");
 	if (p->dropped_samples)
-		printf(", %" PRIu64 " dropped", p->dropped_samples);
-	printf("\n");
+		fprintf(out, ", %" PRIu64 " dropped", p->dropped_samples);
+	fprintf(out, "\n");
 	if (!mem)
 		return;
 	if (ks_report_flat(mem, p, &ro, &err) == 0) {
@@ -553,7 +557,7 @@ static void print_summary(const struct ks_profile *p, const struct ks_post_stats
 			nl = strchr(line, '\n');
 			if (nl)
 				*nl++ = '\0';
-			printf("  %s\n", line);
+			fprintf(out, "  %s\n", line);
 			lines++;
 		}
 	}
@@ -634,8 +638,8 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	if (!o->keep_raw)
 		remove_raw(&rd);
-	print_summary(&prof, &st);
-	printf("results: %s\n", rd.path);
+	print_summary(stderr, &prof, &st);
+	fprintf(stderr, "results: %s\n", rd.path);
 	ks_profile_free(&prof);
 	ks_rundir_close(&rd);
 	return exit_code;
@@ -653,7 +657,8 @@ const struct ks_cmd ks_cmd_sample = {
 		"<output>/sample_<YYYYmmdd_HHMMSS>_<pid>/: profile.db (SQLite),\n"
 		"trace.perfetto-trace, flat.txt, tree.txt and threads.txt.  Under\n"
 		"mpirun each rank writes rank<K>/ of one shared directory; combine\n"
-		"them with 'kscope merge'.  kscope exits with the program's status.",
+		"them with 'kscope merge'.  The summary goes to stderr; kscope exits\n"
+		"with the program's status (128+N if signal N ended it).",
 	.args = {
 		.opts = sample_opts,
 		.opts_size = sizeof(struct sample_opts),

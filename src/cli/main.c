@@ -17,6 +17,7 @@
 #include "argcheck.h"
 #include "cli.h"
 #include "err.h"
+#include "gendoc.h"
 #include "ks_version.h"
 #include "log.h"
 #include "opt.h"
@@ -64,7 +65,17 @@ static void print_main_help(FILE *out)
 		"  -V, --version  print kscope's version and exit\n"
 		"\nEach run writes a new directory <output>/<command>_<YYYYmmdd_HHMMSS>_<pid>/\n"
 		"(output ./kscope-out unless --output says otherwise).\n"
-		"Exit status: 0 success, 1 the run failed, 2 bad command line or input.\n");
+		"\nExit status:\n"
+		"  0      success\n"
+		"  1      the run failed: kscope could not do it or write its results\n"
+		"  2      bad command line or input: nothing ran\n"
+		"  100    findings were reported (memcheck, falseshare; --error-exitcode)\n"
+		"  128+N  signal N ended the program, or interrupted kscope\n"
+		"  N      the program's own exit status, which sample, op, memcheck,\n"
+		"         contention and falseshare pass on\n"
+		"After a run, 1 wins over 100, which wins over the program's status.\n"
+		"Commands that run a program print their summary on stderr: the\n"
+		"program's standard output stays its own.\n");
 }
 
 void ks_cmd_print_help(FILE *out, const struct ks_cmd *cmd)
@@ -155,6 +166,10 @@ int main(int argc, char **argv)
 			print_main_help(stdout);
 			return KS_EXIT_OK;
 		}
+		/* Not in --help: the build's (and packagers') way to the man
+		 * pages and the bash completion (gendoc.c). */
+		if (ks_gendoc_is_mode(argv[2]))
+			return ks_gendoc_main(argc - 2, argv + 2);
 		if (argc > 3) {
 			ks_error("'kscope help' takes one command name");
 			return KS_EXIT_USAGE;

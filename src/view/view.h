@@ -2,7 +2,8 @@
  * view.h: the contract between the parts of kscope view (src/view).
  *
  * kscope view imports one result (a run directory of any kscope command, a
- * visualize_data.bin, a Chrome trace JSON or a profile.db) into a struct
+ * visualize_data.bin, a Chrome trace JSON, a Perfetto trace kscope wrote
+ * or a profile.db) into a struct
  * ks_view, which is never changed after ks_view_import returns: every
  * request handler only reads it, so the HTTP server's worker threads can
  * answer requests concurrently without locks.
@@ -78,6 +79,18 @@ uint64_t kv_tl_slices(const struct kv_timeline *tl);
 int kv_trace_load(struct kv_timeline *tl, const char *text, size_t len,
 		  const char *what, struct ks_err *err);
 
+struct ks_profile; /* src/sample/profile.h */
+
+/* Reads a Perfetto trace that kscope wrote (trace.perfetto-trace of
+ * kscope sample or kscope merge; view_perfetto.c): its process and
+ * thread tracks, slices and marks into tl, as kv_trace_load reads the
+ * same run's Chrome JSON trace, and its samples, with their call stacks,
+ * into p (freshly ks_profile_init'ed).  A file that is not protobuf, a
+ * damaged one, or a trace with packets kscope does not write is refused
+ * with err saying why (what names the source). */
+int kv_perfetto_load(struct kv_timeline *tl, struct ks_profile *p, const void *data,
+		     size_t len, const char *what, struct ks_err *err);
+
 /* ------------------------------------------------------------------ */
 /* Cards and the imported data (view_import.c)                         */
 /* ------------------------------------------------------------------ */
@@ -87,7 +100,8 @@ enum kv_kind {
 	KV_SOURCE   = 1u << 1, /* blocks 0x03 and/or 0x04 (+ 0x01 texts) */
 	KV_DETAILS  = 1u << 2, /* any of 0x05..0x09 */
 	KV_ROOFLINE = 1u << 3, /* 0x0D */
-	KV_PROFILE  = 1u << 4, /* a sample profile.db */
+	KV_PROFILE  = 1u << 4, /* a sample profile.db, or the samples of a
+				* Perfetto trace kscope wrote */
 	KV_FINDINGS = 1u << 5, /* a memory-tool report */
 	KV_PREDICT  = 1u << 6, /* a kscope predict run */
 };
@@ -101,8 +115,6 @@ struct kv_source {
 	char *text;    /* NUL-terminated, valid UTF-8 (repaired at import) */
 	size_t len;
 };
-
-struct ks_profile; /* src/sample/profile.h */
 
 struct kv_card {
 	char *id;        /* unique: "op/1234/vadd_0", "simulate", ... */

@@ -4,7 +4,8 @@
  *
  * PATH may be a directory (a run directory of any kscope command, or a
  * directory above several), a visualize_data.bin, a Chrome trace JSON, a
- * profile.db or a memory tool's report.json.  No symbolic link is
+ * Perfetto trace kscope wrote, a profile.db or a memory tool's
+ * report.json.  No symbolic link is
  * followed: not in PATH (every component is checked), not in the walk
  * (links are skipped), not when a file is opened (O_NOFOLLOW).
  *
@@ -12,7 +13,9 @@
  * trace.json (the timeline, unless the container has a 0x02 block, which
  * is the same trace), profile.db (the profile and a timeline of its
  * samples; a sample run's trace.json then adds nothing the profile lacks
- * and is not read), report.json (findings), Pipe_statistic.csv with
+ * and is not read), trace.perfetto-trace (without a profile.db: the
+ * timeline of its slices and the profile of its samples, and then a
+ * trace.json is not read either), report.json (findings), Pipe_statistic.csv with
  * Instruction_statistic.csv (a prediction) and an op launch's kernel.cl.
  * So an op launch is one card with its timing passes, details and
  * roofline, and a predict run one card with its pipe timeline and
@@ -41,8 +44,10 @@
 /* What kscope view accepts, for messages. */
 #define KV_ACCEPTS "kscope view accepts a run directory of a kscope command, a " \
 	"visualize_data.bin, a Chrome trace JSON (an object with \"traceEvents\" or " \
-	"an array of events), a profile.db or a memory tool's report.json"
-#define KV_LOOKS_FOR "visualize_data.bin, trace.json, profile.db, report.json (of " \
+	"an array of events), a Perfetto trace written by kscope (.perfetto-trace), " \
+	"a profile.db or a memory tool's report.json"
+#define KV_LOOKS_FOR "visualize_data.bin, trace.json, trace.perfetto-trace, " \
+	"profile.db, report.json (of " \
 	"kscope memcheck, contention or falseshare), Pipe_statistic.csv with " \
 	"Instruction_statistic.csv (of kscope predict)"
 
@@ -84,6 +89,7 @@ static void dirfiles_free(struct kv_dirfiles *df)
 {
 	free(df->vizbin);
 	free(df->trace);
+	free(df->perfetto);
 	free(df->profile);
 	free(df->report);
 	free(df->pipes);
@@ -382,6 +388,8 @@ static int walk(struct kv_import *im, const char *dir, int depth)
 			rc = take(&df.vizbin, dir, n);
 		else if (strcmp(n, "trace.json") == 0)
 			rc = take(&df.trace, dir, n);
+		else if (strcmp(n, "trace.perfetto-trace") == 0)
+			rc = take(&df.perfetto, dir, n);
 		else if (strcmp(n, "profile.db") == 0)
 			rc = take(&df.profile, dir, n);
 		else if (strcmp(n, "report.json") == 0)
@@ -406,7 +414,7 @@ static int walk(struct kv_import *im, const char *dir, int depth)
 		free(df.instructions);
 		df.pipes = df.instructions = NULL;
 	}
-	if (df.vizbin || df.trace || df.profile || df.report || df.pipes) {
+	if (df.vizbin || df.trace || df.perfetto || df.profile || df.report || df.pipes) {
 		rc = make_card(im, dir, NULL, &df);
 		if (rc < 0)
 			goto out;
@@ -464,6 +472,46 @@ static void describe(const unsigned char *b, size_t n, uint64_t size, char *out,
 		 "visualize_data.bin (its 12th byte is not 0x5a)", (unsigned long long)size);
 }
 
+/* A name Perfetto traces are given: trace.perfetto-trace, *.pftrace. */
+static bool perfetto_name(const char *path)
+{
+	size_t n = strlen(path);
+
+	return (n >= 15 && strcmp(path + n - 15, ".perfetto-trace") == 0) ||
+	       (n >= 8 && strcmp(path + n - 8, ".pftrace") == 0);
+}
+
+/* The start of a Trace: field 1 (a packet) whose length varint fits and
+ * whose first field inside is a tag kscope writes in a packet (8, 10, 11,
+ * 12, 13, 60, 66).  Only a hint for files not named like a trace. */
+static bool looks_protobuf(const unsigned char *b, size_t n)
+{
+	size_t i = 1;
+	uint64_t len = 0, tag = 0;
+	int shift = 0;
+
+	while (i < n && shift < 35) {
+		len |= (uint64_t)(b[i] & 0x7f) << shift;
+		shift += 7;
+		if (!(b[i++] & 0x80))
+			break;
+	}
+	if (i >= n || len < 2)
+		return false;
+	for (shift = 0; i < n && shift < 35; shift += 7) {
+		tag |= (uint64_t)(b[i] & 0x7f) << shift;
+		if (!(b[i++] & 0x80))
+			break;
+	}
+	switch (tag) {
+	case 8 << 3 | 0: case 10 << 3 | 0: case 11 << 3 | 2: case 12 << 3 | 2:
+	case 13 << 3 | 0: case 60 << 3 | 2: case 66 << 3 | 2:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int import_file(struct kv_import *im, const char *path, const struct stat *st)
 {
 	struct kv_dirfiles df = { 0 };
@@ -485,6 +533,13 @@ static int import_file(struct kv_import *im, const char *path, const struct stat
 	fallback = NULL;
 	if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0) {
 		df.profile = strdup(path);
+		fallback = "sample";
+	} else if (perfetto_name(path) || (n >= 2 && head[0] == 0x0a && (n < 12 || head[11] != 0x5a) &&
+					  looks_protobuf(head, (size_t)n))) {
+		/* Perfetto by its name, or a Trace's first packet (field 1,
+		 * length-delimited) that is not a container (whose 12th byte
+		 * is 0x5a); its reader says what else is wrong */
+		df.perfetto = strdup(path);
 		fallback = "sample";
 	} else if (n >= 12 && head[11] == 0x5a) {
 		/* a container (perhaps a damaged one: its reader will say) */
@@ -524,7 +579,7 @@ static int import_file(struct kv_import *im, const char *path, const struct stat
 		return ks_err_set(im->err, -EINVAL, "%s: kscope view cannot show this file: "
 				  "it looks like %s; %s", path, what, KV_ACCEPTS);
 	}
-	if (!df.vizbin && !df.trace && !df.profile && !df.report)
+	if (!df.vizbin && !df.trace && !df.perfetto && !df.profile && !df.report)
 		return ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
 	{
 		/* the directory the file is in names the card when it is a
@@ -539,7 +594,8 @@ static int import_file(struct kv_import *im, const char *path, const struct stat
 		if (rc == 0 && im->v->ncards == 0) {
 			rc = ks_err_set(im->err, -EINVAL, "%s: nothing kscope view can show in "
 					"this file: %s", path, df.report ? "the report is not "
-					"a memory tool's" : "it has none of the blocks 0x01 to "
+					"a memory tool's" : df.perfetto ? "the trace has no "
+					"tracks" : "it has none of the blocks 0x01 to "
 					"0x09 and 0x0D");
 		} else if (rc == 0) {
 			/* the card is the file, not its directory */

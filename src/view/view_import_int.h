@@ -2,7 +2,8 @@
  * view_import_int.h: what the files of kscope view's import share
  * (view_import.c: PATH, the directory walk and the cards;
  * view_import_read.c: reading each kind of file into a card;
- * view_import_profile.c: a profile.db and the timeline of its samples).
+ * view_import_profile.c: a profile.db and the timeline of its samples;
+ * view_perfetto.c, through view.h: a Perfetto trace kscope wrote).
  * Private to src/view.
  */
 #ifndef KV_IMPORT_INT_H
@@ -41,6 +42,8 @@ void kv_progress(struct kv_import *im, const char *fmt, ...)
 struct kv_dirfiles {
 	char *vizbin;        /* visualize_data.bin */
 	char *trace;         /* trace.json, or the Chrome trace given as PATH */
+	char *perfetto;      /* trace.perfetto-trace, or the Perfetto trace
+			      * given as PATH */
 	char *profile;       /* profile.db */
 	char *report;        /* report.json of a memory tool */
 	char *pipes;         /* Pipe_statistic.csv */

@@ -1,6 +1,7 @@
 /*
  * view_import_read.c: reading the files of one directory into a card --
- * a visualize_data.bin's blocks, a trace.json, a memory tool's
+ * a visualize_data.bin's blocks, a trace.json, a Perfetto trace kscope
+ * wrote (view_perfetto.c reads it), a memory tool's
  * report.json, kscope predict's two CSV files -- and then the source
  * files the data names.
  *
@@ -259,6 +260,45 @@ static int read_text(struct kv_import *im, const char *path, char **text, size_t
 	if (rc == 0)
 		kv_progress(im, "reading %s (%.1f MB)", path, (double)*len / 1e6);
 	return rc;
+}
+
+/* A Perfetto trace kscope wrote: the timeline of its slices, and the
+ * profile of its samples when it has any. */
+static int read_perfetto(struct kv_import *im, struct kv_card *c, const char *path)
+{
+	struct kv_timeline *tl = kv_tl_new();
+	struct ks_profile *p = calloc(1, sizeof *p);
+	char *data = NULL;
+	size_t len = 0;
+	int rc = tl && p ? 0 : ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+
+	if (rc == 0)
+		rc = ks_profile_init(p, im->err);
+	if (rc == 0)
+		rc = read_text(im, path, &data, &len);
+	if (rc == 0) {
+		kv_progress(im, "building the timeline of %s (%.1f MB)", path, (double)len / 1e6);
+		rc = kv_perfetto_load(tl, p, data, len, path, im->err);
+	}
+	if (rc == 0)
+		rc = kv_tl_finish(tl, im->err);
+	free(data);
+	if (rc < 0) {
+		if (tl)
+			kv_tl_free(tl);
+		if (p)
+			ks_profile_free(p);
+		free(p);
+		return rc;
+	}
+	c->tl = tl;
+	if (p->n_samples) {
+		c->profile = p;
+	} else {
+		ks_profile_free(p);
+		free(p);
+	}
+	return 0;
 }
 
 static int read_trace(struct kv_import *im, struct kv_card *c, const char *path)
@@ -529,7 +569,10 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 	if (rc == 0 && df->profile)
 		rc = kv_card_profile(im, c, df->profile);
 	/* a container's 0x02 block is the run's trace.json; a sample run's
-	 * trace.json has nothing the profile lacks */
+	 * traces have nothing the profile lacks; without the profile, its
+	 * Perfetto trace has the samples' stacks, which trace.json lacks */
+	if (rc == 0 && df->perfetto && !c->tl && !df->profile)
+		rc = read_perfetto(im, c, df->perfetto);
 	if (rc == 0 && df->trace && !c->tl && !df->profile)
 		rc = read_trace(im, c, df->trace);
 	if (rc == 0 && df->report && (rc = read_report(im, c, df->report)) > 0)

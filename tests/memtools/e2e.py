@@ -23,6 +23,8 @@ KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEM = os.path.join(BUILD, "examples", "memory")
 THR = os.path.join(BUILD, "examples", "threads")
+# The exit status when memcheck or falseshare reported findings (README.md).
+FINDINGS = 100
 
 
 def run_tool(tool, argv, opts=(), expect_exit=None, stdin=None):
@@ -106,7 +108,7 @@ def defect(name):
     # (The defect programs' output depends on what their bad accesses
     # read, so it is not compared.)
     code, stdout, rundir, _ = run_tool("memcheck", [os.path.join(MEM, name)],
-                                       ["--xml"], expect_exit=1)
+                                       ["--xml"], expect_exit=FINDINGS)
     rep = report(rundir)
     ctx = contexts(rep)
     kinds = sorted(k for k, _, _ in ctx)
@@ -207,7 +209,7 @@ def fs_false(extra=()):
     fname, line, _ = marker(src, "FALSE SHARING")
     native = subprocess.run([thread_example("falseshare")], stdout=subprocess.PIPE)
     code, stdout, rundir, err = run_tool("falseshare", [thread_example("falseshare")],
-                                         extra, expect_exit=1)
+                                         extra, expect_exit=FINDINGS)
     check(stdout == native.stdout.decode(), "falseshare: output changed under kscope")
     rep = report(rundir)
     objs = fs_objects(rep)
@@ -265,7 +267,7 @@ def fs_heap():
     fname, line, _ = marker(src, "FALSE SHARING")
     code, stdout, rundir, err = run_tool("falseshare",
                                          [thread_example("falseshare_heap")],
-                                         expect_exit=1)
+                                         expect_exit=FINDINGS)
     objs = fs_objects(report(rundir))
     check(len(objs) == 1 and objs[0]["variable"]["kind"] == "heap",
           f"falseshare_heap: expected one heap object, got {[o['name'] for o in objs]}")

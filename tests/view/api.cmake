@@ -16,3 +16,12 @@ add_test(NAME view/api
                  $<TARGET_FILE:kscope> $<TARGET_FILE:view_request_driver>
                  ${CMAKE_CURRENT_SOURCE_DIR}/samples)
 set_tests_properties(view/api PROPERTIES TIMEOUT 120)
+
+# view/api_perfetto: perfetto_test.py, a Perfetto trace kscope wrote (a
+# fresh run of examples/sample/regions) against the same run's trace.json
+# and profile.db, over the real server; damaged and foreign traces.
+add_test(NAME view/api_perfetto
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/perfetto_test.py
+                 $<TARGET_FILE:kscope> $<TARGET_FILE:view_request_driver>
+                 ${CMAKE_BINARY_DIR}/examples/sample)
+set_tests_properties(view/api_perfetto PROPERTIES TIMEOUT 180)

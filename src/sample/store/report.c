@@ -269,6 +269,38 @@ out:
 	return rc;
 }
 
+int ks_report_select(const struct ks_profile *p, const struct ks_report_opts *o,
+		     bool **pass, struct ks_err *err)
+{
+	struct rctx c = { .p = p, .o = o };
+	bool *in_region = NULL, *r;
+	int rc;
+
+	*pass = NULL;
+	if ((rc = ks_store_check_profile(p, err)))
+		return rc;
+	if (o->thread != KS_NONE && o->thread >= p->n_threads)
+		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
+				  "the profile has %zu thread%s", o->thread,
+				  p->n_threads, p->n_threads == 1 ? "" : "s");
+	if (o->region && (rc = region_nodes(&c, &in_region, err)))
+		return rc;
+	r = calloc(p->n_samples + 1, sizeof(*r));
+	if (!r) {
+		free(in_region);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct ks_psample *s = &p->samples[i];
+
+		r[i] = (o->thread == KS_NONE || s->thread == o->thread) &&
+		       (!in_region || (s->node != KS_NONE && in_region[s->node]));
+	}
+	free(in_region);
+	*pass = r;
+	return 0;
+}
+
 static double pct(uint64_t n, uint64_t of)
 {
 	return of ? 100.0 * (double)n / (double)of : 0.0;

@@ -1,8 +1,9 @@
 /*
  * The sample store and reports: profile.db (SQLite, the primary store of
  * a `kscope sample` run; schema in docs/formats.md) written from and read
- * back into a struct ks_profile, and the flat profile, call tree and
- * per-thread table that flat.txt, tree.txt and `kscope report` print.
+ * back into a struct ks_profile, the flat profile, call tree and
+ * per-thread table that flat.txt, tree.txt and `kscope report` print,
+ * and the exports of the call stacks (folded, pprof, speedscope).
  */
 #ifndef KS_SAMPLE_STORE_H
 #define KS_SAMPLE_STORE_H
@@ -37,5 +38,16 @@ int ks_report_tree(FILE *out, const struct ks_profile *p,
 /* One row a thread: tid, name, samples, share, CPU time, wall time. */
 int ks_report_threads(FILE *out, const struct ks_profile *p,
 		      const struct ks_report_opts *o, struct ks_err *err);
+
+/* The exports (export.c): every call stack of the samples that pass o's
+ * thread and region filters (o's other fields are not used).  Folded
+ * stacks (text), pprof's profile.proto (gzip-compressed binary) and
+ * speedscope's JSON.  -ENOENT for a region the profile does not have. */
+int ks_export_folded(FILE *out, const struct ks_profile *p,
+		     const struct ks_report_opts *o, struct ks_err *err);
+int ks_export_pprof(FILE *out, const struct ks_profile *p,
+		    const struct ks_report_opts *o, struct ks_err *err);
+int ks_export_speedscope(FILE *out, const struct ks_profile *p,
+			 const struct ks_report_opts *o, struct ks_err *err);
 
 #endif

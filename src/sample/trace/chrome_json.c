@@ -10,7 +10,11 @@
  *   {"ph":"i","s":"t",...}                       marks
  *   {"ph":"b"/"e","id":"T.L",...}                slices on extra lanes
  *   {"ph":"C","name":"CPU %","pid":P,"ts":..,"args":{"value":12.5}},
- *   ...]}
+ *   ...],
+ *   "stackFrames":{"1":{"name":"main","category":"app"},
+ *                  "2":{"name":"work","category":"app","parent":"1"},...},
+ *   "samples":[{"cpu":0,"tid":T,"pid":P,"ts":1.5,"name":"cputime","sf":2,
+ *               "weight":1},...]}
  *
  * One event per line.  Times are microseconds written as decimals with
  * three fractional digits, so nanoseconds survive exactly.  Slices on a
@@ -18,8 +22,19 @@
  * in nesting order (start, then longer first); slices on the extra lanes,
  * which do not nest with the rest (ranges, mostly), become nestable async
  * pairs with one id per lane.  MPI slices carry args {bytes, peer},
- * ranges {id}.  Samples are not written: the JSON format has no compact
- * form for them, and the Perfetto trace carries them.
+ * ranges {id}.
+ *
+ * Samples use the format's global samples with the stack-frame
+ * dictionary (the "StackFrames Dictionary" and "Global Samples" sections
+ * of the Trace Event Format document): one stackFrames entry per
+ * call-path node of the profile, its key the node id + 1, its name the
+ * frame's function, its category the module's base name and its parent
+ * the caller's key; one samples entry per sample, in time order per
+ * thread, with "sf" its innermost node (none for a sample without a call
+ * path), "name" the timer that took it (cputime or realtime) and
+ * "weight" the timer periods it stands for (1 + overrun).  The CPU is
+ * not recorded, so "cpu" is 0; "pid" is added, since tids repeat across
+ * the machines of an MPI run.
  *
  * Output is streamed through a buffer of WBUF_SIZE bytes.  jansson (which
  * kscope uses to parse JSON) is not used to write here: it would need a
@@ -36,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "raw.h"
 #include "trace_int.h"
 
 #define WBUF_SIZE (256 * 1024)
@@ -302,6 +318,74 @@ static void counter_events(struct jw *w, uint32_t i)
 	}
 }
 
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}
+
+/* ,"stackFrames":{...} with one entry per call-path node. */
+static void stack_frames(struct jw *w)
+{
+	const struct ks_profile *p = w->p;
+
+	jw_puts(w, ",\n\"stackFrames\":{");
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		const struct ks_pnode *n = &p->nodes[i];
+		const struct ks_pframe *f = &p->frames[n->frame];
+
+		jw_puts(w, i ? ",\n\"" : "\n\"");
+		jw_u64(w, i + 1);
+		jw_puts(w, "\":{\"name\":");
+		jw_str(w, ks_profile_str(p, f->function));
+		jw_puts(w, ",\"category\":");
+		jw_str(w, base_name(ks_profile_str(p, f->module)));
+		if (n->parent != KS_NONE) {
+			jw_puts(w, ",\"parent\":\"");
+			jw_u64(w, (uint64_t)n->parent + 1);
+			jw_put(w, "\"", 1);
+		}
+		jw_put(w, "}", 1);
+	}
+	jw_puts(w, "\n}");
+}
+
+/* ,"samples":[...] per thread, each thread's by time. */
+static void samples(struct jw *w)
+{
+	const struct ks_profile *p = w->p;
+	const struct ks_timeline *tl = w->tl;
+	bool first = true;
+
+	jw_puts(w, ",\n\"samples\":[");
+	for (uint32_t t = 0; t < p->n_threads; t++) {
+		const struct ks_pthread *th = &p->threads[t];
+
+		for (size_t i = tl->sample_off[t]; i < tl->sample_off[t + 1]; i++) {
+			const struct ks_psample *s = &p->samples[tl->samples[i]];
+
+			jw_puts(w, first ? "\n{\"cpu\":0,\"tid\":" : ",\n{\"cpu\":0,\"tid\":");
+			first = false;
+			jw_i64(w, th->tid);
+			jw_puts(w, ",\"pid\":");
+			jw_i64(w, tl->pid[th->process]);
+			jw_puts(w, ",\"ts\":");
+			jw_us(w, s->ts);
+			jw_puts(w, s->clock == KS_RAW_CLOCK_REAL ? ",\"name\":\"realtime\""
+						 : ",\"name\":\"cputime\"");
+			if (s->node != KS_NONE) {
+				jw_puts(w, ",\"sf\":");
+				jw_u64(w, (uint64_t)s->node + 1);
+			}
+			jw_puts(w, ",\"weight\":");
+			jw_u64(w, (uint64_t)s->overrun + 1);
+			jw_put(w, "}", 1);
+		}
+	}
+	jw_puts(w, "\n]");
+}
+
 /* ------------------------------------------------------------------ */
 /* The writer                                                          */
 /* ------------------------------------------------------------------ */
@@ -332,7 +416,10 @@ int ks_trace_write_json(const struct ks_profile *p, struct ks_outfile *of,
 	for (uint32_t i = 0; !rc && i < p->n_processes; i++)
 		counter_events(&w, i);
 	if (!rc) {
-		jw_puts(&w, "\n]}\n");
+		jw_puts(&w, "\n]");
+		stack_frames(&w);
+		samples(&w);
+		jw_puts(&w, "}\n");
 		jw_flush(&w);
 		rc = w.error;
 	}

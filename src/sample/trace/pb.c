@@ -79,6 +79,11 @@ static void put_tag(struct ks_pb *b, uint32_t field, enum ks_pb_wire wire)
 	put_varint(b, (uint64_t)field << 3 | wire);
 }
 
+void ks_pb_varint(struct ks_pb *b, uint64_t v)
+{
+	put_varint(b, v);
+}
+
 void ks_pb_uint(struct ks_pb *b, uint32_t field, uint64_t v)
 {
 	put_tag(b, field, KS_PB_VARINT);

@@ -5,7 +5,8 @@
  * byte buffer.
  *
  * It is hand-written rather than generated because the encoding is small
- * and kscope only writes, never reads, a handful of Perfetto messages;
+ * and kscope only writes, never reads, a handful of Perfetto messages
+ * (and pprof's Profile, src/sample/store/export.c);
  * protoc-c or nanopb would add a code generator to the build for ~150
  * lines of code (see docs/architecture.md).  Nested messages are written
  * in place: ks_pb_begin() writes the tag and remembers where the body
@@ -15,7 +16,7 @@
  *
  * Allocation failures are sticky: the buffer records -ENOMEM in `error`,
  * later calls do nothing, and the caller checks once at the end.  Private
- * to src/sample/trace.
+ * to src/sample/trace and the exports of src/sample/store.
  */
 #ifndef KS_SAMPLE_TRACE_PB_H
 #define KS_SAMPLE_TRACE_PB_H
@@ -46,6 +47,10 @@ void ks_pb_sint(struct ks_pb *b, uint32_t field, int64_t v);      /* sint32/sint
 void ks_pb_double(struct ks_pb *b, uint32_t field, double v);
 void ks_pb_bytes(struct ks_pb *b, uint32_t field, const void *data, size_t len);
 void ks_pb_string(struct ks_pb *b, uint32_t field, const char *s);
+
+/* A bare varint, for the elements of a packed repeated field written
+ * between ks_pb_begin() and ks_pb_end(). */
+void ks_pb_varint(struct ks_pb *b, uint64_t v);
 
 /* Starts a nested message in field; returns the mark to hand to
  * ks_pb_end() when its fields are written.  Nested begin/end pairs must be

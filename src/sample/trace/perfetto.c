@@ -16,7 +16,9 @@
  *   per thread, on the thread's sequence: its track descriptor, its
  *     slices as begin/end/instant events (with descriptors for any extra
  *     lanes, see trace_int.h, just before their first event), then a
- *     "samples" child track with one instant per sample;
+ *     "samples" child track with one instant per sample (named after its
+ *     innermost function), then one PerfSample packet per sample with its
+ *     whole call stack;
  *   per process, on the process's sequence: its counter values.
  * Event names, categories and annotation names are interned per sequence:
  * an interning id is the profile's string id + 1 (so an id means the same
@@ -25,6 +27,18 @@
  * a sequence says SEQ_INCREMENTAL_STATE_CLEARED, the others
  * SEQ_NEEDS_INCREMENTAL_STATE.  Timestamps are the profile's nanoseconds,
  * on the default (boot-time) clock.
+ *
+ * Call stacks use Perfetto's profiling protos (profile_packet.proto,
+ * profile_common.proto, interned_data.proto): a PerfSample (TracePacket
+ * field 66) names its pid, tid and an interned Callstack, whose frame ids
+ * (outermost first) name interned Frames, each with an interned function
+ * name, source path and line, and an interned Mapping for its module
+ * (path only: kscope keeps module-relative addresses, the frame's
+ * rel_pc).  ui.perfetto.dev shows them as the thread's and the process's
+ * "perf samples" track with a flame graph of any selection.  Ids follow
+ * the rule above: a function name, source path or mapping (and its path)
+ * is its string id + 1, a frame its frame id + 1, a callstack its
+ * call-path node id + 1.  A sample without a call path has no callstack.
  */
 #include "trace.h"
 
@@ -53,6 +67,7 @@ enum {
 	PKT_INTERNED_DATA = 12,
 	PKT_SEQUENCE_FLAGS = 13,
 	PKT_TRACK_DESCRIPTOR = 60,
+	PKT_PERF_SAMPLE = 66,
 
 	SEQ_INCREMENTAL_STATE_CLEARED = 1,
 	SEQ_NEEDS_INCREMENTAL_STATE = 2,
@@ -63,6 +78,7 @@ enum {
 	TD_THREAD = 4,
 	TD_PARENT_UUID = 5,
 	TD_COUNTER = 8,
+	TD_SIBLING_ORDER_RANK = 12,
 
 	PD_PID = 1,                    /* ProcessDescriptor */
 	PD_PROCESS_NAME = 6,
@@ -95,7 +111,31 @@ enum {
 	ID_EVENT_NAMES = 2,
 	ID_DEBUG_ANNOTATION_NAMES = 3,
 	INTERNED_IID = 1,              /* EventName, EventCategory, ... */
-	INTERNED_NAME = 2,
+	INTERNED_NAME = 2,             /* also InternedString.str */
+
+	ID_FUNCTION_NAMES = 5,         /* InternedData (profiling) */
+	ID_FRAMES = 6,
+	ID_CALLSTACKS = 7,
+	ID_MAPPING_PATHS = 17,
+	ID_SOURCE_PATHS = 18,
+	ID_MAPPINGS = 19,
+
+	FRAME_IID = 1,                 /* Frame */
+	FRAME_FUNCTION_NAME_ID = 2,
+	FRAME_MAPPING_ID = 3,
+	FRAME_REL_PC = 4,
+	FRAME_SOURCE_PATH_IID = 5,
+	FRAME_LINE_NUMBER = 6,
+
+	MAPPING_IID = 1,               /* Mapping */
+	MAPPING_PATH_STRING_IDS = 7,
+
+	CALLSTACK_IID = 1,             /* Callstack */
+	CALLSTACK_FRAME_IDS = 2,
+
+	PS_PID = 2,                    /* PerfSample */
+	PS_TID = 3,
+	PS_CALLSTACK_IID = 4,
 };
 
 /* Categories: slice kinds 0..4, unknown kinds, samples.  iid = index + 1. */
@@ -121,6 +161,15 @@ struct pf {
 				    * interned on (0: none) */
 	uint32_t cat_seq[N_CATS], ann_seq[N_ANNS];
 	uint32_t unknown_iid;      /* iid of "[unknown]" (not a profile string) */
+	/* Per id of the profiling interned data: the last sequence it was
+	 * sent on (0: none). */
+	uint32_t *fn_seq;          /* per string: function_names */
+	uint32_t *src_seq;         /* per string: source_paths */
+	uint32_t *map_seq;         /* per string: mappings and mapping_paths */
+	uint32_t *frame_seq;       /* per frame: frames */
+	uint32_t *cs_seq;          /* per node: callstacks */
+	uint32_t *path;            /* a call path, innermost first */
+	size_t cap_path;
 
 	uint64_t next_uuid;        /* next free track uuid for lanes and samples */
 	uint32_t thread;           /* the thread being written */
@@ -293,6 +342,9 @@ static int process_descriptors(struct pf *pf, uint32_t i)
 	m = packet_begin(pf, seq, false, 0);
 	td = ks_pb_begin(&pf->out, PKT_TRACK_DESCRIPTOR);
 	ks_pb_uint(&pf->out, TD_UUID, process_uuid(pf, i));
+	/* MPI ranks in rank order, as the JSON trace's process_sort_index. */
+	if (pr->rank >= 0)
+		ks_pb_int(&pf->out, TD_SIBLING_ORDER_RANK, pr->rank);
 	pd = ks_pb_begin(&pf->out, TD_PROCESS);
 	ks_pb_int(&pf->out, PD_PID, pf->tl->pid[i]);
 	put_text(pf, PD_PROCESS_NAME, name);
@@ -485,6 +537,122 @@ static int sample_events(struct pf *pf, uint32_t t)
 	return rc;
 }
 
+/* An InternedString {iid, str} in field of InternedData. */
+static void interned_string(struct pf *pf, uint32_t field, uint64_t iid, const char *s)
+{
+	size_t m = ks_pb_begin(&pf->out, field);
+
+	ks_pb_uint(&pf->out, INTERNED_IID, iid);
+	put_text(pf, INTERNED_NAME, s);
+	ks_pb_end(&pf->out, m);
+}
+
+/* Sends, in the packet being written on seq, the frame f and what it
+ * names (function name, source path, mapping) unless seq has them. */
+static void intern_frame(struct pf *pf, uint32_t seq, uint32_t f)
+{
+	const struct ks_pframe *fr = &pf->p->frames[f];
+	size_t m;
+
+	if (pf->frame_seq[f] == seq)
+		return;
+	pf->frame_seq[f] = seq;
+	if (pf->fn_seq[fr->function] != seq) {
+		pf->fn_seq[fr->function] = seq;
+		interned_string(pf, ID_FUNCTION_NAMES, fr->function + 1ull,
+				ks_profile_str(pf->p, fr->function));
+	}
+	if (fr->file != KS_NONE && pf->src_seq[fr->file] != seq) {
+		pf->src_seq[fr->file] = seq;
+		interned_string(pf, ID_SOURCE_PATHS, fr->file + 1ull,
+				ks_profile_str(pf->p, fr->file));
+	}
+	if (pf->map_seq[fr->module] != seq) {
+		pf->map_seq[fr->module] = seq;
+		interned_string(pf, ID_MAPPING_PATHS, fr->module + 1ull,
+				ks_profile_str(pf->p, fr->module));
+		m = ks_pb_begin(&pf->out, ID_MAPPINGS);
+		ks_pb_uint(&pf->out, MAPPING_IID, fr->module + 1ull);
+		ks_pb_uint(&pf->out, MAPPING_PATH_STRING_IDS, fr->module + 1ull);
+		ks_pb_end(&pf->out, m);
+	}
+	m = ks_pb_begin(&pf->out, ID_FRAMES);
+	ks_pb_uint(&pf->out, FRAME_IID, f + 1ull);
+	ks_pb_uint(&pf->out, FRAME_FUNCTION_NAME_ID, fr->function + 1ull);
+	ks_pb_uint(&pf->out, FRAME_MAPPING_ID, fr->module + 1ull);
+	/* rel_pc must be there whenever mapping_id is. */
+	ks_pb_uint(&pf->out, FRAME_REL_PC, fr->address);
+	if (fr->file != KS_NONE)
+		ks_pb_uint(&pf->out, FRAME_SOURCE_PATH_IID, fr->file + 1ull);
+	if (fr->line)
+		ks_pb_uint(&pf->out, FRAME_LINE_NUMBER, fr->line);
+	ks_pb_end(&pf->out, m);
+}
+
+/* Sends, in the packet being written on seq, the callstack of node and
+ * the frames it needs, unless seq has them.  -EINVAL for a call path
+ * that loops or leaves the node array (a damaged profile). */
+static int intern_callstack(struct pf *pf, uint32_t seq, uint32_t node)
+{
+	const struct ks_profile *p = pf->p;
+	size_t n = 0, m, cs;
+
+	if (pf->cs_seq[node] == seq)
+		return 0;
+	for (uint32_t x = node; x != KS_NONE; x = p->nodes[x].parent) {
+		if (x >= p->n_nodes || n >= p->n_nodes)
+			return -EINVAL;
+		if (n == pf->cap_path) {
+			size_t cap = pf->cap_path ? 2 * pf->cap_path : 256;
+			uint32_t *np = realloc(pf->path, cap * sizeof(*np));
+
+			if (!np)
+				return -ENOMEM;
+			pf->path = np;
+			pf->cap_path = cap;
+		}
+		pf->path[n++] = x;
+	}
+	pf->cs_seq[node] = seq;
+	m = ks_pb_begin(&pf->out, PKT_INTERNED_DATA);
+	for (size_t i = 0; i < n; i++)
+		intern_frame(pf, seq, p->nodes[pf->path[i]].frame);
+	cs = ks_pb_begin(&pf->out, ID_CALLSTACKS);
+	ks_pb_uint(&pf->out, CALLSTACK_IID, node + 1ull);
+	/* Outermost frame first ("bottom frame first"). */
+	for (size_t i = n; i-- > 0;)
+		ks_pb_uint(&pf->out, CALLSTACK_FRAME_IDS, p->nodes[pf->path[i]].frame + 1ull);
+	ks_pb_end(&pf->out, cs);
+	ks_pb_end(&pf->out, m);
+	return 0;
+}
+
+/* One PerfSample packet per sample of thread t, in time order. */
+static int perf_samples(struct pf *pf, uint32_t t)
+{
+	const struct ks_timeline *tl = pf->tl;
+	const struct ks_pthread *th = &pf->p->threads[t];
+	uint32_t seq = thread_seq(pf, t);
+	int rc = 0;
+
+	for (size_t i = tl->sample_off[t]; !rc && i < tl->sample_off[t + 1]; i++) {
+		const struct ks_psample *s = &pf->p->samples[tl->samples[i]];
+		size_t m = packet_begin(pf, seq, true, s->ts), ps;
+
+		if (s->node != KS_NONE && (rc = intern_callstack(pf, seq, s->node)))
+			break;
+		ps = ks_pb_begin(&pf->out, PKT_PERF_SAMPLE);
+		/* uint32 on the wire: a pid or tid is never negative. */
+		ks_pb_uint(&pf->out, PS_PID, (uint32_t)pf->tl->pid[th->process]);
+		ks_pb_uint(&pf->out, PS_TID, (uint32_t)th->tid);
+		if (s->node != KS_NONE)
+			ks_pb_uint(&pf->out, PS_CALLSTACK_IID, s->node + 1ull);
+		ks_pb_end(&pf->out, ps);
+		rc = packet_end(pf, m);
+	}
+	return rc;
+}
+
 static int counter_events(struct pf *pf, uint32_t i)
 {
 	const struct ks_timeline *tl = pf->tl;
@@ -521,7 +689,13 @@ int ks_trace_write_perfetto(const struct ks_profile *p, struct ks_outfile *of,
 		return rc;
 	pf.seq_started = calloc(n_seq, sizeof(*pf.seq_started));
 	pf.name_seq = calloc(p->n_strings + 2, sizeof(*pf.name_seq));
-	if (!pf.seq_started || !pf.name_seq) {
+	pf.fn_seq = calloc(p->n_strings + 1, sizeof(*pf.fn_seq));
+	pf.src_seq = calloc(p->n_strings + 1, sizeof(*pf.src_seq));
+	pf.map_seq = calloc(p->n_strings + 1, sizeof(*pf.map_seq));
+	pf.frame_seq = calloc(p->n_frames + 1, sizeof(*pf.frame_seq));
+	pf.cs_seq = calloc(p->n_nodes + 1, sizeof(*pf.cs_seq));
+	if (!pf.seq_started || !pf.name_seq || !pf.fn_seq || !pf.src_seq ||
+	    !pf.map_seq || !pf.frame_seq || !pf.cs_seq) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -538,6 +712,8 @@ int ks_trace_write_perfetto(const struct ks_profile *p, struct ks_outfile *of,
 			rc = ks_timeline_walk(&tl, t, slice_event, &pf);
 		if (!rc)
 			rc = sample_events(&pf, t);
+		if (!rc)
+			rc = perf_samples(&pf, t);
 	}
 	for (uint32_t i = 0; !rc && i < p->n_processes; i++)
 		rc = counter_events(&pf, i);
@@ -546,11 +722,20 @@ int ks_trace_write_perfetto(const struct ks_profile *p, struct ks_outfile *of,
 out:
 	if (rc == -ENOMEM)
 		ks_err_set(err, rc, "out of memory while writing '%s'", of->name);
+	else if (rc == -EINVAL)
+		ks_err_set(err, rc, "cannot write '%s': a call path of the profile "
+			   "loops or names a node that does not exist", of->name);
 	else if (rc)
 		ks_err_set(err, rc, "cannot write '%s': %s", of->name, strerror(-rc));
 	ks_pb_free(&pf.out);
 	free(pf.seq_started);
 	free(pf.name_seq);
+	free(pf.fn_seq);
+	free(pf.src_seq);
+	free(pf.map_seq);
+	free(pf.frame_seq);
+	free(pf.cs_seq);
+	free(pf.path);
 	free(pf.lane_uuid);
 	ks_timeline_free(&tl);
 	return rc;

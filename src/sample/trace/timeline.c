@@ -171,16 +171,30 @@ static int check_ids(const struct ks_profile *p, struct ks_err *err)
 					  "node %u, but there are %zu", i, s->node,
 					  p->n_nodes);
 	}
-	for (size_t i = 0; i < p->n_nodes; i++)
+	for (size_t i = 0; i < p->n_nodes; i++) {
 		if (p->nodes[i].frame >= p->n_frames)
 			return ks_err_set(err, -EINVAL, "profile node %zu refers to "
 					  "frame %u, but there are %zu", i,
 					  p->nodes[i].frame, p->n_frames);
-	for (size_t i = 0; i < p->n_frames; i++)
-		if (p->frames[i].function >= p->n_strings)
+		/* Parents first (profile.h builds them so): call paths, which
+		 * the writers walk for the stacks, cannot loop. */
+		if (p->nodes[i].parent != KS_NONE && p->nodes[i].parent >= i)
+			return ks_err_set(err, -EINVAL, "profile node %zu has parent %u, "
+					  "which does not come before it", i,
+					  p->nodes[i].parent);
+	}
+	for (size_t i = 0; i < p->n_frames; i++) {
+		const struct ks_pframe *f = &p->frames[i];
+		uint32_t bad = f->function >= p->n_strings ? f->function
+			       : f->module >= p->n_strings ? f->module
+			       : f->file != KS_NONE && f->file >= p->n_strings ? f->file
+			       : KS_NONE;
+
+		if (bad != KS_NONE)
 			return ks_err_set(err, -EINVAL, "profile frame %zu refers to "
-					  "string %u, but there are %zu", i,
-					  p->frames[i].function, p->n_strings);
+					  "string %u, but there are %zu", i, bad,
+					  p->n_strings);
+	}
 	for (size_t i = 0; i < p->n_counters; i++)
 		if (p->counters[i].process >= p->n_processes)
 			return ks_err_set(err, -EINVAL, "profile counter %zu refers to "

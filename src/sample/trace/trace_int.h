@@ -45,9 +45,10 @@ struct ks_timeline {
 
 /* Groups and sorts p's records (p must outlive tl).  Checks every id
  * that crosses arrays and that the writers index with (slice and sample
- * threads, thread and counter processes, sample nodes, node frames, slice
- * and function names) and fails with -EINVAL on the first that is out of
- * range, or -ENOMEM. */
+ * threads, thread and counter processes, sample nodes, node frames and
+ * parents, which must come before their children, slice names, frame
+ * functions, files and modules) and fails with -EINVAL on the first that
+ * is out of range, or -ENOMEM. */
 int ks_timeline_init(struct ks_timeline *tl, const struct ks_profile *p,
 		     struct ks_err *err);
 void ks_timeline_free(struct ks_timeline *tl);

@@ -11,9 +11,10 @@
 #      annotations and counter values, correct sequence flags, and per
 #      track begin/end pairs that balance with time never going back.
 # Debian ships no Perfetto .proto files, so the schema is the subset of
-# protos/perfetto/trace/{trace,trace_packet}.proto, track_event/*.proto
-# and interned_data/interned_data.proto that kscope writes, copied with
-# the upstream field numbers and types.
+# protos/perfetto/trace/{trace,trace_packet}.proto, track_event/*.proto,
+# interned_data/interned_data.proto and profiling/{profile_packet,
+# profile_common}.proto that kscope writes, with the upstream field
+# numbers and types.
 #
 # Usage: decode.sh TEST_SAMPLE_TRACE_BINARY.  Exits 77 (skipped) without
 # protoc.
@@ -32,7 +33,7 @@ trace=$run/trace.perfetto-trace
 # 1. Raw decoding.
 protoc --decode_raw <"$trace" >"$tmp/raw.txt" || fail "protoc --decode_raw rejects the trace"
 n=$(grep -c '^1 {' "$tmp/raw.txt" || true)
-[ "$n" = 45 ] || fail "protoc --decode_raw sees $n packets, expected 45"
+[ "$n" = 50 ] || fail "protoc --decode_raw sees $n packets, expected 50"
 
 # 2. Decoding with the schema.
 cat >"$tmp/perfetto_subset.proto" <<'PROTO'
@@ -66,6 +67,7 @@ message TrackDescriptor {
   optional ProcessDescriptor process = 3;
   optional ThreadDescriptor thread = 4;
   optional CounterDescriptor counter = 8;
+  optional int32 sibling_order_rank = 12;
 }
 message DebugAnnotation {
   optional uint64 name_iid = 1;
@@ -105,10 +107,42 @@ message DebugAnnotationName {
   optional uint64 iid = 1;
   optional string name = 2;
 }
+message InternedString {
+  optional uint64 iid = 1;
+  optional bytes str = 2;
+}
+message Mapping {
+  optional uint64 iid = 1;
+  repeated uint64 path_string_ids = 7;
+}
+message Frame {
+  optional uint64 iid = 1;
+  optional uint64 function_name_id = 2;
+  optional uint64 mapping_id = 3;
+  optional uint64 rel_pc = 4;
+  optional uint64 source_path_iid = 5;
+  optional uint32 line_number = 6;
+}
+message Callstack {
+  optional uint64 iid = 1;
+  repeated uint64 frame_ids = 2;
+}
 message InternedData {
   repeated EventCategory event_categories = 1;
   repeated EventName event_names = 2;
   repeated DebugAnnotationName debug_annotation_names = 3;
+  repeated InternedString function_names = 5;
+  repeated Frame frames = 6;
+  repeated Callstack callstacks = 7;
+  repeated InternedString mapping_paths = 17;
+  repeated InternedString source_paths = 18;
+  repeated Mapping mappings = 19;
+}
+message PerfSample {
+  optional uint32 cpu = 1;
+  optional uint32 pid = 2;
+  optional uint32 tid = 3;
+  optional uint64 callstack_iid = 4;
 }
 message TracePacket {
   optional uint64 timestamp = 8;
@@ -117,6 +151,7 @@ message TracePacket {
   optional InternedData interned_data = 12;
   optional uint32 sequence_flags = 13;
   optional TrackDescriptor track_descriptor = 60;
+  optional PerfSample perf_sample = 66;
 }
 message Trace {
   repeated TracePacket packet = 1;
@@ -154,6 +189,18 @@ expect 2 'name: "bytes"'          # annotation names, likewise
 expect 2 'uint_value: 1024'
 expect 1 'double_counter_value: 99.75'
 expect 1 'double_counter_value: 2097152'
+# MPI ranks in order; the samples with their stacks: one PerfSample each,
+# the two without a call path without a callstack; on t0's sequence
+# main > compute is interned once, and again on t2's.
+expect 1 'sibling_order_rank: 0'
+expect 1 'sibling_order_rank: 1'
+expect 5 'perf_sample {'
+expect 3 'callstack_iid: 2'
+expect 2 'callstacks {'
+expect 4 'frames {'
+expect 2 'str: "compute"'
+expect 2 'str: "app"'
+expect 2 'path_string_ids: '
 
 awk '
 function done_packet() {
@@ -186,6 +233,6 @@ END {
 	if (bad != "") { print "bad: " bad; exit 1 }
 	printf "packets %d begins %d ends %d instants %d counters %d\n", n, begins, ends, instants, counters
 }' "$tmp/dec.txt" >"$tmp/summary.txt" || fail "$(cat "$tmp/summary.txt")"
-want="packets 45 begins 11 ends 11 instants 6 counters 5"
+want="packets 50 begins 11 ends 11 instants 6 counters 5"
 [ "$(cat "$tmp/summary.txt")" = "$want" ] || fail "got '$(cat "$tmp/summary.txt")', expected '$want'"
 echo "decode.sh: ok: $want"

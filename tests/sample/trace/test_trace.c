@@ -374,6 +374,8 @@ struct dec {
 	struct interned *in;
 	size_t n_in;
 	bool seq_seen[1024];
+	size_t n_perf;         /* PerfSample packets */
+	size_t n_perf_stack;   /* of them, with a callstack_iid */
 };
 
 static void dec_free(struct dec *d)
@@ -550,8 +552,8 @@ static bool dec_trace(struct dec *d, const uint8_t *buf, size_t len, const char 
 	FOR_FIELDS(pkt, buf, len, ok) {
 		uint64_t ts = 0, seq = 0, flags = 0;
 		bool has_ts = false;
-		const uint8_t *te = NULL, *tdd = NULL, *idata = NULL;
-		size_t te_len = 0, td_len = 0, i_len = 0;
+		const uint8_t *te = NULL, *tdd = NULL, *idata = NULL, *ps = NULL;
+		size_t te_len = 0, td_len = 0, i_len = 0, ps_len = 0;
 
 		*why = "Trace has a field other than packet = 1";
 		if (pkt.num != 1 || pkt.wire != 2)
@@ -565,6 +567,7 @@ static bool dec_trace(struct dec *d, const uint8_t *buf, size_t len, const char 
 			case 11: te = f.data; te_len = f.len; break;
 			case 60: tdd = f.data; td_len = f.len; break;
 			case 12: idata = f.data; i_len = f.len; break;
+			case 66: ps = f.data; ps_len = f.len; break;
 			default:
 				*why = "unexpected TracePacket field";
 				return false;
@@ -580,12 +583,27 @@ static bool dec_trace(struct dec *d, const uint8_t *buf, size_t len, const char 
 		if (flags != (d->seq_seen[seq] ? 2u : 1u))
 			return false;
 		d->seq_seen[seq] = true;
-		*why = "packet has neither track_event nor track_descriptor";
-		if (!te == !tdd)
+		*why = "packet has not one of track_event, track_descriptor, perf_sample";
+		if ((te != NULL) + (tdd != NULL) + (ps != NULL) != 1)
 			return false;
+		if (ps) {
+			*why = "bad perf sample (or one without a timestamp)";
+			if (!has_ts)
+				return false;
+			d->n_perf++;
+			FOR_FIELDS(f, ps, ps_len, ok2)
+				if (f.num == 4)
+					d->n_perf_stack++;
+			if (!ok2)
+				return false;
+		}
 		if (idata) {
 			FOR_FIELDS(f, idata, i_len, ok2) {
 				*why = "bad interned data";
+				/* 5-7, 17-19: the samples' stacks, checked by
+				 * decode.sh and tests/sample/export */
+				if ((f.num >= 5 && f.num <= 7) || (f.num >= 17 && f.num <= 19))
+					continue;
 				if (f.num < 1 || f.num > 3 ||
 				    !add_interned(d, (uint32_t)seq, f.num, f.data, f.len))
 					return false;
@@ -851,8 +869,13 @@ static void test_synthetic_perfetto(void **state)
 	d = dec_file(path);
 
 	/* 5 process/counter descriptors, 3 thread descriptors; t0: 6 + 1 +
-	 * (2 + 1) + (2 + 1) + (1 + 4); t1: 6; t2: 6 + (1 + 1); 5 counters. */
-	assert_int_equal(d->n_packets, 5 + 3 + 18 + 6 + 8 + 5);
+	 * (2 + 1) + (2 + 1) + (1 + 4) + 4 perf samples; t1: 6; t2: 6 + (1 +
+	 * 1) + 1 perf sample; 5 counters. */
+	assert_int_equal(d->n_packets, 5 + 3 + 22 + 6 + 9 + 5);
+	/* One PerfSample a sample; the two without a call path have no
+	 * callstack. */
+	assert_int_equal(d->n_perf, 5);
+	assert_int_equal(d->n_perf_stack, 3);
 
 	pr0 = find_td(d, TD_PROCESS, "./app --x [rank 0]");
 	pr1 = find_td(d, TD_PROCESS, "./app \"q\" [rank 1]");
@@ -994,6 +1017,27 @@ static void test_synthetic_json(void **state)
 	run = write_traces(&p, dir);
 	path = file_in(run, JSON_NAME);
 	root = load_json(path);
+
+	/* The samples with their stacks: main > compute, and two samples
+	 * without a call path (no "sf"). */
+	{
+		json_t *sf = json_object_get(root, "stackFrames");
+		json_t *smp = json_object_get(root, "samples"), *x;
+		size_t i, with_sf = 0;
+
+		assert_int_equal(json_object_size(sf), 2);
+		assert_string_equal(json_string_value(json_object_get(
+			json_object_get(sf, "2"), "name")), "compute");
+		assert_string_equal(json_string_value(json_object_get(
+			json_object_get(sf, "2"), "parent")), "1");
+		assert_null(json_object_get(json_object_get(sf, "1"), "parent"));
+		assert_int_equal(json_array_size(smp), 5);
+		json_array_foreach(smp, i, x) {
+			assert_int_equal(json_integer_value(json_object_get(x, "weight")), 1);
+			with_sf += json_integer_value(json_object_get(x, "sf")) == 2;
+		}
+		assert_int_equal(with_sf, 3);
+	}
 
 	/* 2 process_name + 2 process_sort_index + 3 thread_name. */
 	assert_int_equal(count_ph(root, "M"), 7);

@@ -27,12 +27,14 @@
 #include "view.h"
 
 #define LOOKS_FOR "it looks (4 directory levels deep at most, not following symbolic " \
-	"links) for visualize_data.bin, trace.json, profile.db, report.json (of kscope " \
+	"links) for visualize_data.bin, trace.json, trace.perfetto-trace, profile.db, " \
+	"report.json (of kscope " \
 	"memcheck, contention or falseshare), Pipe_statistic.csv with " \
 	"Instruction_statistic.csv (of kscope predict)"
 #define ACCEPTS "kscope view accepts a run directory of a kscope command, a " \
 	"visualize_data.bin, a Chrome trace JSON (an object with \"traceEvents\" or an " \
-	"array of events), a profile.db or a memory tool's report.json"
+	"array of events), a Perfetto trace written by kscope (.perfetto-trace), a " \
+	"profile.db or a memory tool's report.json"
 
 static char *path_in(const char *dir, const char *name)
 {
