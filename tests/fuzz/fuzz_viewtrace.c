@@ -16,78 +16,10 @@
 
 #include <jansson.h>
 
+#include "fuzz_viewquery.h"
 #include "view.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Sends one request; returns its body when result is true, else NULL. */
-static json_t *ask(const struct ks_view *v, const char *command, json_t *params)
-{
-	json_t *req = json_pack("{s:i,s:s,s:s,s:s,s:o}", "id", 1, "moduleName", "timeline",
-				"type", "request", "command", command, "params", params);
-	char *text = json_dumps(req, JSON_COMPACT), *resp;
-	json_t *r, *body = NULL;
-	size_t len;
-
-	json_decref(req);
-	if (!text)
-		abort();
-	resp = ks_view_request(v, text, strlen(text), &len);
-	free(text);
-	r = resp ? json_loadb(resp, len, 0, NULL) : NULL;
-	if (!r || !json_is_object(r))
-		abort(); /* every answer is one JSON object */
-	if (json_is_true(json_object_get(r, "result")))
-		body = json_incref(json_object_get(r, "body"));
-	else if (!json_string_value(json_object_get(json_object_get(r, "body"), "message")))
-		abort(); /* a refusal says why */
-	json_decref(r);
-	free(resp);
-	return body;
-}
-
-static void query(const struct ks_view *v)
-{
-	json_t *threads = ask(v, "unit/threads", json_pack("{s:s}", "cardId", "fuzz"));
-	json_t *procs = json_object_get(threads, "processes"), *p, *t;
-	json_int_t end = json_integer_value(json_object_get(threads, "endTime"));
-	size_t i, k;
-
-	if (!threads)
-		return;
-	if (end < 1)
-		end = 1;
-	json_array_foreach(procs, i, p) {
-		const char *pid = json_string_value(json_object_get(p, "pid"));
-
-		json_decref(ask(v, "unit/threadTracesSummary",
-				json_pack("{s:s,s:s,s:I,s:I,s:f}", "cardId", "fuzz", "processId",
-					  pid, "startTime", (json_int_t)0, "endTime", end,
-					  "timePerPx", (double)end / 1000.0 + 1e-3)));
-		json_array_foreach(json_object_get(p, "threads"), k, t) {
-			const char *tid = json_string_value(json_object_get(t, "tid"));
-
-			for (int fine = 0; fine < 2; fine++)
-				json_decref(ask(v, "unit/threadTraces",
-						json_pack("{s:s,s:s,s:s,s:I,s:I,s:f}", "cardId",
-							  "fuzz", "processId", pid, "threadId", tid,
-							  "startTime", (json_int_t)0, "endTime", end,
-							  "timePerPx", fine ? 1.0 : (double)end / 100.0 + 1e-3)));
-			for (int id = 0; id < 4; id++) {
-				char sid[16];
-
-				snprintf(sid, sizeof sid, "%d", id);
-				json_decref(ask(v, "unit/threadDetail",
-						json_pack("{s:s,s:s,s:s,s:s}", "cardId", "fuzz", "pid",
-							  pid, "tid", tid, "id", sid)));
-				json_decref(ask(v, "unit/flows",
-						json_pack("{s:s,s:s,s:s,s:s}", "cardId", "fuzz", "pid",
-							  pid, "tid", tid, "id", sid)));
-			}
-		}
-	}
-	json_decref(threads);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -109,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	card.tl = tl;
-	query(&v);
+	kv_fuzz_query(&v);
 	kv_tl_free(tl);
 	return 0;
 }

@@ -22,15 +22,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
 from kstest import Failure, check  # noqa: E402
+import viewer  # noqa: E402  (tests/view/viewer.py)
 
 KSCOPE, DRIVER, SAMPLES = sys.argv[1:4]
 # kscope view makes PATH absolute; so do the tests, to compare paths
@@ -102,74 +101,8 @@ def same_number(a, b):
 # The server
 # ------------------------------------------------------------------
 
-class Viewer:
-    def __init__(self, path):
-        self.path = path
-        self.proc = subprocess.Popen([KSCOPE, "view", "--port", "0", path],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True)
-        line = self.proc.stdout.readline().decode()
-        m = re.match(r"kscope: view: (http://[^/ ]+/) \(Ctrl\+C stops\)", line)
-        if not m:
-            self.proc.kill()
-            err = self.proc.communicate(timeout=TIMEOUT)[1].decode(errors="replace")
-            raise Failure(f"kscope view {path}: first line {line!r}; stderr: {err[-2000:]}")
-        self.url = m.group(1)
-        self.next_id = 1
-
-    def raw(self, text):
-        req = urllib.request.Request(self.url + "api", data=text.encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
-            check(r.status == 200, f"POST /api: HTTP {r.status}")
-            return json.loads(r.read())
-
-    def request(self, module, command, params=None):
-        self.next_id += 1
-        req = {"id": self.next_id, "moduleName": module, "type": "request",
-               "command": command}
-        if params is not None:
-            req["params"] = params
-        r = self.raw(json.dumps(req))
-        check(r.get("type") == "response" and r.get("requestId") == self.next_id and
-              r.get("command") == command, f"{command}: bad envelope {str(r)[:300]}")
-        return r
-
-    def ok(self, module, command, params=None):
-        r = self.request(module, command, params)
-        check(r["result"] is True, f"{self.path}: {command} {params}: "
-              f"result false: {r['body'].get('message')}")
-        return r["body"]
-
-    def fails(self, module, command, params, message):
-        """result:false with exactly message, or matching it if a pattern."""
-        r = self.request(module, command, params)
-        check(r["result"] is False, f"{self.path}: {command} {params}: result true")
-        got = r["body"].get("message", "")
-        if isinstance(message, re.Pattern):
-            check(message.fullmatch(got), f"{command} {params}: message {got!r} does "
-                  f"not match {message.pattern!r}")
-        else:
-            check(got == message, f"{command} {params}: message\n  {got!r}\n"
-                  f"expected\n  {message!r}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise Failure(f"kscope view {self.path} did not stop on SIGINT")
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
+def Viewer(path):
+    return viewer.Viewer(KSCOPE, path)
 
 
 def sample(name):

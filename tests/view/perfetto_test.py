@@ -21,61 +21,27 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
 from kstest import Failure, TempDirs, check  # noqa: E402
+import viewer  # noqa: E402  (tests/view/viewer.py)
 
 KSCOPE, DRIVER, EX = sys.argv[1:4]
 TIMEOUT = 60
 
 
-class Viewer:
-    """kscope view on PATH, asked over HTTP (as api_test.py does)."""
+class Viewer(viewer.Viewer):
+    """kscope view on PATH (tests/view/viewer.py); ok() sends {} for no
+    parameters."""
 
     def __init__(self, path):
-        self.path = path
-        self.proc = subprocess.Popen([KSCOPE, "view", "--port", "0", path],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True)
-        line = self.proc.stdout.readline().decode()
-        m = re.match(r"kscope: view: (http://[^/ ]+/) \(Ctrl\+C stops\)", line)
-        if not m:
-            self.proc.kill()
-            err = self.proc.communicate(timeout=TIMEOUT)[1].decode(errors="replace")
-            raise Failure(f"kscope view {path}: first line {line!r}; stderr: {err[-2000:]}")
-        self.url = m.group(1)
-        self.next_id = 1
+        super().__init__(KSCOPE, path)
 
     def ok(self, module, command, params=None):
-        self.next_id += 1
-        req = {"id": self.next_id, "moduleName": module, "type": "request",
-               "command": command, "params": params or {}}
-        r = urllib.request.Request(self.url + "api", data=json.dumps(req).encode(),
-                                   headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(r, timeout=TIMEOUT) as resp:
-            body = json.loads(resp.read())
-        check(body["result"] is True, f"{self.path}: {command} {params}: "
-              f"{body['body'].get('message')}")
-        return body["body"]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        return super().ok(module, command, params or {})
 
 
 def driver(path, requests=()):

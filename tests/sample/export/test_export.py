@@ -76,92 +76,11 @@ message Function {
 }
 """
 
-# Perfetto's protos/perfetto/trace/ (proto2), the fields kscope writes.
-PERFETTO_PROTO = """
-syntax = "proto2";
-package perfetto.protos;
-message ProcessDescriptor {
-  optional int32 pid = 1;
-  optional string process_name = 6;
-  optional int64 start_timestamp_ns = 7;
-}
-message ThreadDescriptor {
-  optional int32 pid = 1;
-  optional int32 tid = 2;
-  optional string thread_name = 5;
-}
-message CounterDescriptor { optional int32 unit = 3; }
-message TrackDescriptor {
-  optional uint64 uuid = 1;
-  optional uint64 parent_uuid = 5;
-  optional string name = 2;
-  optional ProcessDescriptor process = 3;
-  optional ThreadDescriptor thread = 4;
-  optional CounterDescriptor counter = 8;
-  optional int32 sibling_order_rank = 12;
-}
-message DebugAnnotation {
-  optional uint64 name_iid = 1;
-  optional uint64 uint_value = 3;
-  optional int64 int_value = 4;
-}
-message TrackEvent {
-  repeated uint64 category_iids = 3;
-  optional uint64 name_iid = 10;
-  optional int32 type = 9;
-  optional uint64 track_uuid = 11;
-  optional double double_counter_value = 44;
-  repeated DebugAnnotation debug_annotations = 4;
-}
-message EventCategory { optional uint64 iid = 1; optional string name = 2; }
-message EventName { optional uint64 iid = 1; optional string name = 2; }
-message DebugAnnotationName { optional uint64 iid = 1; optional string name = 2; }
-message InternedString { optional uint64 iid = 1; optional bytes str = 2; }
-message Mapping {
-  optional uint64 iid = 1;
-  optional uint64 build_id = 2;
-  repeated uint64 path_string_ids = 7;
-}
-message Frame {
-  optional uint64 iid = 1;
-  optional uint64 function_name_id = 2;
-  optional uint64 mapping_id = 3;
-  optional uint64 rel_pc = 4;
-  optional uint64 source_path_iid = 5;
-  optional uint32 line_number = 6;
-}
-message Callstack {
-  optional uint64 iid = 1;
-  repeated uint64 frame_ids = 2;
-}
-message InternedData {
-  repeated EventCategory event_categories = 1;
-  repeated EventName event_names = 2;
-  repeated DebugAnnotationName debug_annotation_names = 3;
-  repeated InternedString function_names = 5;
-  repeated Frame frames = 6;
-  repeated Callstack callstacks = 7;
-  repeated InternedString mapping_paths = 17;
-  repeated InternedString source_paths = 18;
-  repeated Mapping mappings = 19;
-}
-message PerfSample {
-  optional uint32 cpu = 1;
-  optional uint32 pid = 2;
-  optional uint32 tid = 3;
-  optional uint64 callstack_iid = 4;
-}
-message TracePacket {
-  optional uint64 timestamp = 8;
-  optional uint32 trusted_packet_sequence_id = 10;
-  optional TrackEvent track_event = 11;
-  optional InternedData interned_data = 12;
-  optional uint32 sequence_flags = 13;
-  optional TrackDescriptor track_descriptor = 60;
-  optional PerfSample perf_sample = 66;
-}
-message Trace { repeated TracePacket packet = 1; }
-"""
+# Perfetto's protos/perfetto/trace/ (proto2), the fields kscope writes:
+# the schema tests/sample/trace/decode.sh decodes with too.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trace",
+                       "perfetto_subset.proto")) as _f:
+    PERFETTO_PROTO = _f.read()
 
 
 def protoc_decode(schema, message, data, tmp):
