@@ -1,8 +1,9 @@
 # What an installed kscope offers other programs, and the Debian package.
-#   - the CMake package: find_package(kscope) gives kscope::user and
-#     kscope::predict (lib/cmake/kscope)
-#   - pkg-config files kscope-user.pc and kscope-predict.pc (lib/pkgconfig),
-#     relocatable: their prefix is ${pcfiledir}/../..
+#   - the CMake package: find_package(kscope) gives kscope::user,
+#     kscope::predict, kscope::tune and kscope::vizbin (lib/cmake/kscope)
+#   - pkg-config files kscope-user.pc, kscope-predict.pc, kscope-tune.pc
+#     and kscope-vizbin.pc (lib/pkgconfig), relocatable: their prefix is
+#     ${pcfiledir}/../..
 #   - kscope.pth in the Python site directory of the prefix, which puts
 #     lib/kscope/python on Debian's python3 path (import kscope.predict)
 #   - `make deb` (the `deb` target): CPack's DEB generator, Depends found
@@ -20,7 +21,7 @@ install(FILES ${CMAKE_BINARY_DIR}/package/kscopeConfig.cmake
               ${CMAKE_BINARY_DIR}/package/kscopeConfigVersion.cmake
         DESTINATION ${KS_INSTALL_LIBDIR}/cmake/kscope)
 
-foreach(pc kscope-user kscope-predict)
+foreach(pc kscope-user kscope-predict kscope-tune kscope-vizbin)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/package/${pc}.pc.in
                  ${CMAKE_BINARY_DIR}/package/${pc}.pc @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/package/${pc}.pc

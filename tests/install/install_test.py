@@ -65,6 +65,63 @@ target_link_libraries(app PRIVATE kscope::user)
 """
 
 
+# The C APIs of tune.h and vizbin.h, from an installed kscope: a search
+# space parsed, a container written with a source block and read back.
+APIS_PROG = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kscope/tune.h>
+#include <kscope/vizbin.h>
+
+int main(int argc, char **argv)
+{
+	static const char space[] = "{\"TILE\": [16, 32, 64], \"UNROLL\": [1, 2]}";
+	static const char text[] = "int main(void) { return 0; }\n";
+	struct ks_tune_space *s;
+	struct ks_vb_writer *w;
+	struct ks_vb_reader *r;
+	struct ks_vb_error verr;
+	char err[512];
+	int fd;
+
+	if (argc != 2 || ks_tune_space_parse(space, strlen(space), "space", &s, err, sizeof err)) {
+		fprintf(stderr, "tune: %s\n", err);
+		return 1;
+	}
+	printf("configs %zu keys %zu first %s=%s\n", s->nconfigs, s->nkeys, s->keys[0],
+	       s->values[0]);
+	ks_tune_space_free(s);
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ks_vb_writer_open(fd, &w, &verr) ||
+	    ks_vb_write(w, KS_VB_SOURCE, KS_VB_VERSION, "/src/k.c", text, strlen(text), &verr)) {
+		fprintf(stderr, "vizbin write: %s\n", verr.msg);
+		return 1;
+	}
+	ks_vb_writer_free(w);
+	close(fd);
+	if (ks_vb_open(argv[1], KS_VB_CHECK_PAYLOADS, &r, &verr)) {
+		fprintf(stderr, "vizbin read: %s\n", verr.msg);
+		return 1;
+	}
+	printf("blocks %u type %s path %s\n", ks_vb_count(r),
+	       ks_vb_type_name(ks_vb_block_at(r, 0)->type), ks_vb_block_at(r, 0)->path);
+	ks_vb_close(r);
+	return 0;
+}
+"""
+
+APIS_CMAKE = """
+cmake_minimum_required(VERSION 3.16)
+project(installed_apis C)
+find_package(kscope 0.1 REQUIRED)
+add_executable(apis prog.c)
+target_link_libraries(apis PRIVATE kscope::tune kscope::vizbin)
+"""
+
+
 class Env:
     """Runs commands as a user of the installed kscope would."""
 
@@ -165,6 +222,36 @@ def check_user_api(e, build_examples):
         print(f"ok   user API via {'pkg-config' if app == app_pc else 'find_package'}: "
               f"region recorded, {nsamples} samples, stdout unchanged")
     return os.path.join(e.work, "s-app_pc")
+
+
+def check_c_apis(e):
+    """tune.h and vizbin.h through pkg-config and find_package; kscope
+    inspect reads the container the library wrote."""
+    src = os.path.join(e.work, "apis")
+    os.makedirs(src)
+    with open(os.path.join(src, "prog.c"), "w") as f:
+        f.write(APIS_PROG)
+    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+        f.write(APIS_CMAKE)
+    pc = {"PKG_CONFIG_PATH": f"{e.prefix}/lib/pkgconfig"}
+    _, flags, _, _ = e.run(["pkg-config", "--cflags", "--libs", "kscope-tune",
+                            "kscope-vizbin"], env=pc)
+    app_pc = os.path.join(src, "apis_pc")
+    e.run(["cc", "-std=c11", "-D_GNU_SOURCE", "prog.c", "-o", app_pc, *flags.split(),
+           f"-Wl,-rpath,{e.prefix}/lib"], cwd=src)
+    cbuild = os.path.join(src, "cmake-build")
+    e.run(["cmake", "-S", src, "-B", cbuild, f"-DCMAKE_PREFIX_PATH={e.prefix}"],
+          what="cmake configure with kscope::tune and kscope::vizbin")
+    e.run(["cmake", "--build", cbuild], what="cmake --build")
+    for app in (app_pc, os.path.join(cbuild, "apis")):
+        vb = os.path.join(src, os.path.basename(app) + ".bin")
+        _, out, _, _ = e.run([app, vb])
+        check(out == "configs 6 keys 2 first TILE=16\n"
+                     "blocks 1 type source path /src/k.c\n", f"{app} printed {out!r}")
+        _, listing, _, _ = e.run(["kscope", "inspect", vb])
+        check("/src/k.c" in listing, f"kscope inspect {vb}: {listing[:500]}")
+    print("ok   tune.h and vizbin.h through pkg-config and find_package; inspect reads "
+          "the container")
 
 
 def check_op(e, build_examples):
@@ -360,6 +447,7 @@ def smoke(prefix, build, tmp):
     examples = os.path.join(build, "examples")
     check_help(e)
     sample_parent = check_user_api(e, examples)
+    check_c_apis(e)
     check_op(e, examples)
     check_memcheck(e, examples)
     check_falseshare(e, examples)

@@ -550,7 +550,7 @@ def scenario_python_errors(_bless):
     env["PYTHONPATH"] = os.path.dirname(moddir)
     r = run([sys.executable, "-c", code], env)
     want = (f"libkscope-predict.so not found: looked for {tmp}/a/lib/libkscope-predict.so "
-            f"(build tree) and {tmp}/a/libkscope-predict.so (installed); set "
+            f"(build tree) and {tmp}/libkscope-predict.so (installed); set "
             f"KSCOPE_PREDICT_LIB to its path")
     check(r.returncode == 0 and r.stdout.strip() == want,
           f"no library:\n{r.stdout}{r.stderr}\nwant: {want}")
