@@ -13,8 +13,11 @@ on PATH and the working directory a fresh temporary one:
   - a program built against the user API through pkg-config and through
     CMake's find_package(kscope), run plain and under kscope sample: the
     same stdout, and its region in profile.db
+  - programs built against tune.h and vizbin.h both ways
   - kscope op on the OpenCL example (PoCL), kscope memcheck on a
-    use-after-free, kscope predict --chip ascend910b
+    use-after-free, falseshare and contention on the threads examples,
+    pack, tune, calibrate --quick, mpirun -n 2 kscope sample and kscope
+    merge, report and inspect, kscope predict --chip ascend910b
   - kscope view on the sample run: its page and one API answer over HTTP
   - import kscope.predict in Debian's python3 through the installed
     kscope.pth, and a model scheduled with it
@@ -129,9 +132,11 @@ class Env:
         self.prefix = prefix
         self.work = work
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("KSCOPE_", "PYTHON", "LD_", "PKG_CONFIG", "CMAKE_"))}
+               if not k.startswith(("KSCOPE_", "PYTHON", "LD_", "PKG_CONFIG", "CMAKE_",
+                                    "XDG_"))}
         env["PATH"] = f"{prefix}/bin:/usr/bin:/bin"
         env["HOME"] = work            # nothing kscope writes lands in the real home
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
         self.env = env
 
     def run(self, argv, expect=0, env=None, cwd=None, what=None):
@@ -293,6 +298,60 @@ def check_falseshare(e, build_examples):
     print(f"ok   falseshare: {fs['false_lines']} falsely shared line(s), object {names}")
 
 
+def check_contention(e, build_examples):
+    outdir = os.path.join(e.work, "c")
+    e.run(["kscope", "contention", "-o", outdir, "--",
+           os.path.join(build_examples, "threads", "contention")])
+    run = only_run_dir(outdir)
+    with open(os.path.join(run, "report.json")) as f:
+        report = json.load(f)
+    check(report.get("analysis") == "contention" and report.get("objects"),
+          f"contention report: {str(report)[:500]}")
+    print(f"ok   contention: {len(report['objects'])} contended object(s)")
+
+
+def check_pack_tune_calibrate(e):
+    src = os.path.join(e.work, "tune")
+    os.makedirs(src)
+    kernel = os.path.join(src, "k.c")
+    with open(kernel, "w") as f:
+        f.write("#include <stdio.h>\n#define N 2 // tunable\n"
+                "int main(void) { printf(\"KSCOPE_TIME_NS=%d\\n\", 1000 * N); return 0; }\n")
+    with open(os.path.join(src, "space.json"), "w") as f:
+        f.write('{"N": [3, 1, 2]}')
+    e.run(["kscope", "pack", "-o", os.path.join(e.work, "pk"), "--source", kernel])
+    vb = os.path.join(only_run_dir(os.path.join(e.work, "pk")), "visualize_data.bin")
+    _, out, _, _ = e.run(["kscope", "inspect", vb])
+    check(kernel in out, f"inspect of the packed container: {out[:400]}")
+    _, out, err, _ = e.run(["kscope", "tune", "-o", os.path.join(e.work, "tu"), "--src", kernel,
+                            "--space", os.path.join(src, "space.json"),
+                            "--build", "cc -O1 {src} -o {exe}", "--run", "{exe}",
+                            "--warmup", "0", "--repeat", "1"])
+    run = only_run_dir(os.path.join(e.work, "tu"))
+    with open(os.path.join(run, "tune.json")) as f:
+        best = json.load(f).get("best") or {}
+    check((best.get("values") or {}).get("N") == 1 and best.get("median_ns") == 1000.0,
+          f"tune's best is {best}, expected N=1 at 1000 ns\n{out}{err}")
+    _, out, err, _ = e.run(["kscope", "calibrate", "--quick", "--no-opencl", "--no-chip"])
+    check("DRAM" in out + err or "dram" in out + err, f"calibrate printed {out}{err}")
+    print("ok   pack and inspect, tune (best N=1 of 3), calibrate --quick")
+
+
+def check_mpi_merge(e, build_examples):
+    if not shutil.which("mpirun"):
+        raise Failure("mpirun is missing: scripts/install-deps.sh installs openmpi-bin")
+    outdir = os.path.join(e.work, "mpi")
+    e.run(["mpirun", "--oversubscribe", "-n", "2", "kscope", "sample", "-o", outdir, "--",
+           os.path.join(build_examples, "sample", "mpi_ring")])
+    run = only_run_dir(outdir)
+    e.run(["kscope", "merge", run])
+    db = sqlite3.connect(f"file:{run}/profile.db?mode=ro", uri=True)
+    ranks = db.execute("SELECT count(DISTINCT rank) FROM processes").fetchone()[0]
+    db.close()
+    check(ranks == 2, f"the merged profile has {ranks} ranks")
+    print("ok   mpirun -n 2 kscope sample, then kscope merge: 2 ranks")
+
+
 def check_report_inspect(e, sample_parent):
     _, out, _, _ = e.run(["kscope", "report", only_run_dir(sample_parent)])
     check("main" in out, f"kscope report printed {out[:500]}")
@@ -451,6 +510,9 @@ def smoke(prefix, build, tmp):
     check_op(e, examples)
     check_memcheck(e, examples)
     check_falseshare(e, examples)
+    check_contention(e, examples)
+    check_pack_tune_calibrate(e)
+    check_mpi_merge(e, examples)
     check_report_inspect(e, sample_parent)
     check_predict(e, SOURCE)
     check_view(e, sample_parent)
