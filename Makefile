@@ -24,19 +24,22 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD)/CMakeCache.txt:
+# A tree counts as configured once CMake has generated its Makefile (a
+# configure that failed leaves CMakeCache.txt but no Makefile, and is run
+# again).
+$(BUILD)/Makefile:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc \
 	      -DKSCOPE_WERROR=ON $(CMAKE_ARGS)
 
-build: $(BUILD)/CMakeCache.txt
+build: $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
-$(BUILD_SAN)/CMakeCache.txt:
+$(BUILD_SAN)/Makefile:
 	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
 	      -DKSCOPE_WERROR=ON -DKSCOPE_SANITIZE=ON -DKSCOPE_FUZZ=ON \
 	      -DKSCOPE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_ARGS)
 
-build-san: $(BUILD_SAN)/CMakeCache.txt
+build-san: $(BUILD_SAN)/Makefile
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 
 check-release: build

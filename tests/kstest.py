@@ -7,7 +7,11 @@ in its main loop and prints FAIL.
 TempDirs: temporary directories made during a test and removed at its
 end.  kscope makes its run directories and deliverables read-only, so
 remove() first gives the owner back the right to empty each directory.
+
+opencl_platforms(): how many OpenCL platforms this machine has, for the
+tests that need one.
 """
+import ctypes
 import os
 import shutil
 import tempfile
@@ -42,3 +46,15 @@ class TempDirs:
                     os.chmod(os.path.join(root, x), 0o700)
             shutil.rmtree(d, ignore_errors=True)
         self.paths = []
+
+
+def opencl_platforms():
+    """How many OpenCL platforms the ICD loader finds (0 without one)."""
+    try:
+        lib = ctypes.CDLL("libOpenCL.so.1")
+    except OSError:
+        return 0
+    n = ctypes.c_uint32(0)
+    if lib.clGetPlatformIDs(0, None, ctypes.byref(n)) != 0:
+        return 0
+    return n.value

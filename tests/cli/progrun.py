@@ -20,7 +20,6 @@ also checks that the program's output was its own.
 Exit status 0 when the scenario passed, 1 when it failed, 77 (skipped) for
 kscope op's scenarios on a machine without an OpenCL platform.
 """
-import ctypes
 import glob
 import os
 import re
@@ -28,7 +27,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-from kstest import Failure, check, TempDirs  # noqa: E402
+from kstest import Failure, check, TempDirs, opencl_platforms  # noqa: E402
 
 KSCOPE, PROGOUT, BUILD, SCENARIO = sys.argv[1:5]
 SKIP = 77
@@ -45,17 +44,6 @@ SUMMARY = {
     "falseshare": re.compile(r"^kscope falseshare report$", re.M),
 }
 RESULTS = re.compile(r"^(?:results: |kscope op: .* in )(/\S+)$", re.M)
-
-
-def opencl_platforms():
-    try:
-        lib = ctypes.CDLL("libOpenCL.so.1")
-    except OSError:
-        return 0
-    n = ctypes.c_uint32(0)
-    if lib.clGetPlatformIDs(0, None, ctypes.byref(n)) != 0:
-        return 0
-    return n.value
 
 
 def env():

@@ -16,7 +16,6 @@ Exit status 0 when the scenario passed, 1 when it failed, 77 (skipped)
 when this machine has no OpenCL platform.
 """
 import csv
-import ctypes
 import glob
 import json
 import os
@@ -28,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
-from kstest import Failure, check, TempDirs  # noqa: E402
+from kstest import Failure, check, TempDirs, opencl_platforms  # noqa: E402
 
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 EX = os.path.join(BUILD, "examples", "opencl")
@@ -38,18 +37,6 @@ TIMEOUT = 300
 
 DELIVERABLES = ["context.json", "measure.json", "OpBasicInfo.csv", "Timing.csv",
                 "Memory.csv", "trace.json", "visualize_data.bin"]
-
-
-def opencl_platforms():
-    """How many OpenCL platforms the ICD loader finds (0 without one)."""
-    try:
-        lib = ctypes.CDLL("libOpenCL.so.1")
-    except OSError:
-        return 0
-    n = ctypes.c_uint32(0)
-    if lib.clGetPlatformIDs(0, None, ctypes.byref(n)) != 0:
-        return 0
-    return n.value
 
 
 def example(name):

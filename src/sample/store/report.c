@@ -207,6 +207,22 @@ static int group_functions(struct rctx *c)
 	return rc;
 }
 
+/* The profile is consistent and the thread filter names one of its
+ * threads. */
+static int check_input(const struct ks_profile *p, const struct ks_report_opts *o,
+		       struct ks_err *err)
+{
+	int rc = ks_store_check_profile(p, err);
+
+	if (rc)
+		return rc;
+	if (o->thread != KS_NONE && o->thread >= p->n_threads)
+		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
+				  "the profile has %zu thread%s", o->thread,
+				  p->n_threads, p->n_threads == 1 ? "" : "s");
+	return 0;
+}
+
 static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		    const struct ks_report_opts *o, struct ks_err *err)
 {
@@ -217,12 +233,8 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 	memset(c, 0, sizeof(*c));
 	c->p = p;
 	c->o = o;
-	if ((rc = ks_store_check_profile(p, err)))
+	if ((rc = check_input(p, o, err)))
 		return rc;
-	if (o->thread != KS_NONE && o->thread >= p->n_threads)
-		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
-				  "the profile has %zu thread%s", o->thread,
-				  p->n_threads, p->n_threads == 1 ? "" : "s");
 	if (!(o->min_pct >= 0 && o->min_pct <= 100))
 		return ks_err_set(err, -EINVAL, "the tree's minimum share %g is not "
 				  "a percentage", o->min_pct);
@@ -277,12 +289,8 @@ int ks_report_select(const struct ks_profile *p, const struct ks_report_opts *o,
 	int rc;
 
 	*pass = NULL;
-	if ((rc = ks_store_check_profile(p, err)))
+	if ((rc = check_input(p, o, err)))
 		return rc;
-	if (o->thread != KS_NONE && o->thread >= p->n_threads)
-		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
-				  "the profile has %zu thread%s", o->thread,
-				  p->n_threads, p->n_threads == 1 ? "" : "s");
 	if (o->region && (rc = region_nodes(&c, &in_region, err)))
 		return rc;
 	r = calloc(p->n_samples + 1, sizeof(*r));
