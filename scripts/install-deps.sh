@@ -8,14 +8,16 @@
 set -euo pipefail
 
 # Build: compilers (gcc is the default, clang builds the sanitizer and fuzz
-# configuration), CMake and pkg-config.
-BUILD_PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev"
+# configuration), CMake and pkg-config; libc6-dev's libc.a links the
+# statically linked test program of the memory tools (tests/memtools/procs).
+BUILD_PKGS="build-essential libc6-dev cmake pkg-config clang libclang-rt-14-dev"
 # Libraries kscope links (docs/architecture.md says why each): jansson
 # (JSON), libunwind (stack walking in the sampler), elfutils' libdw and
 # libelf (symbols, lines, inlined frames), SQLite (profile.db), capstone
 # (disassembly in kscope op --simulate), zlib (gzip, for kscope report
-# --format pprof).
-LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev zlib1g-dev"
+# --format pprof), expat (kscope memcheck reads Memcheck's XML output as a
+# stream, so a file cut short still gives every complete error).
+LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev zlib1g-dev libexpat1-dev"
 # MPI: Open MPI, for profiling MPI programs and for its tests.
 MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Valgrind: its tool API (headers, core archives, pkg-config file) builds

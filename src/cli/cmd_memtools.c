@@ -9,11 +9,15 @@
  * Checks the options and the program, creates the run directory, then
  * builds a private Valgrind library directory (the system's Valgrind
  * files linked in, plus kscope's tool and preload library) and runs
- * `valgrind --tool=kscope --analysis=...` on the program with
- * VALGRIND_LIB pointing there.  The tool writes findings.jsonl; when the
- * program ends (or is interrupted) the reports are written from it
- * (src/memtools/report) and the text report is printed on stderr, so
- * the program's standard output stays its own.
+ * `valgrind --tool=kscope --analysis=... --trace-children=yes` on the
+ * program with VALGRIND_LIB pointing there.  Every process writes its
+ * own findings file (findings.<pid>.jsonl; an exec'd image continues its
+ * process's) and Valgrind log; when the program ends (or is interrupted)
+ * the logs are merged into valgrind.log, the program's file becomes
+ * findings.jsonl, and the reports are written from all of them
+ * (src/memtools/report), with how each process ended as kscope saw it.
+ * The text report is printed on stderr, so the program's standard
+ * output stays its own.
  *
  * Exit status: 1 if the analysis itself failed; else --error-exitcode
  * (KS_EXIT_FINDINGS by default) when memcheck found errors or falseshare
@@ -35,10 +39,14 @@
 #include "argcheck.h"
 #include "cli.h"
 #include "log.h"
+#include "memcheck_mc.h"
 #include "mtreport.h"
 #include "outdir.h"
+#include "readfile.h"
 #include "runprog.h"
 #include "vgrun.h"
+#include <dirent.h>
+#include <signal.h>
 
 
 /* ------------------------------------------------------------------ */
@@ -56,6 +64,11 @@ struct mt_opts {
 	int64_t redzone;
 	int64_t freelist_vol;
 	bool no_leak_check;
+	int leak_check;          /* ks_mc_leak_check_choices */
+	bool track_origins;
+	char *show_leak_kinds, *errors_for_leak_kinds;
+	struct ks_strlist suppressions;
+	bool gen_suppressions;
 	bool no_filter;
 	bool xml;
 	/* contention, falseshare */
@@ -119,14 +132,39 @@ static const struct ks_opt memcheck_opts[] = {
 	  .env = "KSCOPE_FREELIST_VOL",
 	  .help = "bytes of freed blocks kept unusable to catch late uses",
 	  OPT(freelist_vol), .min = 0, .max = (int64_t)1 << 40 },
+	{ .name = "leak-check", .type = KS_OPT_ENUM, .metavar = "HOW", .def = "full",
+	  .env = "KSCOPE_LEAK_CHECK",
+	  .help = "look for leaked blocks at exit: full (each one), summary (totals), no",
+	  OPT(leak_check), .choices = ks_mc_leak_check_choices },
 	{ .name = "no-leak-check", .type = KS_OPT_FLAG, .env = "KSCOPE_NO_LEAK_CHECK",
-	  .help = "do not look for leaked blocks at exit", OPT(no_leak_check) },
+	  .help = "do not look for leaked blocks at exit (--leak-check no)",
+	  OPT(no_leak_check) },
+	{ .name = "show-leak-kinds", .type = KS_OPT_NAME, .metavar = "KINDS",
+	  .def = "definite,possible", .env = "KSCOPE_SHOW_LEAK_KINDS",
+	  .help = "leaks listed: comma-separated definite, indirect, possible, "
+		  "reachable, or all, or none", OPT(show_leak_kinds), .name_extra = ",",
+	  .max_len = 64 },
+	{ .name = "errors-for-leak-kinds", .type = KS_OPT_NAME, .metavar = "KINDS",
+	  .def = "definite,possible", .env = "KSCOPE_ERRORS_FOR_LEAK_KINDS",
+	  .help = "leaks that count as errors (exit status, error summary), as "
+		  "--show-leak-kinds", OPT(errors_for_leak_kinds), .name_extra = ",",
+	  .max_len = 64 },
+	{ .name = "track-origins", .type = KS_OPT_FLAG, .env = "KSCOPE_TRACK_ORIGINS",
+	  .help = "say where each uninitialised value was created (slower)",
+	  OPT(track_origins) },
+	{ .name = "suppressions", .type = KS_OPT_PATH, .metavar = "FILE",
+	  .env = "KSCOPE_SUPPRESSIONS", .flags = KS_OPT_REPEAT | KS_PATH_FILE | KS_PATH_READ,
+	  .help = "Valgrind suppressions file of errors not to report (repeatable)",
+	  OPT(suppressions) },
+	{ .name = "gen-suppressions", .type = KS_OPT_FLAG, .env = "KSCOPE_GEN_SUPPRESSIONS",
+	  .help = "write a suppression for every error to suppressions.supp",
+	  OPT(gen_suppressions) },
 	{ .name = "no-filter", .type = KS_OPT_FLAG, .env = "KSCOPE_NO_FILTER",
 	  .help = "also report errors whose top three frames have no line "
 		  "information", OPT(no_filter) },
 	{ .name = "xml", .type = KS_OPT_FLAG, .env = "KSCOPE_XML",
-	  .help = "also write memcheck.xml in Valgrind's XML format (protocol 4)",
-	  OPT(xml) },
+	  .help = "keep Memcheck's XML (protocol 4): memcheck.xml, memcheck.<pid>.xml "
+		  "for child processes", OPT(xml) },
 	KS_COMMON_OPTS(struct mt_opts),
 	KS_OPT_END
 };
@@ -163,7 +201,11 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 		return -ENOMEM;
 	rc |= ks_argv_add(a, "%s", valgrind);
 	rc |= ks_argv_add(a, "--tool=kscope");
-	rc |= ks_argv_add(a, "--log-file=%s/valgrind.log", esc);
+	rc |= ks_argv_add(a, "--trace-children=yes");
+	/* Each process under the tool (a forked child, an exec'd image) logs
+	 * into its own file, merged into valgrind.log afterwards: an exec'd
+	 * image would truncate a shared one. */
+	rc |= ks_argv_add(a, "--log-file=%s/valgrind.%%p.log", esc);
 	rc |= ks_argv_add(a, "--analysis=%s", analysis);
 	rc |= ks_argv_add(a, "--out=%s/findings.%%p.jsonl", esc);
 	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers);
@@ -186,6 +228,178 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 		rc |= ks_argv_add(a, "%s", *p);
 	free(esc);
 	return rc ? -ENOMEM : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes: the findings files and Valgrind's logs of a run           */
+/* ------------------------------------------------------------------ */
+
+/* The pid in NAME = PREFIX<pid>SUFFIX, or -1. */
+static long name_pid(const char *name, const char *prefix, const char *suffix)
+{
+	size_t lp = strlen(prefix), ls = strlen(suffix), n = strlen(name);
+	long pid = 0;
+
+	if (n <= lp + ls || strncmp(name, prefix, lp) || strcmp(name + n - ls, suffix))
+		return -1;
+	for (size_t i = lp; i < n - ls; i++) {
+		if (name[i] < '0' || name[i] > '9' || pid > 100000000)
+			return -1;
+		pid = pid * 10 + (name[i] - '0');
+	}
+	return pid;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The pids of the files PREFIX<pid>SUFFIX in the run directory, sorted;
+ * *pids is malloc'd. */
+static int list_pids(struct ks_rundir *rd, const char *prefix, const char *suffix,
+		     long **pids, size_t *n)
+{
+	int fd = openat(rd->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	size_t cap = 0;
+
+	*pids = NULL;
+	*n = 0;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		long pid = name_pid(de->d_name, prefix, suffix);
+
+		if (pid < 0)
+			continue;
+		if (*n == cap) {
+			long *v = realloc(*pids, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+			if (!v) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			*pids = v;
+		}
+		(*pids)[(*n)++] = pid;
+	}
+	closedir(d);
+	if (*n)
+		qsort(*pids, *n, sizeof(**pids), cmp_long);
+	return 0;
+}
+
+/* What the logs say about the run: the processes a fatal signal ended
+ * (Valgrind names the signal; the tool cannot see it), and whether
+ * Valgrind gave up because the program had more threads than
+ * --max-threads allows. */
+struct vglogs {
+	struct ks_mtr_exit *exits;
+	size_t nexits;
+	bool too_many_threads;
+};
+
+/* Reads every valgrind.<pid>.log and merges them into valgrind.log (the
+ * program's first, then its children's by pid); each line carries its
+ * pid already. */
+static int merge_logs(struct ks_rundir *rd, pid_t root, struct vglogs *lg,
+		      struct ks_err *err)
+{
+	static const char fatal[] = "Process terminating with default action of signal ";
+	struct ks_outfile of;
+	long *pids = NULL;
+	size_t n = 0;
+	int rc = list_pids(rd, "valgrind.", ".log", &pids, &n);
+
+	if (rc)
+		return ks_err_set(err, rc, "cannot list %s: %s", rd->path, strerror(-rc));
+	lg->exits = calloc(n ? n : 1, sizeof(*lg->exits));
+	if (!lg->exits) {
+		free(pids);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	/* The program's log first. */
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == (long)root && i > 0) {
+			memmove(pids + 1, pids, i * sizeof(*pids));
+			pids[0] = (long)root;
+		}
+	if ((rc = ks_outfile_open(rd, "valgrind.log", &of, err))) {
+		free(pids);
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char name[64], *data = NULL, *p;
+		size_t size = 0;
+		struct ks_err e;
+
+		snprintf(name, sizeof(name), "valgrind.%ld.log", pids[i]);
+		if (ks_read_file_at(rd->dirfd, name, O_NOFOLLOW, (size_t)1 << 30, &data, &size,
+				    &e) != 0)
+			continue;
+		ks_outfile_write(&of, data, size);
+		if ((p = strstr(data, fatal))) {
+			struct ks_mtr_exit *x = &lg->exits[lg->nexits++];
+
+			x->pid = pids[i];
+			x->signaled = true;
+			x->code = atoi(p + sizeof(fatal) - 1);
+		}
+		if (ks_vg_log_too_many_threads(data))
+			lg->too_many_threads = true;
+		free(data);
+		unlinkat(rd->dirfd, name, 0);
+	}
+	free(pids);
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+/* The findings files of the program's child processes, by pid, each as a
+ * path (malloc'd, like the array). */
+static int child_findings(struct ks_rundir *rd, pid_t root, char ***paths, size_t *n,
+			  struct ks_err *err)
+{
+	long *pids = NULL;
+	size_t np = 0;
+	int rc = list_pids(rd, "findings.", ".jsonl", &pids, &np);
+
+	*paths = NULL;
+	*n = 0;
+	if (rc)
+		return ks_err_set(err, rc, "cannot list %s: %s", rd->path, strerror(-rc));
+	*paths = calloc(np ? np : 1, sizeof(**paths));
+	if (!*paths) {
+		free(pids);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < np; i++) {
+		char name[64];
+
+		if (pids[i] == (long)root)
+			continue;
+		snprintf(name, sizeof(name), "findings.%ld.jsonl", pids[i]);
+		fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
+		if (asprintf(&(*paths)[*n], "%s/%s", rd->path, name) < 0) {
+			free(pids);
+			return ks_err_set(err, -ENOMEM, "out of memory");
+		}
+		(*n)++;
+	}
+	free(pids);
+	return 0;
+}
+
+static void free_paths(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
 }
 
 /* The tool names its file findings.<pid>.jsonl; the program's own becomes
@@ -218,6 +432,10 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct ks_mtr_opts ro;
 	struct ks_mtr_summary sum;
 	struct ks_err err;
+	struct vglogs logs = { 0 };
+	struct ks_mtr_exit *exits = NULL;
+	char **children = NULL;
+	size_t nchildren = 0;
 	pid_t pid = 0;
 	int status, code = KS_EXIT_FAIL, exit_code;
 	bool have_rd = false;
@@ -232,6 +450,10 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	if (ks_find_program(ps->program[0], &prog, &err)) {
 		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_vg_check_program(prog, cmd->name)) {
+		free(prog);
 		return KS_EXIT_USAGE;
 	}
 	if (ks_vg_open(&vg, &err) ||
@@ -256,12 +478,36 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (WIFSIGNALED(status))
 		ks_info("the program was ended by signal %d (%s); reporting what was "
 			"found", WTERMSIG(status), strsignal(WTERMSIG(status)));
-	if (adopt_findings(&rd, pid, findings, sizeof(findings), &err)) {
+	if (merge_logs(&rd, pid, &logs, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	fchmodat(rd.dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
+	if (logs.too_many_threads) {
+		ks_vg_error_too_many_threads((long long)o->max_threads, rd.path);
+		code = KS_EXIT_USAGE;
+		goto out;
+	}
+	if (adopt_findings(&rd, pid, findings, sizeof(findings), &err) ||
+	    child_findings(&rd, pid, &children, &nchildren, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	/* How the program ended, as kscope saw it, and the fatal signals
+	 * Valgrind named in its logs: the tool sees neither. */
+	exits = calloc(logs.nexits + 1, sizeof(*exits));
+	if (!exits) {
+		ks_error("out of memory");
+		goto out;
+	}
+	memcpy(exits, logs.exits, logs.nexits * sizeof(*exits));
+	exits[logs.nexits].pid = pid;
+	exits[logs.nexits].signaled = WIFSIGNALED(status);
+	exits[logs.nexits].code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
 	memset(&ro, 0, sizeof(ro));
+	ro.children = (const char *const *)children;
+	ro.nchildren = nchildren;
+	ro.exits = exits;
+	ro.nexits = logs.nexits + 1;
 	ro.filter = !o->no_filter;
 	ro.xml = o->xml;
 	ro.max_stack = (unsigned)o->num_callers;
@@ -273,6 +519,9 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (sum.truncated)
 		ks_warn("the findings file has no end record: the analysis was cut "
 			"short, and what it found so far is reported");
+	else if (sum.truncated_procs)
+		ks_warn("%lu of the program's %lu processes left no end record: what "
+			"they found so far is reported", sum.truncated_procs, sum.processes);
 	/* On stderr: the program's standard output stays its own. */
 	fprintf(stderr, "results: %s\n", rd.path);
 	code = exit_code;
@@ -287,6 +536,9 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 				cmd->name, sum.errors ? "errors" : "false sharing");
 	}
 out:
+	free(exits);
+	free(logs.exits);
+	free_paths(children, nchildren);
 	ks_vg_close(&vg);
 	if (have_rd)
 		ks_rundir_close(&rd);
@@ -295,18 +547,45 @@ out:
 	return code;
 }
 
+/* kscope memcheck runs Valgrind's Memcheck (memcheck_mc.c). */
+static int memcheck_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
+{
+	const struct mt_opts *o = ps->opts;
+	struct ks_mc_opts mc = {
+		.output = o->output,
+		.error_exitcode = o->error_exitcode,
+		.num_callers = o->num_callers,
+		.max_threads = o->max_threads,
+		.fair_sched = o->fair_sched,
+		.redzone = o->redzone,
+		.freelist_vol = o->freelist_vol,
+		.leak_check = o->no_leak_check ? 2 : o->leak_check,
+		.track_origins = o->track_origins,
+		.show_leak_kinds = o->show_leak_kinds,
+		.errors_for_leak_kinds = o->errors_for_leak_kinds,
+		.suppressions = &o->suppressions,
+		.gen_suppressions = o->gen_suppressions,
+		.no_filter = o->no_filter,
+		.xml = o->xml,
+		.command = cmd->name,
+	};
+
+	return ks_memcheck_run(&mc, ps->program);
+}
+
 const struct ks_cmd ks_cmd_memcheck = {
 	.name = "memcheck",
 	.summary = "find heap memory defects in any program (Valgrind-based)",
 	.usage = "[options] -- PROGRAM [ARGS...]",
 	.description =
-		"Runs PROGRAM under kscope's Valgrind tool and reports invalid reads\n"
-		"and writes (redzones around every heap block), uses after free, uses\n"
-		"of uninitialized heap data where they matter (a branch, an address,\n"
-		"a system call), double and invalid frees, and leaks at exit.  Each\n"
-		"report has the access stack, and the allocation and free stacks of\n"
-		"the block.  Writes report.txt (also printed, on stderr), report.json,\n"
-		"findings.sarif and, with --xml, memcheck.xml to\n"
+		"Runs PROGRAM under Valgrind's Memcheck and reports invalid reads and\n"
+		"writes, uses after free, uses of uninitialised values where they\n"
+		"matter (a branch, an address, a system call), double, invalid and\n"
+		"mismatched frees, overlapping copies, and leaks at exit, in every\n"
+		"process the program starts.  Each report has its stacks and the\n"
+		"place in the program's own code it points at.  Writes report.txt\n"
+		"(also printed, on stderr), report.json, findings.sarif and, with\n"
+		"--xml, Memcheck's memcheck.xml to\n"
 		"<output>/memcheck_<YYYYmmdd_HHMMSS>_<pid>/.  Exits with 100\n"
 		"(--error-exitcode) when it reported an error or a leak, else with the\n"
 		"program's status.  See docs/memtools.md.",
@@ -315,7 +594,7 @@ const struct ks_cmd ks_cmd_memcheck = {
 		.opts_size = sizeof(struct mt_opts),
 		.takes_program = true,
 	},
-	.run = memtool_run,
+	.run = memcheck_run,
 };
 
 const struct ks_cmd ks_cmd_contention = {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "log.h"
 #include "runprog.h"
 #include "vgrun.h"
 
@@ -254,4 +256,34 @@ void ks_vg_close(struct ks_vg *vg)
 	free(vg->envvar);
 	free(vg->valgrind);
 	memset(vg, 0, sizeof(*vg));
+}
+
+int ks_vg_check_program(const char *prog, const char *cmd)
+{
+	struct ks_err err;
+
+	ks_err_clear(&err);
+	if (!ks_check_dynamic(prog, cmd, "its malloc replacement", &err))
+		return 0;
+	if (strstr(err.msg, "statically linked"))
+		ks_error("%s; Valgrind cannot replace malloc in a statically linked program, "
+			 "so its heap %s: link it dynamically", err.msg,
+			 !strcmp(cmd, "memcheck") ? "would go unchecked"
+						  : "blocks would go unnamed");
+	else
+		ks_error("%s", err.msg);
+	return KS_EXIT_USAGE;
+}
+
+bool ks_vg_log_too_many_threads(const char *log)
+{
+	return strstr(log, "Use --max-threads=") ||
+	       strstr(log, "Max number of threads is too low");
+}
+
+void ks_vg_error_too_many_threads(long long max_threads, const char *rundir)
+{
+	ks_error("the program had more threads alive at once than --max-threads %lld "
+		 "allows, and Valgrind stopped it; rerun with a larger --max-threads (up to "
+		 "4000; see %s/valgrind.log)", max_threads, rundir);
 }

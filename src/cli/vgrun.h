@@ -12,6 +12,7 @@
 #ifndef KS_CLI_VGRUN_H
 #define KS_CLI_VGRUN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -43,5 +44,18 @@ void ks_vg_close(struct ks_vg *vg);
 /* path with every '%' doubled (Valgrind expands %p and %q in file names
  * it is given); malloc'd, NULL when out of memory. */
 char *ks_vg_escape_percent(const char *path);
+
+/* 0 when Valgrind can check prog; else says why not on stderr (a
+ * statically linked program never loads Valgrind's malloc replacement:
+ * memcheck would not check its heap, contention and falseshare could not
+ * name its blocks) and returns KS_EXIT_USAGE.  cmd names the command. */
+int ks_vg_check_program(const char *prog, const char *cmd);
+
+/* Whether a Valgrind log says it stopped the program for having more
+ * threads than --max-threads allows. */
+bool ks_vg_log_too_many_threads(const char *log);
+
+/* The message for that case, on stderr: the limit and how to raise it. */
+void ks_vg_error_too_many_threads(long long max_threads, const char *rundir);
 
 #endif

@@ -146,7 +146,10 @@ def clean(argv, stdin_path=None, same_output=True):
           + "; ".join(f"{k} at " + ", ".join(f"{f.get('fn')}@{f.get('file')}:{f.get('line')}"
                                              for f in (s or [])[:4]) for k, s, _ in ctx))
     validate_sarif(rundir, ["--expect-results", "0"])
-    validate_xml(rundir, ["--expect-errors", "0"])
+    # memcheck.xml is Memcheck's own, unfiltered: whatever it holds is
+    # what kscope's filter dropped (sort's leak in code without debug
+    # information), nothing more.
+    validate_xml(rundir, ["--expect-errors", str(rep["summary"]["filtered"])])
 
 
 def everyday():
@@ -339,6 +342,279 @@ SCENARIOS = {
     "contention": contention,
     "threads300": threads300,
 }
+
+
+# ---------------------------------------------------------------------
+# Processes: fork, exec, descriptors, signals, threads, static programs
+# ---------------------------------------------------------------------
+
+PROCS = os.path.join(BUILD, "tests", "memtools", "procs")
+PROC_SRC = os.path.join(HERE, "procs")
+TOOLS = ("memcheck", "contention", "falseshare")
+
+
+def proc(name):
+    return os.path.join(PROCS, name)
+
+
+def errors_at(rep, fname):
+    """{(pid, kind, line)} of the memcheck errors with a frame in fname."""
+    out = set()
+    for e in rep.get("errors", []):
+        fr = frame_at(e.get("stack"), fname)
+        if fr:
+            out.add((e["pid"], e["kind"], fr.get("line")))
+    return out
+
+
+def expect_error(rep, src, tag, pid):
+    fname, line, kind = marker(os.path.join(PROC_SRC, src), tag)
+    check((pid, kind, line) in errors_at(rep, fname),
+          f"{tag}: no {kind} at {fname}:{line} in process {pid}; errors: "
+          f"{sorted(errors_at(rep, fname))}")
+
+
+def procs_of(rep):
+    return rep["processes"]
+
+
+def check_tree(rep, tool):
+    """Every process image has a findings file's record, the program's
+    first, and every other one's parent is a process of the run."""
+    ps = procs_of(rep)
+    check(ps and ps[0]["pid"] == rep["program"]["pid"] and ps[0]["ppid"] is None,
+          f"{tool}: the program is not the first process: {ps[:1]}")
+    pids = {p["pid"] for p in ps}
+    for p in ps[1:]:
+        check(p["ppid"] in pids, f"{tool}: process {p['pid']}'s parent {p['ppid']} "
+              f"is not in the run")
+    check(not any(p["truncated"] for p in ps), f"{tool}: a process left no end record")
+
+
+def proc_fork():
+    """fork without exec: three processes, each with its own file and error
+    (contention, falseshare).  memcheck on Valgrind's Memcheck checks the
+    program and leaves a forked child that does not exec unchecked, as
+    docs/memtools.md says: the parent's error is reported, and its report
+    stays whole."""
+    native = subprocess.run([proc("mt_fork")], stdout=subprocess.PIPE)
+    check(native.returncode == 0, "mt_fork failed natively")
+    for tool in TOOLS:
+        code, stdout, rundir, err = run_tool(tool, [proc("mt_fork")],
+                                             expect_exit=FINDINGS if tool == "memcheck" else 0)
+        check(sorted(stdout.splitlines()) == sorted(native.stdout.decode().splitlines()),
+              f"{tool}: mt_fork's output changed: {stdout!r}")
+        rep = report(rundir)
+        check_tree(rep, tool)
+        if tool == "memcheck":
+            ps = procs_of(rep)
+            check(len(ps) == 1 and ps[0]["exit"] == {"how": "exit", "code": 0},
+                  f"memcheck: processes {ps}")
+            expect_error(rep, "mt_fork.c", "PARENT ERROR", ps[0]["pid"])
+            check(len(rep["errors"]) == 1, f"memcheck: expected the parent's error only, "
+                  f"got {[(e['pid'], e['kind']) for e in rep['errors']]}")
+            validate_sarif(rundir, ["--expect-results", "1"])
+            continue
+        ps = procs_of(rep)
+        check(len(ps) == 3, f"{tool}: expected 3 processes, got {ps}")
+        root, child, grandchild = ps[0]["pid"], ps[1]["pid"], ps[2]["pid"]
+        check(ps[1]["ppid"] == root and ps[2]["ppid"] == child,
+              f"{tool}: the process tree is {[(p['pid'], p['ppid']) for p in ps]}")
+        check(ps[0]["exit"] == {"how": "exit", "code": 0} and
+              ps[1]["exit"] == {"how": "exit", "code": 7},
+              f"{tool}: exits {[p['exit'] for p in ps]}")
+        files = sorted(f for f in os.listdir(rundir) if f.startswith("findings."))
+        check(files == sorted(["findings.jsonl", f"findings.{child}.jsonl",
+                               f"findings.{grandchild}.jsonl", "findings.sarif"]),
+              f"{tool}: findings files {files}")
+        with open(os.path.join(rundir, "report.txt")) as f:
+            txt = f.read()
+        check(f"process {grandchild}:" in txt and "Processes (3 images" in txt,
+              f"{tool}: report.txt does not show the process tree")
+        if tool == "memcheck":
+            expect_error(rep, "mt_fork.c", "PARENT ERROR", root)
+            expect_error(rep, "mt_fork.c", "CHILD ERROR", child)
+            expect_error(rep, "mt_fork.c", "GRANDCHILD ERROR", grandchild)
+            check(len(rep["errors"]) == 3, f"memcheck: expected 3 errors, got "
+                  f"{[(e['pid'], e['kind']) for e in rep['errors']]}")
+            validate_sarif(rundir, ["--expect-results", "3"])
+        else:
+            check({t["pid"] for t in rep["threads"]} == {root, child, grandchild},
+                  f"{tool}: threads of {sorted({t['pid'] for t in rep['threads']})}")
+
+
+def exec_run(tool, argv, expect_images, final_status):
+    """Runs argv, which ends up exec'ing mt_error FINAL_STATUS; checks the
+    exec'd image is there with its error and its exit status."""
+    expect = FINDINGS if tool == "memcheck" else final_status
+    code, stdout, rundir, err = run_tool(tool, argv, expect_exit=expect)
+    check(re.search(r"^mt_error \d+$", stdout, re.M), f"{tool}: mt_error did not run: "
+          f"{stdout!r}")
+    rep = report(rundir)
+    check_tree(rep, tool)
+    if tool == "memcheck":
+        return exec_run_memcheck(rep, argv, final_status)
+    ps = procs_of(rep)
+    check(len(ps) == expect_images, f"{tool}: expected {expect_images} process images, "
+          f"got {[(p['pid'], p['image'], p['exe']) for p in ps]}")
+    last = [p for p in ps if os.path.basename(p["exe"]) == "mt_error"]
+    check(len(last) == 1 and last[0]["image"] >= 1 and
+          last[0]["exit"] == {"how": "exit", "code": final_status},
+          f"{tool}: the exec'd mt_error image: {last}")
+    before = [p for p in ps if p["pid"] == last[0]["pid"] and p["image"] == 0]
+    check(len(before) == 1 and before[0]["exit"] == {"how": "exec"},
+          f"{tool}: the image that exec'd: {before}")
+    if tool == "memcheck":
+        expect_error(rep, "mt_error.c", "EXEC ERROR", last[0]["pid"])
+    else:
+        check(any(t["pid"] == last[0]["pid"] for t in rep["threads"]),
+              f"{tool}: no thread counts of the exec'd image")
+    # valgrind.log is one file with every process's lines.
+    with open(os.path.join(rundir, "valgrind.log")) as f:
+        log = f.read()
+    check(f"=={last[0]['pid']}== Command: {proc('mt_error')}" in log,
+          f"{tool}: valgrind.log lacks the exec'd image")
+    check(not [f for f in os.listdir(rundir) if re.match(r"valgrind\.\d+\.log$", f)],
+          f"{tool}: per-process logs left behind")
+    return rep
+
+
+def exec_run_memcheck(rep, argv, final_status):
+    """memcheck on Valgrind's Memcheck: each process's last image is
+    reported (an image that execs is replaced by the next one's report,
+    docs/memtools.md); the exec'd mt_error is there with its error.  Its
+    exit status is known when it is the program itself (kscope waited for
+    it); Memcheck's XML does not give a child's."""
+    ps = procs_of(rep)
+    last = [p for p in ps if os.path.basename(p["exe"]) == "mt_error"]
+    check(len(last) == 1, f"memcheck: the exec'd mt_error image: {ps}")
+    top = last[0]["pid"] == rep["program"]["pid"]
+    check(last[0]["exit"] == {"how": "exit", "code": final_status if top else None},
+          f"memcheck: mt_error's exit {last[0]['exit']}")
+    expect_error(rep, "mt_error.c", "EXEC ERROR", last[0]["pid"])
+    return rep
+
+
+def proc_forkexec():
+    for tool in TOOLS:
+        rep = exec_run(tool, [proc("mt_forkexec"), proc("mt_error"), "3"], 3, 3)
+        if tool == "memcheck":
+            expect_error(rep, "mt_forkexec.c", "FORKEXEC ERROR", rep["program"]["pid"])
+
+
+def proc_script():
+    """A #!/bin/sh script that execs the program."""
+    tmp = tempfile.mkdtemp(prefix="ks-e2e-script-")
+    script = os.path.join(tmp, "run.sh")
+    with open(script, "w") as f:
+        f.write('#!/bin/sh\nexec "$@"\n')
+    os.chmod(script, 0o755)
+    for tool in TOOLS:
+        exec_run(tool, [script, proc("mt_error"), "5"], 2, 5)
+    shutil.rmtree(tmp)
+
+
+def proc_shim():
+    """A pyenv-style shim: a script that sets up the environment and
+    execs python3, which execs the program (os.execv)."""
+    tmp = tempfile.mkdtemp(prefix="ks-e2e-shim-")
+    shim = os.path.join(tmp, "python3")
+    with open(shim, "w") as f:
+        f.write('#!/bin/sh\nPYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 "$@"\n')
+    os.chmod(shim, 0o755)
+    code = f"import os; os.execv({proc('mt_error')!r}, ['mt_error', '6'])"
+    exec_run("memcheck", [shim, "-c", code], 3, 6)
+    shutil.rmtree(tmp)
+
+
+def proc_closefds():
+    """The program closes every descriptor: the tool's output survives."""
+    for tool in TOOLS:
+        code, stdout, rundir, err = run_tool(tool, [proc("mt_closefds")],
+                                             expect_exit=FINDINGS if tool == "memcheck" else 0)
+        rep = report(rundir)
+        check(not rep["truncated"] and rep["exit"] == {"how": "exit", "code": 0},
+              f"{tool}: mt_closefds: exit {rep['exit']}, truncated {rep['truncated']}")
+        if tool == "memcheck":
+            expect_error(rep, "mt_closefds.c", "CLOSEFDS ERROR", rep["program"]["pid"])
+        else:
+            check(rep["threads"] and rep["summary"]["accesses"] > 0,
+                  f"{tool}: mt_closefds: no counts")
+
+
+def proc_signal():
+    """Deaths by SIGSEGV and SIGABRT after a heap error."""
+    for sig, num, name in (("segv", 11, "SIGSEGV"), ("abrt", 6, "SIGABRT")):
+        for tool in TOOLS:
+            for opts, expect in (([], FINDINGS), (["--error-exitcode", "0"], 128 + num)):
+                if tool == "contention":
+                    if opts:
+                        continue
+                    expect = 128 + num
+                elif tool == "falseshare":
+                    expect = 128 + num  # no false sharing in it
+                code, stdout, rundir, err = run_tool(tool, [proc("mt_signal"), sig], opts,
+                                                     expect_exit=expect)
+                rep = report(rundir)
+                check(rep["exit"] == {"how": "signal", "signal": num},
+                      f"{tool} {sig}: exit {rep['exit']}")
+                with open(os.path.join(rundir, "report.txt")) as f:
+                    txt = f.read()
+                check(f"was killed by signal {num} ({name})" in txt,
+                      f"{tool} {sig}: report.txt does not say the signal")
+                if tool == "memcheck":
+                    expect_error(rep, "mt_signal.c", "SIGNAL ERROR", rep["program"]["pid"])
+
+
+def proc_max_threads():
+    """More threads than --max-threads: a message naming the option, exit 2."""
+    for tool in TOOLS:
+        p = subprocess.run([KSCOPE, tool, "-o", tempfile.mkdtemp(prefix="ks-e2e-"),
+                            "--max-threads", "4", "--", thread_example("many_threads"), "20"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 2, f"{tool}: exit {p.returncode}, expected 2; {err[-2000:]}")
+        check("--max-threads" in err and "no start record" not in err,
+              f"{tool}: the message does not name --max-threads: {err[-2000:]}")
+
+
+def proc_static():
+    """A statically linked program is refused before anything runs."""
+    for tool in TOOLS:
+        out = tempfile.mkdtemp(prefix="ks-e2e-")
+        p = subprocess.run([KSCOPE, tool, "-o", out, "--", proc("mt_static")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 2, f"{tool}: exit {p.returncode}, expected 2; {err}")
+        check("statically linked" in err and "malloc" in err,
+              f"{tool}: the message does not say why: {err}")
+        check(not os.listdir(out), f"{tool}: a static program left {os.listdir(out)}")
+
+
+def thread_numbers():
+    """The main thread is thread 1, the workers 2 and up, in every tool."""
+    argv = [thread_example("falseshare")]
+    for tool in ("contention", "falseshare"):
+        code, stdout, rundir, err = run_tool(tool, argv)
+        tids = sorted(t["tid"] for t in report(rundir)["threads"])
+        check(tids == [1, 2, 3, 4, 5], f"{tool}: thread numbers {tids}")
+    code, stdout, rundir, err = run_tool("memcheck", [proc("mt_error")],
+                                         expect_exit=FINDINGS)
+    tids = [e["tid"] for e in report(rundir)["errors"]]
+    check(tids == [1], f"memcheck: the main thread's error names thread {tids}")
+
+
+SCENARIOS.update({
+    "proc_fork": proc_fork,
+    "proc_forkexec": proc_forkexec,
+    "proc_script": proc_script,
+    "proc_shim": proc_shim,
+    "proc_closefds": proc_closefds,
+    "proc_signal": proc_signal,
+    "proc_max_threads": proc_max_threads,
+    "proc_static": proc_static,
+    "thread_numbers": thread_numbers,
+})
 
 
 # ---------------------------------------------------------------------

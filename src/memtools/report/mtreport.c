@@ -1,5 +1,6 @@
 /*
- * ks_mtr_write (mtreport.h): reads findings.jsonl, derives the views and
+ * ks_mtr_write (mtreport.h): reads findings.jsonl (and the files of the
+ * program's child processes), derives the views and
  * writes report.txt, report.json, findings.sarif and, for memcheck with
  * o->xml, memcheck.xml into the run directory.  Each file is written
  * under a temporary name and committed only when complete; if one fails,
@@ -18,26 +19,30 @@ int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 		 struct ks_mtr_summary *sum, struct ks_err *err)
 {
 	struct ks_mtr_run *r = calloc(1, sizeof(*r));
-	unsigned long filtered = 0;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
 	if (!r)
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	rc = ks_mtr_read(r, findings_path, err);
-	if (!rc)
+	for (size_t i = 0; !rc && i < o->nchildren; i++)
+		rc = ks_mtr_read(r, o->children[i], err);
+	if (!rc) {
+		ks_mtr_procs_done(r, o);
 		rc = ks_mtr_views(r, o, err);
+	}
 	if (rc)
 		goto out;
 
 	snprintf(sum->analysis, sizeof(sum->analysis), "%s",
 		 ks_mtr_analysis_names[r->start.analysis]);
-	for (size_t i = 0; i < r->nerrors; i++)
-		filtered += r->errors[i].filtered;
 	sum->errors = r->nreported;
-	sum->filtered = filtered;
+	sum->filtered = r->nfiltered;
 	sum->false_lines = r->false_lines;
 	sum->truncated = r->truncated;
+	sum->processes = r->nprocs;
+	for (size_t i = 0; i < r->nprocs; i++)
+		sum->truncated_procs += r->procs[i].truncated;
 
 	rc = ks_mtr_write_text(r, o, rd, text, err);
 	if (!rc)

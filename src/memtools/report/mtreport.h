@@ -17,11 +17,24 @@
 #include "err.h"
 #include "outdir.h"
 
+/* How a process ended as kscope saw it (the wait status of the program,
+ * Valgrind's message about a fatal signal): it wins over the tool's
+ * end record, which cannot see a signal's number. */
+struct ks_mtr_exit {
+	long long pid;
+	bool signaled;
+	int code;            /* exit status, or the signal number */
+};
+
 struct ks_mtr_opts {
 	bool filter;         /* drop memcheck reports whose top three frames all lack a line */
 	bool xml;            /* memcheck: also write memcheck.xml */
 	unsigned max_stack;  /* frames printed per stack in report.txt (>= 1) */
 	const char *command; /* the kscope command line, for the reports' headers */
+	const char *const *children; /* findings files of the program's child processes */
+	size_t nchildren;
+	const struct ks_mtr_exit *exits; /* by pid; may be NULL */
+	size_t nexits;
 };
 
 struct ks_mtr_summary {
@@ -30,9 +43,11 @@ struct ks_mtr_summary {
 	unsigned long filtered;     /* memcheck: contexts dropped by the filter */
 	unsigned long false_lines;  /* falseshare: lines with verdict false or mixed */
 	bool truncated;             /* findings.jsonl had no end record */
+	unsigned long processes;    /* process images reported (1 without fork or exec) */
+	unsigned long truncated_procs; /* of them, those without an end record */
 };
 
-/* Reads findings_path, writes the reports into rd (through ks_outfile_*,
+/* Reads findings_path (and o->children's files), writes the reports into rd (through ks_outfile_*,
  * so nothing half-written gets a final name) and the text report to
  * text (may be NULL).  Returns 0 or a negative errno with err set; a
  * damaged findings file is -EBADMSG with the line number in the

@@ -94,7 +94,35 @@ enum ks_mtr_ekind {
 	MTR_E_INVALID_FREE,
 	MTR_E_LEAK_DEFINITE,  /* leak records */
 	MTR_E_LEAK_POSSIBLE,
+	/* Only from Memcheck's XML (src/memtools/mcxml); after the kinds
+	 * above, which findings.jsonl uses, so its reader is unchanged. */
+	MTR_E_LEAK_INDIRECT,  /* leak records */
+	MTR_E_LEAK_REACHABLE,
+	MTR_E_MISMATCHED_FREE,
+	MTR_E_UNINIT_VALUE,
+	MTR_E_INVALID_SYSCALL, /* a system call given unaddressable memory */
+	MTR_E_OVERLAP,
+	MTR_E_FISHY_VALUE,
+	MTR_E_CLIENT_CHECK,
+	MTR_E_INVALID_JUMP,
+	MTR_E_INVALID_MEMPOOL,
+	MTR_E_OTHER,          /* a Memcheck kind kscope has no name for (xml_kind says) */
 	MTR_E_COUNT
+};
+
+static inline bool ks_mtr_is_leak(enum ks_mtr_ekind k)
+{
+	return k == MTR_E_LEAK_DEFINITE || k == MTR_E_LEAK_POSSIBLE ||
+	       k == MTR_E_LEAK_INDIRECT || k == MTR_E_LEAK_REACHABLE;
+}
+
+/* One of Memcheck's auxiliary descriptions of an error and the stack
+ * after it ("Address 0x... is 0 bytes inside a block of size 4 free'd"
+ * and the free stack; "Block was alloc'd at" and the allocation stack;
+ * an origin under --track-origins). */
+struct ks_mtr_aux {
+	const char *what;     /* NULL: a stack alone */
+	uint32_t stack;       /* MTR_NONE: none */
 };
 
 struct ks_mtr_block {
@@ -107,6 +135,7 @@ struct ks_mtr_block {
 
 struct ks_mtr_error {
 	enum ks_mtr_ekind kind;
+	uint32_t proc;        /* index into the run's procs */
 	long long tid;
 	uint64_t count;       /* >= 1 */
 	uint32_t stack;
@@ -116,12 +145,22 @@ struct ks_mtr_error {
 	struct ks_mtr_block block;
 	const char *syscall, *param; /* uninit-syscall */
 	bool filtered;        /* dropped by the filter: reported nowhere */
+	/* From Memcheck's XML only (NULL, 0 otherwise): its own wording
+	 * and kind, and its auxiliary descriptions in order. */
+	const char *what, *xml_kind;
+	struct ks_mtr_aux *aux;  /* in the arena */
+	uint32_t naux;
 };
 
 struct ks_mtr_leak {
 	enum ks_mtr_ekind kind;  /* MTR_E_LEAK_* */
+	uint32_t proc;
 	uint64_t bytes, blocks;
 	uint32_t stack;
+	const char *what;        /* Memcheck's wording, or NULL */
+	bool not_error;          /* listed, not counted as an error (Memcheck's
+				  * --errors-for-leak-kinds leaves its kind out) */
+	bool filtered;           /* dropped by the filter: reported nowhere */
 };
 
 struct ks_mtr_counts {
@@ -129,11 +168,13 @@ struct ks_mtr_counts {
 };
 
 struct ks_mtr_thread {
+	uint32_t proc;
 	long long tid;
 	struct ks_mtr_counts c;
 };
 
 struct ks_mtr_site {
+	uint32_t proc;
 	uint32_t stack;
 	struct ks_mtr_counts c;
 };
@@ -149,6 +190,7 @@ struct ks_mtr_var {
 };
 
 struct ks_mtr_object {
+	uint32_t proc;
 	long long var_id;
 	uint32_t var;            /* resolved after reading */
 	uint64_t cold_misses, misses, invalidations;
@@ -164,6 +206,7 @@ struct ks_mtr_lthread {
 };
 
 struct ks_mtr_line {
+	uint32_t proc;
 	uint64_t addr;
 	bool has_var;
 	long long var_id;
@@ -179,6 +222,7 @@ struct ks_mtr_line {
 };
 
 struct ks_mtr_access {
+	uint32_t proc;
 	uint64_t line_addr;
 	uint32_t line;           /* resolved */
 	bool has_var;
@@ -208,6 +252,12 @@ struct ks_mtr_suppressed {
 struct ks_mtr_end {
 	bool present;
 	bool signaled;           /* how: "signal" (else "exit") */
+	bool exec;               /* how: "exec": the image replaced itself */
+	bool unknown;            /* how: "unknown": no exit call seen (a signal
+				  * the tool could not name, unless kscope
+				  * saw it: ks_mtr_opts.exits) */
+	bool no_code;            /* it exited, with a status nobody saw (a
+				  * child's, from Memcheck's XML) */
 	long long code;          /* exit code or signal number */
 	bool has_heap;
 	uint64_t allocs, frees, bytes_allocated, in_use_bytes, in_use_blocks;
@@ -218,6 +268,7 @@ struct ks_mtr_end {
 struct ks_mtr_start {
 	enum ks_mtr_analysis analysis;
 	long long pid;
+	long long ppid;          /* -1 when the record has none */
 	const char *exe;
 	const char **argv;       /* argc entries, in the arena */
 	size_t argc;
@@ -252,13 +303,29 @@ struct ks_mtr_fobj {
 /* One row of the false-sharing views: (variable, context), summed over
  * access records (and, for the per-thread view, one thread). */
 struct ks_mtr_fentry {
+	uint32_t proc;           /* per-thread view; 0 otherwise */
 	long long tid;           /* per-thread view; 0 otherwise */
 	uint32_t fobj, context;
 	uint64_t reads, writes;
 };
 
+/* One process image: a segment of a findings file from its start record
+ * to its end record.  A process that execs continues its file with the
+ * new image's segment; a forked child has its own file. */
+struct ks_mtr_proc {
+	struct ks_mtr_start start;
+	struct ks_mtr_end end;
+	bool truncated;           /* no end record */
+	uint32_t image;           /* 0 for a process's first image, 1 after its first exec... */
+	uint32_t parent;          /* the parent process's last image, or MTR_NONE */
+};
+
 struct ks_mtr_run {
-	const char *path;         /* findings.jsonl as given */
+	const char *path;         /* the findings file being read */
+	struct ks_mtr_proc *procs; size_t nprocs, cap_procs; /* procs[0]: the program */
+	uint32_t root_last;       /* the program's last image (its exit) */
+	/* Where the segment being read began in the arrays below. */
+	size_t seg_objects, seg_lines, seg_accesses;
 	struct ks_mtr_arena arena;
 	struct ks_mtr_start start;
 	bool started;
@@ -283,7 +350,11 @@ struct ks_mtr_run {
 	struct ks_mtr_access *accesses; size_t naccesses, cap_accesses;
 
 	/* Derived (mtreport_views.c). */
-	unsigned long nreported;   /* memcheck error contexts not filtered */
+	unsigned long nreported;   /* memcheck error contexts not filtered, and
+				    * the leaks counted as errors */
+	unsigned long nreported_errors; /* the error contexts alone */
+	unsigned long nfiltered;   /* errors and leaks dropped by the filter */
+	size_t nleaks_shown;       /* leaks not filtered: leak_order's first ones */
 	uint64_t occurrences;      /* their counts summed, plus one per leak */
 	uint32_t *leak_order;      /* leaks, bytes ascending (as Valgrind) */
 	uint32_t *site_order, *object_order; /* by misses + invalidations, descending */
@@ -298,8 +369,22 @@ struct ks_mtr_run {
 	unsigned long false_lines;
 };
 
-/* Reads and checks the file; on failure err says which line and why. */
+/* Reads and checks one findings file, adding its process images to the
+ * run (call it for the program's file first, then its children's); on
+ * failure err says which line and why. */
 int ks_mtr_read(struct ks_mtr_run *r, const char *path, struct ks_err *err);
+/* After the last file: links each process to its parent, applies what
+ * kscope saw of how processes ended (o->exits), and sets start, end and
+ * truncated to the program's. */
+void ks_mtr_procs_done(struct ks_mtr_run *r, const struct ks_mtr_opts *o);
+/* "exited with code 3", "was killed by signal 11 (SIGSEGV)", "replaced
+ * itself (exec)", "did not finish (no end record)"... of procs[i]. */
+void ks_mtr_proc_exit_text(const struct ks_mtr_run *r, uint32_t i, char *buf, size_t size);
+/* The pid of procs[i]. */
+static inline long long ks_mtr_pid(const struct ks_mtr_run *r, uint32_t i)
+{
+	return r->procs[i].start.pid;
+}
 /* Computes the derived fields; o->filter marks filtered errors. */
 int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err);
 void ks_mtr_run_free(struct ks_mtr_run *r);
@@ -405,6 +490,16 @@ const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write);
 void ks_mtr_leak_what(const struct ks_mtr_leak *l, char *buf, size_t size);
 /* The first frame with a line number, or NULL. */
 const struct ks_mtr_frame *ks_mtr_stack_line_frame(const struct ks_mtr_stack *s);
+/* True for a frame of Valgrind's own replacement code (malloc, memcpy...
+ * in a vgpreload_* object, vg_replace_* and _vgr* functions). */
+bool ks_mtr_frame_is_replacement(const struct ks_mtr_frame *f);
+/* Where a finding is in the user's code: the first frame with a file and
+ * a line that is neither Valgrind's replacement code nor in a system
+ * library (/lib, /usr/lib...); else the first frame with a line; NULL
+ * when no frame has one.  The primary location in text and SARIF. */
+const struct ks_mtr_frame *ks_mtr_stack_user_frame(const struct ks_mtr_stack *s);
+/* Memcheck's XML kind of an error: its own when it came from Memcheck. */
+const char *ks_mtr_error_xml_kind(const struct ks_mtr_error *e);
 /* "counter (global, 8 bytes)", "heap block of 64 bytes allocated at
  * make (c.c:8)"; a variable-less object: "unknown object on line 0x..". */
 void ks_mtr_fobj_name(const struct ks_mtr_run *r, const struct ks_mtr_fobj *f,

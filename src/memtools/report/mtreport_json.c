@@ -9,20 +9,25 @@
  *
  *   format "kscope-memtools-report", version 1, analysis, command (the
  *   kscope command line or null), program {exe, argv[], pid}, exit
- *   ({how:"exit", code} | {how:"signal", signal} | null when the run
- *   ended early), truncated (bool), settings {line_size, word_size,
+ *   (EXIT of the program's last image), truncated (bool), processes[]
+ *   {pid, ppid (null for the program), image (0, or 1, 2... after each
+ *   exec), exe, argv[], exit (EXIT), truncated}: every process image of
+ *   the run, the program first, settings {line_size, word_size,
  *   redzone?, freelist_vol?, options{min_write?, pad_smu?,
  *   thread_isolation?}}, summary {...}, then per analysis:
  *
  *   memcheck: summary {contexts, occurrences, error_contexts, leaks,
- *     filtered, suppressed, suppressed_reason?, definitely_lost{bytes,
- *     blocks}, possibly_lost{...}};
+ *     filtered (errors and leaks), suppressed, suppressed_reason?,
+ *     definitely_lost{bytes,
+ *     blocks}, possibly_lost, indirectly_lost, still_reachable{...}};
  *     errors[] {kind (the findings kind), xml_kind (Valgrind's), what,
- *     tid, count, size?, addr?, access?, syscall?, param?, stack[],
- *     auxwhat? (the block sentence), block? {addr, size, offset, state,
- *     alloc_stack[], free_stack[]?}}, in the file's order, filtered ones
- *     left out; leaks[] {kind, xml_kind, what, bytes, blocks, stack[]},
- *     smallest first; heap {allocs, frees, bytes_allocated, in_use_bytes,
+ *     tid, count, size?, addr?, access?, syscall?, param?, location?
+ *     (the frame in the user's code), stack[], auxwhat? (the block
+ *     sentence), aux[]? {what?, stack[]?} (Memcheck's auxiliary
+ *     descriptions), block? {addr, size, offset, state, alloc_stack[],
+ *     free_stack[]?}}, in the file's order, filtered ones left out;
+ *     leaks[] {kind, xml_kind, what, bytes, blocks, counted_as_error,
+ *     location?, stack[]}, smallest first, filtered ones left out; heap {allocs, frees, bytes_allocated, in_use_bytes,
  *     in_use_blocks} or null.
  *   contention and falseshare: summary {accesses, reads, writes,
  *     cold_misses, misses, invalidations, contention_accesses (null
@@ -39,6 +44,12 @@
  *     verdict, potential_invalidations, misses, invalidations, count,
  *     lines[LINE], source_lines[] {file, line}, contexts[] {stack[],
  *     count}}} and true_sharing[LINE].
+ *
+ *   Every error, leak, thread, site, object, per_thread entry and LINE
+ *   also has the pid of its process.  EXIT is {how:"exit", code} |
+ *   {how:"signal", signal} | {how:"exec"} (the image replaced itself) |
+ *   {how:"signal", signal: null} (killed by a signal nobody could name)
+ *   | null (the run ended early).
  *
  *   A frame is {ip, fn?, obj?, dir?, file?, line?}; a stack an array of
  *   frames, innermost first.  VAR is {id, kind, addr, size, name?, obj?,
@@ -117,6 +128,16 @@ static void jw_var(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_run
 	ks_mtr_jw_end(w);
 }
 
+/* "location": where the finding is in the user's code (see
+ * ks_mtr_stack_user_frame), when a frame has a line. */
+static void jw_location(struct ks_mtr_jw *w, const struct ks_mtr_stack *s)
+{
+	const struct ks_mtr_frame *f = ks_mtr_stack_user_frame(s);
+
+	if (f)
+		jw_frame(w, "location", f);
+}
+
 static void jw_lost(struct ks_mtr_jw *w, const char *key, uint64_t bytes, uint64_t blocks)
 {
 	ks_mtr_jw_object(w, key);
@@ -128,6 +149,55 @@ static void jw_lost(struct ks_mtr_jw *w, const char *key, uint64_t bytes, uint64
 /* ------------------------------------------------------------------ */
 /* Sections                                                            */
 /* ------------------------------------------------------------------ */
+
+static void jw_exit(struct ks_mtr_jw *w, const struct ks_mtr_end *e)
+{
+	if (!e->present) {
+		ks_mtr_jw_put(w, "exit", json_null());
+		return;
+	}
+	ks_mtr_jw_object(w, "exit");
+	if (e->exec) {
+		ks_mtr_jw_str(w, "how", "exec");
+	} else if (e->no_code) {
+		ks_mtr_jw_str(w, "how", "exit");
+		ks_mtr_jw_put(w, "code", json_null());
+	} else if (e->unknown) {
+		ks_mtr_jw_str(w, "how", "signal");
+		ks_mtr_jw_put(w, "signal", json_null());
+	} else {
+		ks_mtr_jw_str(w, "how", e->signaled ? "signal" : "exit");
+		ks_mtr_jw_int(w, e->signaled ? "signal" : "code", e->code);
+	}
+	ks_mtr_jw_end(w);
+}
+
+static void jw_processes(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
+{
+	ks_mtr_jw_array(w, "processes");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ks_mtr_proc *p = &r->procs[i];
+
+		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", p->start.pid);
+		if (p->parent != MTR_NONE)
+			ks_mtr_jw_int(w, "ppid", ks_mtr_pid(r, p->parent));
+		else if (i == 0 || p->start.ppid < 0)
+			ks_mtr_jw_put(w, "ppid", json_null());
+		else
+			ks_mtr_jw_int(w, "ppid", p->start.ppid);
+		ks_mtr_jw_uint(w, "image", p->image);
+		ks_mtr_jw_str(w, "exe", p->start.exe);
+		ks_mtr_jw_array_flat(w, "argv");
+		for (size_t k = 0; k < p->start.argc; k++)
+			ks_mtr_jw_str(w, NULL, p->start.argv[k]);
+		ks_mtr_jw_end(w);
+		jw_exit(w, &p->end);
+		ks_mtr_jw_bool(w, "truncated", p->truncated);
+		ks_mtr_jw_end(w);
+	}
+	ks_mtr_jw_end(w);
+}
 
 static void put_head(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 		     const struct ks_mtr_opts *o)
@@ -146,15 +216,9 @@ static void put_head(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 	ks_mtr_jw_end(w);
 	ks_mtr_jw_int(w, "pid", s->pid);
 	ks_mtr_jw_end(w);
-	if (r->end.present) {
-		ks_mtr_jw_object(w, "exit");
-		ks_mtr_jw_str(w, "how", r->end.signaled ? "signal" : "exit");
-		ks_mtr_jw_int(w, r->end.signaled ? "signal" : "code", r->end.code);
-		ks_mtr_jw_end(w);
-	} else {
-		ks_mtr_jw_put(w, "exit", json_null());
-	}
+	jw_exit(w, &r->end);
 	ks_mtr_jw_bool(w, "truncated", r->truncated);
+	jw_processes(w, r);
 	ks_mtr_jw_object(w, "settings");
 	ks_mtr_jw_uint(w, "line_size", s->line_size);
 	ks_mtr_jw_uint(w, "word_size", s->word_size);
@@ -175,29 +239,33 @@ static void put_head(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 
 static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 {
-	uint64_t lost[2][2] = { { 0 } };
-	unsigned long filtered = 0;
+	/* [definite, possible, indirect, reachable][bytes, blocks] */
+	uint64_t lost[4][2] = { { 0 } };
 	char buf[1024];
 
-	for (size_t i = 0; i < r->nleaks; i++) {
-		bool p = r->leaks[i].kind == MTR_E_LEAK_POSSIBLE;
+	for (size_t i = 0; i < r->nleaks_shown; i++) {
+		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
+		int k = l->kind == MTR_E_LEAK_POSSIBLE   ? 1
+			: l->kind == MTR_E_LEAK_INDIRECT  ? 2
+			: l->kind == MTR_E_LEAK_REACHABLE ? 3
+							  : 0;
 
-		lost[p][0] += r->leaks[i].bytes;
-		lost[p][1] += r->leaks[i].blocks;
+		lost[k][0] += l->bytes;
+		lost[k][1] += l->blocks;
 	}
-	for (size_t i = 0; i < r->nerrors; i++)
-		filtered += r->errors[i].filtered;
 	ks_mtr_jw_object(w, "summary");
 	ks_mtr_jw_uint(w, "contexts", r->nreported);
 	ks_mtr_jw_uint(w, "occurrences", r->occurrences);
-	ks_mtr_jw_uint(w, "error_contexts", r->nreported - r->nleaks);
-	ks_mtr_jw_uint(w, "leaks", r->nleaks);
-	ks_mtr_jw_uint(w, "filtered", filtered);
+	ks_mtr_jw_uint(w, "error_contexts", r->nreported_errors);
+	ks_mtr_jw_uint(w, "leaks", r->nleaks_shown);
+	ks_mtr_jw_uint(w, "filtered", r->nfiltered);
 	ks_mtr_jw_uint(w, "suppressed", r->suppressed.count);
 	if (r->suppressed.reason)
 		ks_mtr_jw_str(w, "suppressed_reason", r->suppressed.reason);
 	jw_lost(w, "definitely_lost", lost[0][0], lost[0][1]);
 	jw_lost(w, "possibly_lost", lost[1][0], lost[1][1]);
+	jw_lost(w, "indirectly_lost", lost[2][0], lost[2][1]);
+	jw_lost(w, "still_reachable", lost[3][0], lost[3][1]);
 	ks_mtr_jw_end(w);
 
 	ks_mtr_jw_array(w, "errors");
@@ -208,9 +276,10 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			continue;
 		ks_mtr_jw_object(w, NULL);
 		ks_mtr_jw_str(w, "kind", ks_mtr_ekind_names[e->kind]);
-		ks_mtr_jw_str(w, "xml_kind", ks_mtr_xml_kind(e->kind, e->write));
+		ks_mtr_jw_str(w, "xml_kind", ks_mtr_error_xml_kind(e));
 		ks_mtr_error_what(e, buf, sizeof(buf));
 		ks_mtr_jw_str(w, "what", buf);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, e->proc));
 		ks_mtr_jw_int(w, "tid", e->tid);
 		ks_mtr_jw_uint(w, "count", e->count);
 		if (e->has_size)
@@ -223,10 +292,23 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			ks_mtr_jw_str(w, "syscall", e->syscall);
 			ks_mtr_jw_str(w, "param", e->param);
 		}
+		jw_location(w, &r->stacks[e->stack]);
 		jw_stack(w, "stack", r, e->stack);
 		ks_mtr_error_where(e, buf, sizeof(buf));
 		if (buf[0])
 			ks_mtr_jw_str(w, "auxwhat", buf);
+		if (e->naux) {
+			ks_mtr_jw_array(w, "aux");
+			for (uint32_t k = 0; k < e->naux; k++) {
+				ks_mtr_jw_object(w, NULL);
+				if (e->aux[k].what)
+					ks_mtr_jw_str(w, "what", e->aux[k].what);
+				if (e->aux[k].stack != MTR_NONE)
+					jw_stack(w, "stack", r, e->aux[k].stack);
+				ks_mtr_jw_end(w);
+			}
+			ks_mtr_jw_end(w);
+		}
 		if (e->has_block) {
 			ks_mtr_jw_object(w, "block");
 			ks_mtr_jw_addr(w, "addr", e->block.addr);
@@ -243,16 +325,19 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	ks_mtr_jw_end(w);
 
 	ks_mtr_jw_array(w, "leaks");
-	for (size_t i = 0; i < r->nleaks; i++) {
+	for (size_t i = 0; i < r->nleaks_shown; i++) {
 		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
 
 		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, l->proc));
 		ks_mtr_jw_str(w, "kind", ks_mtr_ekind_names[l->kind]);
 		ks_mtr_jw_str(w, "xml_kind", ks_mtr_xml_kind(l->kind, false));
 		ks_mtr_leak_what(l, buf, sizeof(buf));
 		ks_mtr_jw_str(w, "what", buf);
 		ks_mtr_jw_uint(w, "bytes", l->bytes);
 		ks_mtr_jw_uint(w, "blocks", l->blocks);
+		ks_mtr_jw_bool(w, "counted_as_error", !l->not_error);
+		jw_location(w, &r->stacks[l->stack]);
 		jw_stack(w, "stack", r, l->stack);
 		ks_mtr_jw_end(w);
 	}
@@ -297,6 +382,7 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	ks_mtr_jw_array(w, "threads");
 	for (size_t i = 0; i < r->nthreads; i++) {
 		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, r->threads[i].proc));
 		ks_mtr_jw_int(w, "tid", r->threads[i].tid);
 		jw_counts(w, &r->threads[i].c);
 		ks_mtr_jw_end(w);
@@ -308,6 +394,7 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 		const struct ks_mtr_site *s = &r->sites[r->site_order[i]];
 
 		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, s->proc));
 		jw_frame(w, "location", &r->stacks[s->stack].frames[0]);
 		jw_stack(w, "stack", r, s->stack);
 		jw_counts(w, &s->c);
@@ -321,6 +408,7 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 		const struct ks_mtr_object *ob = &r->objects[r->object_order[i]];
 
 		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, ob->proc));
 		ks_mtr_var_name(r, &r->vars[ob->var], name, sizeof(name));
 		ks_mtr_jw_str(w, "name", name);
 		jw_var(w, "variable", r, &r->vars[ob->var]);
@@ -345,10 +433,11 @@ static void jw_words(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_l
 
 /* A line; base is its object's start (has_base false: no object), name
  * the object's name for the true-sharing list (else NULL). */
-static void jw_line(struct ks_mtr_jw *w, const struct ks_mtr_line *l, bool has_base,
-		    uint64_t base, const char *name)
+static void jw_line(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
+		    const struct ks_mtr_line *l, bool has_base, uint64_t base, const char *name)
 {
 	ks_mtr_jw_object(w, NULL);
+	ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, l->proc));
 	ks_mtr_jw_addr(w, "addr", l->addr);
 	ks_mtr_jw_str(w, "verdict", ks_mtr_verdict_names[l->verdict]);
 	ks_mtr_jw_uint(w, "word_size", l->word_size);
@@ -414,7 +503,7 @@ static void jw_fobj(struct ks_mtr_jw *w, const struct ks_mtr_run *r, size_t idx)
 	ks_mtr_jw_uint(w, "count", f->count);
 	ks_mtr_jw_array(w, "lines");
 	for (size_t j = 0; j < f->nlines; j++)
-		jw_line(w, &r->lines[f->lines[j]], true, addr, NULL);
+		jw_line(w, r, &r->lines[f->lines[j]], true, addr, NULL);
 	ks_mtr_jw_end(w);
 	ks_mtr_jw_array(w, "source_lines");
 	for (size_t j = 0; j < f->nsrclines; j++) {
@@ -450,11 +539,14 @@ static void put_falseshare(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	ks_mtr_jw_array(w, "per_thread");
 	for (size_t i = 0; i < r->nper_thread;) {
 		long long tid = r->per_thread[i].tid;
+		uint32_t proc = r->per_thread[i].proc;
 
 		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, proc));
 		ks_mtr_jw_int(w, "tid", tid);
 		ks_mtr_jw_array(w, "entries");
-		for (; i < r->nper_thread && r->per_thread[i].tid == tid; i++)
+		for (; i < r->nper_thread && r->per_thread[i].tid == tid &&
+		       r->per_thread[i].proc == proc; i++)
 			jw_entry(w, r, &r->per_thread[i]);
 		ks_mtr_jw_end(w);
 		ks_mtr_jw_end(w);
@@ -491,9 +583,9 @@ static void put_falseshare(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 
 		if (l->var != MTR_NONE) {
 			ks_mtr_var_name(r, &r->vars[l->var], name, sizeof(name));
-			jw_line(w, l, true, r->vars[l->var].addr, name);
+			jw_line(w, r, l, true, r->vars[l->var].addr, name);
 		} else {
-			jw_line(w, l, false, 0, NULL);
+			jw_line(w, r, l, false, 0, NULL);
 		}
 	}
 	ks_mtr_jw_end(w);

@@ -11,6 +11,11 @@
  * shadow_bytes and threads), though they are checked when present.  An
  * error's `addr` is optional too: the tool leaves out an address of 0.
  *
+ * A file holds one segment per process image, each from a start record
+ * to an end record: a process that execs continues its file with the new
+ * image's start record.  Ids (stacks, vars, threads, line addresses) are
+ * those of one segment.
+ *
  * Stacks must be defined before their first use (the format says so);
  * variables and lines may be referred to before or after their record,
  * so those references are resolved once the whole file is read.
@@ -35,6 +40,8 @@ struct rd {
 	struct ks_mtr_run *r;
 	struct ks_err *err;
 	unsigned long lineno;
+	bool seg_total;      /* the segment being read had its total record */
+	uint32_t images;     /* segments this file gave so far */
 	char label[96];      /* "error record", "line record: threads[2]"; "" between records */
 };
 
@@ -306,6 +313,9 @@ static int rec_start(struct rd *d, json_t *o)
 		return bad(d, "a second start record");
 	if ((rc = get_enum(d, o, "analysis", true, ks_mtr_analysis_names, 3, &a)))
 		return rc;
+	if (d->r->nprocs && a != (int)d->r->procs[0].start.analysis)
+		return bad(d, "a %s process in a %s run", ks_mtr_analysis_names[a],
+			   ks_mtr_analysis_names[d->r->procs[0].start.analysis]);
 	s->analysis = (enum ks_mtr_analysis)a;
 	if ((rc = get_int(d, o, "format", true, LLONG_MIN, &v)))
 		return rc;
@@ -314,6 +324,11 @@ static int rec_start(struct rd *d, json_t *o)
 	if ((rc = get_int(d, o, "pid", true, 0, &s->pid)) ||
 	    (rc = get_str(d, o, "exe", true, &s->exe)))
 		return rc;
+	rc = get_int(d, o, "ppid", false, 0, &s->ppid);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		s->ppid = -1;
 	argv = json_object_get(o, "argv");
 	if (!json_is_array(argv))
 		return bad(d, argv ? "'argv' is not an array" : "'argv' is missing");
@@ -455,15 +470,20 @@ static int rec_end(struct rd *d, json_t *o)
 	struct ks_mtr_end *e = &d->r->end;
 	json_t *x = json_object_get(o, "exit"), *h;
 	int rc, how;
-	static const char *const hows[] = { "exit", "signal" };
+	/* exec: the image replaced itself; unknown: it made no exit call (a
+	 * signal ended it, which the tool cannot name). */
+	static const char *const hows[] = { "exit", "signal", "exec", "unknown" };
 
 	if (!json_is_object(x))
 		return bad(d, x ? "'exit' is not an object" : "'exit' is missing");
 	label(d, "end record: exit");
-	if ((rc = get_enum(d, x, "how", true, hows, 2, &how)))
+	if ((rc = get_enum(d, x, "how", true, hows, 4, &how)))
 		return rc;
 	e->signaled = how == 1;
-	if ((rc = get_int(d, x, e->signaled ? "signal" : "code", true, LLONG_MIN, &e->code)))
+	e->exec = how == 2;
+	e->unknown = how == 3;
+	if (how <= 1 &&
+	    (rc = get_int(d, x, e->signaled ? "signal" : "code", true, LLONG_MIN, &e->code)))
 		return rc;
 	label(d, "end record");
 	h = json_object_get(o, "heap");
@@ -509,6 +529,7 @@ static int rec_error(struct rd *d, json_t *o)
 	    (rc = get_int(d, o, "count", true, 1, &count)))
 		return rc;
 	e.count = (uint64_t)count;
+	e.proc = (uint32_t)r->nprocs;
 
 	bool access = e.kind == MTR_E_INVALID_READ || e.kind == MTR_E_INVALID_WRITE ||
 		      e.kind == MTR_E_USE_AFTER_FREE;
@@ -584,6 +605,7 @@ static int rec_leak(struct rd *d, json_t *o)
 	    (rc = get_stack(d, o, "stack", true, &l.stack)))
 		return rc;
 	l.kind = (enum ks_mtr_ekind)(MTR_E_LEAK_DEFINITE + kind);
+	l.proc = (uint32_t)r->nprocs;
 
 	return append(d, &r->leaks, &r->nleaks, &r->cap_leaks, &l, sizeof(l));
 }
@@ -598,6 +620,7 @@ static int rec_thread(struct rd *d, json_t *o)
 		return rc;
 	if (ks_mtr_map_get(&r->thread_ids, (uint64_t)t.tid) != MTR_NONE)
 		return bad(d, "thread %lld is reported twice", t.tid);
+	t.proc = (uint32_t)r->nprocs;
 
 	if ((rc = append(d, &r->threads, &r->nthreads, &r->cap_threads, &t, sizeof(t))))
 		return rc;
@@ -609,7 +632,7 @@ static int rec_thread(struct rd *d, json_t *o)
 static int rec_site(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
-	struct ks_mtr_site s = { 0 };
+	struct ks_mtr_site s = { .proc = (uint32_t)r->nprocs };
 	int rc;
 
 	if ((rc = get_stack(d, o, "stack", true, &s.stack)) || (rc = get_counts(d, o, &s.c)))
@@ -621,7 +644,8 @@ static int rec_site(struct rd *d, json_t *o)
 static int rec_object(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
-	struct ks_mtr_object ob = { .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_object ob = { .var = MTR_NONE, .lineno = d->lineno,
+				    .proc = (uint32_t)r->nprocs };
 	int rc;
 
 	if ((rc = get_int(d, o, "var", true, LLONG_MIN, &ob.var_id)) ||
@@ -635,25 +659,41 @@ static int rec_object(struct rd *d, json_t *o)
 
 static int rec_total(struct rd *d, json_t *o)
 {
-	struct ks_mtr_total *t = &d->r->total;
+	struct ks_mtr_total *sum = &d->r->total, one = { 0 };
 	int rc;
 
-	if (t->present)
+	/* One per segment; the run's is their sum. */
+	if (d->seg_total)
 		return bad(d, "a second total record");
-	if ((rc = get_counts(d, o, &t->c)) ||
-	    (rc = get_count(d, o, "contention_accesses", true, &t->contention_accesses)))
+	if ((rc = get_counts(d, o, &one.c)) ||
+	    (rc = get_count(d, o, "contention_accesses", true, &one.contention_accesses)))
 		return rc;
-	rc = get_count(d, o, "stack_accesses", false, &t->stack_accesses);
+	rc = get_count(d, o, "stack_accesses", false, &one.stack_accesses);
 	if (rc < 0)
 		return rc;
-	t->has_stack = rc == 0;
-	rc = get_count(d, o, "quiet_lines", false, &t->quiet_lines);
+	one.has_stack = rc == 0;
+	rc = get_count(d, o, "quiet_lines", false, &one.quiet_lines);
 	if (rc < 0)
 		return rc;
-	t->has_quiet = rc == 0;
-	if (t->has_quiet && (rc = get_count(d, o, "min_accesses", true, &t->min_accesses)))
+	one.has_quiet = rc == 0;
+	if (one.has_quiet && (rc = get_count(d, o, "min_accesses", true, &one.min_accesses)))
 		return rc;
-	t->present = true;
+	d->seg_total = true;
+	sum->c.accesses += one.c.accesses;
+	sum->c.reads += one.c.reads;
+	sum->c.writes += one.c.writes;
+	sum->c.cold_misses += one.c.cold_misses;
+	sum->c.misses += one.c.misses;
+	sum->c.invalidations += one.c.invalidations;
+	sum->contention_accesses += one.contention_accesses;
+	sum->stack_accesses += one.stack_accesses;
+	sum->has_stack |= one.has_stack;
+	sum->quiet_lines += one.quiet_lines;
+	if (one.has_quiet) {
+		sum->has_quiet = true;
+		sum->min_accesses = one.min_accesses;
+	}
+	sum->present = true;
 	return 0;
 }
 
@@ -676,7 +716,8 @@ static int rec_suppressed(struct rd *d, json_t *o)
 static int rec_line(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
-	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno,
+				 .proc = (uint32_t)r->nprocs };
 	json_t *threads;
 	long long ws;
 	int rc, verdict;
@@ -744,7 +785,8 @@ static int rec_line(struct rd *d, json_t *o)
 static int rec_access(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
-	struct ks_mtr_access a = { .line = MTR_NONE, .var = MTR_NONE, .lineno = d->lineno };
+	struct ks_mtr_access a = { .line = MTR_NONE, .var = MTR_NONE, .lineno = d->lineno,
+				   .proc = (uint32_t)r->nprocs };
 	int rc;
 
 	if ((rc = get_addr(d, o, "line", true, &a.line_addr)))
@@ -787,6 +829,8 @@ static const struct rec_kind rec_kinds[] = {
 	{ "line", rec_line, FS },      { "access", rec_access, FS },
 };
 
+static int segment_done(struct rd *d);
+
 static int read_record(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
@@ -806,8 +850,13 @@ static int read_record(struct rd *d, json_t *o)
 			continue;
 		if (!r->started && k->read != rec_start)
 			return bad(d, "a %s record before the start record", rec);
-		if (r->end.present)
+		if (r->end.present && k->read == rec_start) {
+			/* The process exec'd: its next image's segment. */
+			if ((rc = segment_done(d)))
+				return rc;
+		} else if (r->end.present) {
 			return bad(d, "a %s record after the end record", rec);
+		}
 		if (r->started && !(k->analyses & (1u << r->start.analysis)))
 			return bad(d, "a %s record in a %s run", rec,
 				   ks_mtr_analysis_names[r->start.analysis]);
@@ -825,7 +874,7 @@ static int resolve(struct rd *d)
 	struct ks_mtr_run *r = d->r;
 
 	d->label[0] = '\0';
-	for (size_t i = 0; i < r->nobjects; i++) {
+	for (size_t i = r->seg_objects; i < r->nobjects; i++) {
 		struct ks_mtr_object *o = &r->objects[i];
 
 		o->var = ks_mtr_map_get(&r->var_ids, (uint64_t)o->var_id);
@@ -834,7 +883,7 @@ static int resolve(struct rd *d)
 			return bad(d, "object record: 'var' refers to var %lld, which is not "
 				   "defined", o->var_id);
 	}
-	for (size_t i = 0; i < r->nlines; i++) {
+	for (size_t i = r->seg_lines; i < r->nlines; i++) {
 		struct ks_mtr_line *l = &r->lines[i];
 
 		if (!l->has_var)
@@ -845,7 +894,7 @@ static int resolve(struct rd *d)
 			return bad(d, "line record: 'var' refers to var %lld, which is not "
 				   "defined", l->var_id);
 	}
-	for (size_t i = 0; i < r->naccesses; i++) {
+	for (size_t i = r->seg_accesses; i < r->naccesses; i++) {
 		struct ks_mtr_access *a = &r->accesses[i];
 
 		d->lineno = a->lineno;
@@ -860,6 +909,45 @@ static int resolve(struct rd *d)
 					   "not defined", a->var_id);
 		}
 	}
+	return 0;
+}
+
+/* The segment read so far is complete (an end record and a new start,
+ * or the end of the file): its references are resolved, it becomes a
+ * process image, and the next segment starts with fresh ids. */
+static int segment_done(struct rd *d)
+{
+	struct ks_mtr_run *r = d->r;
+	unsigned long lineno = d->lineno;
+	struct ks_mtr_proc *p;
+	int rc = resolve(d);
+
+	d->lineno = lineno;
+	if (rc)
+		return rc;
+	if (r->nprocs >= UINT32_MAX - 1)
+		return bad(d, "too many processes");
+	p = ks_mtr_vec_push(&r->procs, &r->nprocs, &r->cap_procs, sizeof(*p));
+	if (!p)
+		return oom(d);
+	p->start = r->start;
+	p->end = r->end;
+	p->truncated = !r->end.present;
+	p->image = d->images++;
+	p->parent = MTR_NONE;
+	if (p->image && p[-1].start.pid != p->start.pid)
+		return bad(d, "process %lld continues the file of process %lld",
+			   p->start.pid, p[-1].start.pid);
+	r->started = false;
+	memset(&r->end, 0, sizeof(r->end));
+	d->seg_total = false;
+	ks_mtr_map_free(&r->stack_ids);
+	ks_mtr_map_free(&r->var_ids);
+	ks_mtr_map_free(&r->thread_ids);
+	ks_mtr_map_free(&r->line_addrs);
+	r->seg_objects = r->nobjects;
+	r->seg_lines = r->nlines;
+	r->seg_accesses = r->naccesses;
 	return 0;
 }
 
@@ -917,8 +1005,7 @@ int ks_mtr_read(struct ks_mtr_run *r, const char *path, struct ks_err *err)
 					 : "the file is empty");
 		goto out;
 	}
-	rc = resolve(&d);
-	r->truncated = !r->end.present;
+	rc = segment_done(&d);
 out:
 	free(buf);
 	fclose(f);
@@ -927,6 +1014,7 @@ out:
 
 void ks_mtr_run_free(struct ks_mtr_run *r)
 {
+	free(r->procs);
 	free(r->stacks);
 	free(r->vars);
 	free(r->errors);
@@ -954,4 +1042,49 @@ void ks_mtr_run_free(struct ks_mtr_run *r)
 	free(r->compact);
 	free(r->true_lines);
 	ks_mtr_arena_free(&r->arena);
+}
+
+/* The last image of the process pid, or MTR_NONE. */
+static uint32_t last_image(const struct ks_mtr_run *r, long long pid)
+{
+	for (size_t i = r->nprocs; i-- > 0;)
+		if (r->procs[i].start.pid == pid)
+			return (uint32_t)i;
+	return MTR_NONE;
+}
+
+void ks_mtr_procs_done(struct ks_mtr_run *r, const struct ks_mtr_opts *o)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ks_mtr_proc *p = &r->procs[i];
+
+		if (p->image)
+			p->parent = (uint32_t)i - 1; /* the image it replaced */
+		else if (p->start.ppid >= 0 && p->start.ppid != p->start.pid)
+			p->parent = last_image(r, p->start.ppid);
+	}
+	/* What kscope saw wins over the tool's view, which cannot name a
+	 * signal; an image that exec'd did not end, its last image did. */
+	for (size_t k = 0; k < o->nexits; k++) {
+		const struct ks_mtr_exit *x = &o->exits[k];
+		uint32_t i = last_image(r, x->pid);
+		struct ks_mtr_end *e;
+
+		if (i == MTR_NONE)
+			continue;
+		e = &r->procs[i].end;
+		if (e->exec || (!x->signaled && e->present && !e->unknown))
+			continue;
+		e->signaled = x->signaled;
+		e->code = x->code;
+		e->unknown = false;
+		e->present = true; /* known now; procs[i].truncated still says
+				    * whether the tool finished its file */
+	}
+	r->root_last = r->nprocs ? last_image(r, r->procs[0].start.pid) : 0;
+	if (r->nprocs) {
+		r->start = r->procs[0].start;
+		r->end = r->procs[r->root_last].end;
+		r->truncated = r->procs[r->root_last].truncated;
+	}
 }

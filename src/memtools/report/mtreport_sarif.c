@@ -4,10 +4,12 @@
  * with one rule per kind of finding (ruleIndex points into them), and:
  *
  *  - memcheck: one result per reported error context and per leak,
- *    level "error", occurrenceCount the merged count; the location is the
- *    first frame of the error's stack (a leak's: the allocation stack)
- *    with a file and a line; every stack (where, free, allocation) is a
- *    SARIF stack with all its frames.
+ *    level "error" ("note" for leaks not counted as errors),
+ *    occurrenceCount the merged count; the location is the frame of the
+ *    error's stack (a leak's: the allocation stack) in the user's code
+ *    (ks_mtr_stack_user_frame: not Valgrind's malloc or memcpy, not the
+ *    C library); every stack (where, free, allocation, Memcheck's
+ *    auxiliary ones) is a SARIF stack with all its frames.
  *  - falseshare: one result per falsely shared object (variable), level
  *    "warning", located at the first source line of its access contexts,
  *    the other source lines as relatedLocations and each context as a
@@ -54,6 +56,25 @@ static const struct rule memcheck_rules[MTR_E_COUNT] = {
 	  "Heap memory definitely lost: no pointer to the block remains" },
 	{ "leak-possible", "Leak_PossiblyLost",
 	  "Heap memory possibly lost: only pointers into the block's interior remain" },
+	{ "leak-indirect", "Leak_IndirectlyLost",
+	  "Heap memory indirectly lost: the only pointers to it are in lost blocks" },
+	{ "leak-reachable", "Leak_StillReachable",
+	  "Heap memory still reachable at exit: never freed, a pointer to it remains" },
+	{ "mismatched-free", "MismatchedFree",
+	  "Block released by a function that does not match its allocation "
+	  "(new[] and delete, malloc and delete...)" },
+	{ "uninit-value", "UninitValue",
+	  "Uninitialised value used (as a memory address, or where it matters)" },
+	{ "invalid-syscall", "SyscallParamAddressable",
+	  "System call given a buffer with unaddressable bytes" },
+	{ "overlap", "Overlap", "Source and destination overlap (memcpy, strcpy...)" },
+	{ "fishy-value", "FishyValue",
+	  "Implausible argument to an allocation function (a negative size...)" },
+	{ "client-check", "ClientCheck",
+	  "A client request's check of memory (VALGRIND_CHECK_MEM_IS_DEFINED...) failed" },
+	{ "invalid-jump", "InvalidJump", "Jump to an address that holds no code" },
+	{ "invalid-mempool", "InvalidMemPool", "Memory pool client request on no known pool" },
+	{ "other", "Other", "Another error Memcheck reported" },
 };
 
 static const struct rule falseshare_rule = {
@@ -255,26 +276,38 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			}
 		}
 		jw_result(w, ks_mtr_ekind_names[e->kind], (int)e->kind, "error", msg);
-		jw_locations(w, ks_mtr_stack_line_frame(&r->stacks[e->stack]));
+		jw_locations(w, ks_mtr_stack_user_frame(&r->stacks[e->stack]));
 		ks_mtr_jw_array(w, "stacks");
 		jw_stack(w, r, e->stack, what);
-		if (e->has_block && e->block.free_stack != MTR_NONE)
-			jw_stack(w, r, e->block.free_stack, "Block was free'd at");
-		if (e->has_block)
-			jw_stack(w, r, e->block.alloc_stack, "Block was alloc'd at");
+		if (e->naux) {
+			/* Memcheck's stacks, each with the description before it. */
+			for (uint32_t k = 0; k < e->naux; k++)
+				if (e->aux[k].stack != MTR_NONE)
+					jw_stack(w, r, e->aux[k].stack,
+						 e->aux[k].what ? e->aux[k].what : what);
+		} else {
+			if (e->has_block && e->block.free_stack != MTR_NONE)
+				jw_stack(w, r, e->block.free_stack, "Block was free'd at");
+			if (e->has_block)
+				jw_stack(w, r, e->block.alloc_stack, "Block was alloc'd at");
+		}
 		ks_mtr_jw_end(w);
 		ks_mtr_jw_uint(w, "occurrenceCount", e->count);
 		ks_mtr_jw_object(w, "properties");
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, e->proc));
 		ks_mtr_jw_int(w, "tid", e->tid);
 		ks_mtr_jw_end(w);
 		ks_mtr_jw_end(w);
 	}
-	for (size_t i = 0; i < r->nleaks; i++) {
+	for (size_t i = 0; i < r->nleaks_shown; i++) {
 		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
 
 		ks_mtr_leak_what(l, what, sizeof(what));
-		jw_result(w, ks_mtr_ekind_names[l->kind], (int)l->kind, "error", what);
-		jw_locations(w, ks_mtr_stack_line_frame(&r->stacks[l->stack]));
+		/* Leaks Memcheck lists without counting them as errors
+		 * (still reachable, by default) are notes. */
+		jw_result(w, ks_mtr_ekind_names[l->kind], (int)l->kind,
+			  l->not_error ? "note" : "error", what);
+		jw_locations(w, ks_mtr_stack_user_frame(&r->stacks[l->stack]));
 		ks_mtr_jw_array(w, "stacks");
 		jw_stack(w, r, l->stack, "Allocated at");
 		ks_mtr_jw_end(w);

@@ -38,6 +38,44 @@ static void put_stack(struct ks_mtr_out *o, const struct ks_mtr_stack *s, unsign
 	}
 }
 
+/* The process tree, when the program forked or exec'd: each image
+ * indented under its parent, with its command and how it ended. */
+static void put_proc_tree(struct ks_mtr_out *o, const struct ks_mtr_run *r, uint32_t i,
+			  unsigned depth)
+{
+	const struct ks_mtr_proc *p = &r->procs[i];
+	char how[200];
+
+	if (depth > 32)
+		return; /* a malformed tree; every process is still listed once */
+	ks_mtr_proc_exit_text(r, i, how, sizeof(how));
+	ks_mtr_printf(o, "  %*s%s %lld:", (int)depth * 2, "",
+		      p->image ? "exec'd as" : "process", p->start.pid);
+	for (size_t k = 0; k < p->start.argc; k++) {
+		ks_mtr_puts(o, " ");
+		ks_mtr_put_text(o, p->start.argv[k]);
+	}
+	if (!p->start.argc) {
+		ks_mtr_puts(o, " ");
+		ks_mtr_put_text(o, p->start.exe);
+	}
+	ks_mtr_printf(o, " -- %s\n", how);
+	for (size_t c = 0; c < r->nprocs; c++)
+		if (r->procs[c].parent == i)
+			put_proc_tree(o, r, (uint32_t)c, depth + !r->procs[c].image);
+}
+
+static void put_processes(struct ks_mtr_out *o, const struct ks_mtr_run *r)
+{
+	if (r->nprocs < 2)
+		return;
+	ks_mtr_printf(o, "Processes (%zu images; the findings below name theirs):\n",
+		      r->nprocs);
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].parent == MTR_NONE)
+			put_proc_tree(o, r, (uint32_t)i, 0);
+}
+
 static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		       const struct ks_mtr_opts *opts)
 {
@@ -61,6 +99,7 @@ static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 	}
 	ks_mtr_exit_text(r, buf, sizeof(buf));
 	ks_mtr_printf(o, "%s\n", buf);
+	put_processes(o, r);
 	if (r->partial_last)
 		ks_mtr_puts(o, "The last line of findings.jsonl was cut off and is ignored.\n");
 	if (r->start.analysis != MTR_MEMCHECK)
@@ -85,6 +124,22 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 /* memcheck                                                            */
 /* ------------------------------------------------------------------ */
 
+/* " Location: main (t.c:12)", last in a report, when the frame in the
+ * user's code is not the first one (the first is Valgrind's malloc, the C
+ * library's write). */
+static void put_location(struct ks_mtr_out *o, const struct ks_mtr_stack *s)
+{
+	const struct ks_mtr_frame *f = ks_mtr_stack_user_frame(s);
+	char where[1024];
+
+	if (!f || f == &s->frames[0])
+		return;
+	ks_mtr_frame_where(f, where, sizeof(where));
+	ks_mtr_puts(o, " Location: ");
+	ks_mtr_put_text(o, where);
+	ks_mtr_puts(o, "\n");
+}
+
 static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		      const struct ks_mtr_error *e, unsigned max)
 {
@@ -96,18 +151,33 @@ static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		ks_mtr_printf(o, " (%" PRIu64 " times)", e->count);
 	ks_mtr_puts(o, "\n");
 	put_stack(o, &r->stacks[e->stack], max);
+	if (e->naux) {
+		/* Memcheck's own descriptions and stacks, in its order. */
+		for (uint32_t k = 0; k < e->naux; k++) {
+			if (e->aux[k].what) {
+				ks_mtr_puts(o, " ");
+				ks_mtr_put_text(o, e->aux[k].what);
+				ks_mtr_puts(o, "\n");
+			}
+			if (e->aux[k].stack != MTR_NONE)
+				put_stack(o, &r->stacks[e->aux[k].stack], max);
+		}
+		put_location(o, &r->stacks[e->stack]);
+		return;
+	}
 	ks_mtr_error_where(e, buf, sizeof(buf));
 	if (buf[0])
 		ks_mtr_printf(o, " %s\n", buf);
-	if (!e->has_block)
-		return;
-	if (e->block.freed && e->block.free_stack != MTR_NONE) {
-		put_stack(o, &r->stacks[e->block.free_stack], max);
-		ks_mtr_puts(o, " Block was alloc'd at\n");
-	} else if (e->block.freed) {
-		ks_mtr_puts(o, " Block was alloc'd at\n");
+	if (e->has_block) {
+		if (e->block.freed && e->block.free_stack != MTR_NONE) {
+			put_stack(o, &r->stacks[e->block.free_stack], max);
+			ks_mtr_puts(o, " Block was alloc'd at\n");
+		} else if (e->block.freed) {
+			ks_mtr_puts(o, " Block was alloc'd at\n");
+		}
+		put_stack(o, &r->stacks[e->block.alloc_stack], max);
 	}
-	put_stack(o, &r->stacks[e->block.alloc_stack], max);
+	put_location(o, &r->stacks[e->stack]);
 }
 
 static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
@@ -115,7 +185,9 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 {
 	unsigned max = opts->max_stack ? opts->max_stack : 1;
 	long long last_tid = 1;
-	uint64_t lost[2][2] = { { 0 } }; /* [possible][bytes, blocks] */
+	uint32_t last_proc = 0;
+	/* [definite, possible, indirect, reachable][bytes, blocks] */
+	uint64_t lost[4][2] = { { 0 } };
 	char buf[256];
 
 	for (size_t i = 0; i < r->nerrors; i++) {
@@ -123,10 +195,16 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 
 		if (e->filtered)
 			continue;
-		/* Valgrind names the thread when it changes. */
-		if (e->tid != last_tid)
+		/* Valgrind names the thread when it changes; kscope the
+		 * process too, when there are several. */
+		if (e->proc != last_proc) {
+			ks_mtr_printf(o, "Process %lld, thread %lld:\n", ks_mtr_pid(r, e->proc),
+				      e->tid);
+		} else if (e->tid != last_tid) {
 			ks_mtr_printf(o, "Thread %lld:\n", e->tid);
+		}
 		last_tid = e->tid;
+		last_proc = e->proc;
 		put_error(o, r, e, max);
 		ks_mtr_puts(o, "\n");
 	}
@@ -137,22 +215,39 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			      " bytes allocated\n\n",
 			      r->end.in_use_bytes, r->end.in_use_blocks, r->end.allocs,
 			      r->end.frees, r->end.bytes_allocated);
-	for (size_t i = 0; i < r->nleaks; i++) {
+	for (size_t i = 0; i < r->nleaks_shown; i++) {
 		const struct ks_mtr_leak *l = &r->leaks[r->leak_order[i]];
-		bool possible = l->kind == MTR_E_LEAK_POSSIBLE;
+		int k = l->kind == MTR_E_LEAK_POSSIBLE   ? 1
+			: l->kind == MTR_E_LEAK_INDIRECT  ? 2
+			: l->kind == MTR_E_LEAK_REACHABLE ? 3
+							  : 0;
 
 		ks_mtr_leak_what(l, buf, sizeof(buf));
-		ks_mtr_printf(o, "%s in loss record %zu of %zu\n", buf, i + 1, r->nleaks);
-		put_stack(o, &r->stacks[l->stack], max);
+		ks_mtr_printf(o, "%s in loss record %zu of %zu", buf, i + 1, r->nleaks_shown);
+		if (r->nprocs > 1)
+			ks_mtr_printf(o, " (process %lld)", ks_mtr_pid(r, l->proc));
 		ks_mtr_puts(o, "\n");
-		lost[possible][0] += l->bytes;
-		lost[possible][1] += l->blocks;
+		put_stack(o, &r->stacks[l->stack], max);
+		put_location(o, &r->stacks[l->stack]);
+		ks_mtr_puts(o, "\n");
+		lost[k][0] += l->bytes;
+		lost[k][1] += l->blocks;
 	}
-	if (r->nleaks || r->end.has_heap)
+	if (r->nleaks_shown || r->end.has_heap) {
 		ks_mtr_printf(o, "LEAK SUMMARY:\n"
-			      "   definitely lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n"
-			      "     possibly lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n\n",
-			      lost[0][0], lost[0][1], lost[1][0], lost[1][1]);
+			      "   definitely lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n",
+			      lost[0][0], lost[0][1]);
+		/* Listed only by Memcheck, and only the kinds it was asked for. */
+		if (lost[2][1])
+			ks_mtr_printf(o, "   indirectly lost: %" PRIu64 " bytes in %" PRIu64
+				      " blocks\n", lost[2][0], lost[2][1]);
+		ks_mtr_printf(o, "     possibly lost: %" PRIu64 " bytes in %" PRIu64 " blocks\n",
+			      lost[1][0], lost[1][1]);
+		if (lost[3][1])
+			ks_mtr_printf(o, "   still reachable: %" PRIu64 " bytes in %" PRIu64
+				      " blocks\n", lost[3][0], lost[3][1]);
+		ks_mtr_puts(o, "\n");
+	}
 	if (r->suppressed.count) {
 		ks_mtr_printf(o, "Not reported: %" PRIu64 " %s", r->suppressed.count,
 			      plural(r->suppressed.count, "error", "errors"));
@@ -168,16 +263,10 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 	ks_mtr_printf(o, "ERROR SUMMARY: %" PRIu64 " %s from %lu %s", r->occurrences,
 		      plural(r->occurrences, "error", "errors"), r->nreported,
 		      plural(r->nreported, "context", "contexts"));
-	{
-		unsigned long filtered = 0;
-
-		for (size_t i = 0; i < r->nerrors; i++)
-			filtered += r->errors[i].filtered;
-		if (filtered)
-			ks_mtr_printf(o, " (filtered: %lu %s without a line number in the top "
-				      "three frames)", filtered,
-				      plural(filtered, "context", "contexts"));
-	}
+	if (r->nfiltered)
+		ks_mtr_printf(o, " (filtered: %lu %s without a line number in the top "
+			      "three frames)", r->nfiltered,
+			      plural(r->nfiltered, "context", "contexts"));
 	ks_mtr_puts(o, "\n");
 }
 
@@ -230,6 +319,9 @@ static void put_threads(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 	for (size_t i = 0; i < r->nthreads; i++) {
 		const struct ks_mtr_thread *t = &r->threads[i];
 
+		/* Threads come grouped by process, in file order. */
+		if (r->nprocs > 1 && (i == 0 || r->threads[i - 1].proc != t->proc))
+			ks_mtr_printf(o, "  process %lld:\n", ks_mtr_pid(r, t->proc));
 		ks_mtr_printf(o, "  %8lld %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64
 			      " %12" PRIu64 " %13" PRIu64 "\n", t->tid, t->c.accesses, t->c.reads,
 			      t->c.writes, t->c.cold_misses, t->c.misses, t->c.invalidations);
@@ -391,11 +483,16 @@ static void put_views(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 	ks_mtr_puts(o, "Per thread (accesses to falsely shared lines, by count):\n");
 	for (size_t i = 0; i < r->nper_thread;) {
 		long long tid = r->per_thread[i].tid;
+		uint32_t proc = r->per_thread[i].proc;
 		size_t n = 0, shown = 0;
 
-		while (i + n < r->nper_thread && r->per_thread[i + n].tid == tid)
+		while (i + n < r->nper_thread && r->per_thread[i + n].tid == tid &&
+		       r->per_thread[i + n].proc == proc)
 			n++;
-		ks_mtr_printf(o, "  thread %lld", tid);
+		if (r->nprocs > 1)
+			ks_mtr_printf(o, "  process %lld, thread %lld", ks_mtr_pid(r, proc), tid);
+		else
+			ks_mtr_printf(o, "  thread %lld", tid);
 		if (n > MTR_TOP_TEXT)
 			ks_mtr_printf(o, " (top %d of %zu)", MTR_TOP_TEXT, n);
 		ks_mtr_puts(o, ":\n");

@@ -523,7 +523,9 @@ const char *const ks_mtr_analysis_names[3] = { "memcheck", "contention", "falses
 const char *const ks_mtr_ekind_names[MTR_E_COUNT] = {
 	"invalid-read", "invalid-write", "use-after-free", "uninit-cond",
 	"uninit-addr", "uninit-syscall", "double-free", "invalid-free",
-	"leak-definite", "leak-possible",
+	"leak-definite", "leak-possible", "leak-indirect", "leak-reachable",
+	"mismatched-free", "uninit-value", "invalid-syscall", "overlap", "fishy-value",
+	"client-check", "invalid-jump", "invalid-mempool", "other",
 };
 const char *const ks_mtr_verdict_names[3] = { "false", "true", "mixed" };
 const char *const ks_mtr_vkind_names[4] = { "heap", "global", "stack", "unknown" };
@@ -535,6 +537,10 @@ void ks_mtr_hex(char buf[19], uint64_t v)
 
 void ks_mtr_error_what(const struct ks_mtr_error *e, char *buf, size_t size)
 {
+	if (e->what) {
+		snprintf(buf, size, "%s", e->what);
+		return;
+	}
 	switch (e->kind) {
 	case MTR_E_INVALID_READ:
 	case MTR_E_INVALID_WRITE:
@@ -578,6 +584,12 @@ void ks_mtr_error_where(const struct ks_mtr_error *e, char *buf, size_t size)
 	const struct ks_mtr_block *b = &e->block;
 
 	buf[0] = '\0';
+	/* Memcheck's own sentence when it gave one about a block or an
+	 * address. */
+	if (e->naux && e->aux[0].what && !strncmp(e->aux[0].what, "Address ", 8)) {
+		snprintf(buf, size, "%s", e->aux[0].what);
+		return;
+	}
 	if (!e->has_addr)
 		return;
 	ks_mtr_hex(a, e->addr);
@@ -611,14 +623,37 @@ const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write)
 	case MTR_E_INVALID_FREE: return "InvalidFree";
 	case MTR_E_LEAK_DEFINITE: return "Leak_DefinitelyLost";
 	case MTR_E_LEAK_POSSIBLE: return "Leak_PossiblyLost";
+	case MTR_E_LEAK_INDIRECT: return "Leak_IndirectlyLost";
+	case MTR_E_LEAK_REACHABLE: return "Leak_StillReachable";
+	case MTR_E_MISMATCHED_FREE: return "MismatchedFree";
+	case MTR_E_UNINIT_VALUE: return "UninitValue";
+	case MTR_E_INVALID_SYSCALL: return "SyscallParam";
+	case MTR_E_OVERLAP: return "Overlap";
+	case MTR_E_FISHY_VALUE: return "FishyValue";
+	case MTR_E_CLIENT_CHECK: return "ClientCheck";
+	case MTR_E_INVALID_JUMP: return "InvalidJump";
+	case MTR_E_INVALID_MEMPOOL: return "InvalidMemPool";
 	default: return "Unknown";
 	}
 }
 
+const char *ks_mtr_error_xml_kind(const struct ks_mtr_error *e)
+{
+	return e->xml_kind ? e->xml_kind : ks_mtr_xml_kind(e->kind, e->write);
+}
+
 void ks_mtr_leak_what(const struct ks_mtr_leak *l, char *buf, size_t size)
 {
-	snprintf(buf, size, "%" PRIu64 " bytes in %" PRIu64 " blocks are %s lost", l->bytes,
-		 l->blocks, l->kind == MTR_E_LEAK_POSSIBLE ? "possibly" : "definitely");
+	const char *how = l->kind == MTR_E_LEAK_POSSIBLE   ? "possibly lost"
+			  : l->kind == MTR_E_LEAK_INDIRECT ? "indirectly lost"
+			  : l->kind == MTR_E_LEAK_REACHABLE ? "still reachable"
+							    : "definitely lost";
+
+	if (l->what)
+		snprintf(buf, size, "%s", l->what);
+	else
+		snprintf(buf, size, "%" PRIu64 " bytes in %" PRIu64 " blocks are %s", l->bytes,
+			 l->blocks, how);
 }
 
 const struct ks_mtr_frame *ks_mtr_stack_line_frame(const struct ks_mtr_stack *s)
@@ -627,6 +662,39 @@ const struct ks_mtr_frame *ks_mtr_stack_line_frame(const struct ks_mtr_stack *s)
 		if (s->frames[i].line && s->frames[i].file)
 			return &s->frames[i];
 	return NULL;
+}
+
+bool ks_mtr_frame_is_replacement(const struct ks_mtr_frame *f)
+{
+	const char *base = f->obj ? strrchr(f->obj, '/') : NULL;
+
+	base = base ? base + 1 : f->obj;
+	return (base && !strncmp(base, "vgpreload_", 10)) ||
+	       (f->fn && (!strncmp(f->fn, "vg_replace_", 11) || !strncmp(f->fn, "_vgr", 4)));
+}
+
+/* True for a frame in the system's libraries (the C library, the loader,
+ * libstdc++...) or in Valgrind's own files: code the user did not write. */
+static bool frame_is_system(const struct ks_mtr_frame *f)
+{
+	static const char *const dirs[] = { "/lib/", "/lib32/", "/lib64/", "/libx32/",
+					    "/usr/lib/", "/usr/lib32/", "/usr/lib64/",
+					    "/usr/libx32/", "/usr/libexec/valgrind/" };
+
+	if (ks_mtr_frame_is_replacement(f))
+		return true;
+	for (size_t i = 0; f->obj && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(f->obj, dirs[i], strlen(dirs[i])))
+			return true;
+	return false;
+}
+
+const struct ks_mtr_frame *ks_mtr_stack_user_frame(const struct ks_mtr_stack *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++)
+		if (s->frames[i].line && s->frames[i].file && !frame_is_system(&s->frames[i]))
+			return &s->frames[i];
+	return ks_mtr_stack_line_frame(s);
 }
 
 void ks_mtr_frame_where(const struct ks_mtr_frame *f, char *buf, size_t size)
@@ -658,27 +726,39 @@ void ks_mtr_context_where(const struct ks_mtr_run *r, uint32_t stack, char *buf,
 		ks_mtr_frame_where(f, buf + n, size - (size_t)n);
 }
 
-void ks_mtr_exit_text(const struct ks_mtr_run *r, char *buf, size_t size)
+void ks_mtr_proc_exit_text(const struct ks_mtr_run *r, uint32_t i, char *buf,
+			   size_t size)
 {
-	const struct ks_mtr_end *e = &r->end;
+	const struct ks_mtr_end *e = &r->procs[i].end;
 
 	if (!e->present) {
-		snprintf(buf, size, "Process %lld did not finish normally: findings.jsonl "
-			 "has no end record, so these results are incomplete", r->start.pid);
+		snprintf(buf, size, "did not finish normally: its findings file has no end "
+			 "record, so these results are incomplete");
+	} else if (e->exec) {
+		snprintf(buf, size, "replaced itself (exec)");
+	} else if (e->no_code) {
+		snprintf(buf, size, "exited");
+	} else if (e->unknown) {
+		snprintf(buf, size, "was killed by a signal");
 	} else if (e->signaled) {
 		const char *abbrev = e->code > 0 && e->code < 128 ? sigabbrev_np((int)e->code)
 								  : NULL;
 
 		if (abbrev)
-			snprintf(buf, size, "Process %lld was killed by signal %lld (SIG%s)",
-				 r->start.pid, e->code, abbrev);
+			snprintf(buf, size, "was killed by signal %lld (SIG%s)", e->code, abbrev);
 		else
-			snprintf(buf, size, "Process %lld was killed by signal %lld",
-				 r->start.pid, e->code);
+			snprintf(buf, size, "was killed by signal %lld", e->code);
 	} else {
-		snprintf(buf, size, "Process %lld exited with code %lld", r->start.pid,
-			 e->code);
+		snprintf(buf, size, "exited with code %lld", e->code);
 	}
+}
+
+void ks_mtr_exit_text(const struct ks_mtr_run *r, char *buf, size_t size)
+{
+	char how[200];
+
+	ks_mtr_proc_exit_text(r, r->root_last, how, sizeof(how));
+	snprintf(buf, size, "Process %lld %s", r->start.pid, how);
 }
 
 char *ks_mtr_frame_path(const struct ks_mtr_frame *f, char *buf, size_t size)

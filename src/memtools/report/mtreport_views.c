@@ -78,11 +78,19 @@ static uint32_t *iota(size_t n)
 
 /* True if one of the top three frames has a line number: what the filter
  * keeps (an error deep in a library without debug information is rarely
- * the program's). */
+ * the program's).  Valgrind's replacement functions on top (malloc,
+ * memcpy: they have no line) are not counted among the three, and
+ * Valgrind's "(below main)", the C library's start-up code that called
+ * main, has a line but is never where a defect is. */
 static bool has_line_on_top(const struct ks_mtr_stack *s)
 {
-	for (uint32_t i = 0; i < s->nframes && i < 3; i++)
-		if (s->frames[i].line)
+	uint32_t i = 0;
+
+	while (i + 1 < s->nframes && ks_mtr_frame_is_replacement(&s->frames[i]))
+		i++;
+	for (uint32_t k = 0; i < s->nframes && k < 3; i++, k++)
+		if (s->frames[i].line &&
+		    !(s->frames[i].fn && !strcmp(s->frames[i].fn, "(below main)")))
 			return true;
 	return false;
 }
@@ -93,15 +101,33 @@ static void views_memcheck(struct ks_mtr_run *r, const struct ks_mtr_opts *o)
 		struct ks_mtr_error *e = &r->errors[i];
 
 		e->filtered = o->filter && !has_line_on_top(&r->stacks[e->stack]);
+		r->nfiltered += e->filtered;
 		if (e->filtered)
 			continue;
 		r->nreported++;
 		r->occurrences += e->count;
 	}
-	/* Valgrind counts each loss record as one error in one context. */
-	r->nreported += r->nleaks;
-	r->occurrences += r->nleaks;
+	r->nreported_errors = r->nreported;
+	/* Valgrind counts each loss record as one error in one context (of
+	 * the kinds its --errors-for-leak-kinds names). */
+	for (size_t i = 0; i < r->nleaks; i++) {
+		struct ks_mtr_leak *l = &r->leaks[i];
+
+		l->filtered = o->filter && !has_line_on_top(&r->stacks[l->stack]);
+		r->nfiltered += l->filtered;
+		if (l->filtered || l->not_error)
+			continue;
+		r->nreported++;
+		r->occurrences++;
+	}
 	qsort_r(r->leak_order, r->nleaks, sizeof(uint32_t), cmp_leak, r);
+	/* The filtered leaks go last; the others keep their order. */
+	for (size_t i = 0; i < r->nleaks; i++)
+		if (!r->leaks[r->leak_order[i]].filtered)
+			r->leak_order[r->nleaks_shown++] = r->leak_order[i];
+	for (size_t i = 0, k = r->nleaks_shown; i < r->nleaks; i++)
+		if (r->leaks[i].filtered)
+			r->leak_order[k++] = (uint32_t)i;
 }
 
 static void views_contention(struct ks_mtr_run *r)
@@ -226,11 +252,13 @@ static int cmp_key_global(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Grouping order: (tid, fobj, context). */
+/* Grouping order: (process, tid, fobj, context). */
 static int cmp_key_thread(const void *a, const void *b)
 {
 	const struct ks_mtr_fentry *x = a, *y = b;
 
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return cmp_key_global(a, b);
@@ -250,6 +278,8 @@ static int cmp_count_thread(const void *a, const void *b)
 {
 	const struct ks_mtr_fentry *x = a, *y = b;
 
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return cmp_count_global(a, b);
@@ -280,11 +310,14 @@ static int merge_entries(const struct ks_mtr_fentry *src, size_t n,
 	if (n)
 		memcpy(v, src, n * sizeof(*v));
 	if (!keep_tid)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			v[i].tid = 0;
+			v[i].proc = 0;
+		}
 	qsort(v, n, sizeof(*v), keycmp);
 	for (size_t i = 0; i < n; i++) {
-		if (m && v[m - 1].tid == v[i].tid && v[m - 1].fobj == v[i].fobj &&
+		if (m && v[m - 1].proc == v[i].proc && v[m - 1].tid == v[i].tid &&
+		    v[m - 1].fobj == v[i].fobj &&
 		    v[m - 1].context == v[i].context) {
 			v[m - 1].reads += v[i].reads;
 			v[m - 1].writes += v[i].writes;
@@ -401,6 +434,7 @@ static int views_falseshare(struct ks_mtr_run *r)
 		if (!e)
 			goto out;
 		e->tid = a->tid;
+		e->proc = a->proc;
 		e->fobj = fi;
 		e->context = a->context;
 		e->reads = a->reads;

@@ -166,7 +166,7 @@ static void xml_leak(struct ks_mtr_out *o, const struct ks_mtr_run *r, const str
 		      "  <xwhat>\n    <text>%s in loss record %zu of %zu</text>\n"
 		      "    <leakedbytes>%" PRIu64 "</leakedbytes>\n"
 		      "    <leakedblocks>%" PRIu64 "</leakedblocks>\n  </xwhat>\n",
-		      unique, ks_mtr_xml_kind(l->kind, false), buf, nth + 1, r->nleaks, l->bytes,
+		      unique, ks_mtr_xml_kind(l->kind, false), buf, nth + 1, r->nleaks_shown, l->bytes,
 		      l->blocks);
 	xml_stack(o, &r->stacks[l->stack]);
 	ks_mtr_puts(o, "</error>\n\n");
@@ -230,7 +230,7 @@ static void write_xml(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		if (!r->errors[i].filtered)
 			xml_error(o, r, &r->errors[i], unique++);
 	ks_mtr_puts(o, "\n<status>\n  <state>FINISHED</state>\n</status>\n\n");
-	for (size_t i = 0; i < r->nleaks; i++)
+	for (size_t i = 0; i < r->nleaks_shown; i++)
 		xml_leak(o, r, &r->leaks[r->leak_order[i]], unique++, i);
 
 	/* Counts of the errors proper (Memcheck gives none for leaks). */

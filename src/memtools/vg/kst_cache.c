@@ -44,7 +44,13 @@ static UInt next_serial = 2;
 
 void kst_cache_thread_create(ThreadId parent, ThreadId child)
 {
-	UInt s = next_serial < KS_MT_MAX_THREADS ? next_serial++ : child;
+	UInt s;
+
+	/* Valgrind announces the main thread too (no parent), after the
+	 * tool's initialization gave it serial 1. */
+	if (parent == VG_INVALID_THREADID && child == 1)
+		return;
+	s = next_serial < KS_MT_MAX_THREADS ? next_serial++ : child;
 	serial_of[child] = s;
 	vg_of[s] = child;
 }

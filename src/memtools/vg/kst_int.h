@@ -82,6 +82,16 @@ extern ULong kst_heap_allocs, kst_heap_frees, kst_heap_bytes;
 /* ---- findings file (kst_out.c) ---- */
 Bool kst_out_open(void);
 void kst_out_close(void);
+void kst_out_flush(void);
+/* Follows fork: the child opens its own file (VG_(atfork)). */
+void kst_out_init_fork(void);
+/* The image is about to exec: writes end_record (a whole line) and
+ * flushes; if the exec fails, the next record starts a new segment. */
+void kst_out_exec(const HChar *end_record);
+/* kst_main.c: the start record of this process image, and what a forked
+ * child forgets of its parent's findings. */
+void kst_write_start(void);
+void kst_child_reset(void);
 void kst_out_printf(const HChar *fmt, ...) PRINTF_CHECK(1, 2);
 void kst_out_str(const HChar *s);          /* a JSON string, quoted and escaped */
 UInt kst_out_stack(ExeContext *ec);         /* writes the stack record once; its id */
@@ -98,6 +108,10 @@ IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
 void kst_mc_error_free(ThreadId tid, Addr p, Bool double_free,
 		       struct kst_block *b);
 void kst_mc_fini(void);
+/* The error records found so far (kst_mc_fini writes them, then the
+ * leaks); an image about to exec writes them itself. */
+void kst_mc_write_errors(void);
+void kst_mc_reset_errors(void);
 extern struct ks_hs *kst_hs;
 
 /* ---- contention and falseshare (kst_cache.c) ---- */

@@ -26,6 +26,7 @@
 #include "pub_tool_options.h"
 #include "pub_tool_replacemalloc.h"
 #include "pub_tool_tooliface.h"
+#include "pub_tool_vkiscnums.h"
 
 #include "kst_int.h"
 
@@ -351,27 +352,18 @@ static void hot_exact_blocks(void)
 /* Tool life cycle                                                     */
 /* ------------------------------------------------------------------ */
 
-static void kst_post_clo_init(void)
+/* ------------------------------------------------------------------ */
+/* Processes: the start record, fork, exec, exit                       */
+/* ------------------------------------------------------------------ */
+
+void kst_write_start(void)
 {
-	if (kst_clo.analysis == KST_HOTSPOT) {
-		hot_exact_blocks();
-		/* The raw file is written at the end (kst_hot_fini), when the
-		 * pid of a forked child is its own. */
-		VG_(track_pre_thread_ll_create)(kst_thread_create);
-		kst_hot_init();
-		return;
-	}
-	/* Both read the same options: the start-up decision holds. */
-	tl_assert(!hot_args);
-	kst_redzone = VG_(malloc_effective_client_redzone_size)();
-	if (!kst_out_open())
-		VG_(exit)(1);
 	kst_out_printf("{\"rec\":\"start\",\"analysis\":\"%s\",\"format\":1,\"pid\":%d,"
-		       "\"exe\":",
+		       "\"ppid\":%d,\"exe\":",
 		       kst_clo.analysis == KST_MEMCHECK     ? "memcheck"
 		       : kst_clo.analysis == KST_CONTENTION ? "contention"
 							    : "falseshare",
-		       VG_(getpid)());
+		       VG_(getpid)(), VG_(getppid)());
 	kst_out_str(VG_(args_the_exename));
 	kst_out_printf(",\"argv\":[");
 	kst_out_str(VG_(args_the_exename));
@@ -391,6 +383,76 @@ static void kst_post_clo_init(void)
 		       kst_clo.min_write ? "true" : "false",
 		       kst_clo.pad_smu ? "true" : "false",
 		       kst_clo.thread_isolation ? "true" : "false");
+}
+
+void kst_child_reset(void)
+{
+	if (kst_clo.analysis == KST_MEMCHECK)
+		kst_mc_reset_errors();
+}
+
+/* How the program ended, from its system calls: Valgrind's exit handler
+ * is not told (it gets 0), and a fatal signal makes no exit call. */
+static Bool exit_group_seen, exit_seen;
+static Int exit_group_code, exit_code, self_signal;
+
+static void kst_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
+{
+	Int pid = VG_(getpid)();
+
+	if (sysno == __NR_exit_group) {
+		exit_group_seen = True;
+		exit_group_code = (Int)(args[0] & 0xFF);
+	} else if (sysno == __NR_exit) {
+		/* The last thread's exit ends the program with its status. */
+		exit_seen = True;
+		exit_code = (Int)(args[0] & 0xFF);
+	} else if (sysno == __NR_kill && ((Int)args[0] == pid || args[0] == 0) && args[1]) {
+		self_signal = (Int)args[1];
+	} else if (sysno == __NR_tgkill && (Int)args[0] == pid && args[2]) {
+		self_signal = (Int)args[2];
+	} else if (sysno == __NR_tkill && args[1]) {
+		self_signal = (Int)args[1];
+	} else if (sysno == __NR_execve
+#ifdef __NR_execveat
+		   || sysno == __NR_execveat
+#endif
+	) {
+		/* With --trace-children=yes the new image runs under this tool
+		 * again and appends to this process's file: this image's
+		 * memcheck errors are written now, for the exec discards the
+		 * tool's memory.  (contention's and falseshare's counts of an
+		 * image that execs are not: they are not findings.) */
+		if (kst_clo.analysis == KST_MEMCHECK) {
+			kst_mc_write_errors();
+			kst_mc_reset_errors();
+		}
+		kst_out_exec("{\"rec\":\"end\",\"exit\":{\"how\":\"exec\"}}\n");
+	}
+}
+
+static void kst_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs,
+			     SysRes res)
+{
+}
+
+static void kst_post_clo_init(void)
+{
+	if (kst_clo.analysis == KST_HOTSPOT) {
+		hot_exact_blocks();
+		/* The raw file is written at the end (kst_hot_fini), when the
+		 * pid of a forked child is its own. */
+		VG_(track_pre_thread_ll_create)(kst_thread_create);
+		kst_hot_init();
+		return;
+	}
+	/* Both read the same options: the start-up decision holds. */
+	tl_assert(!hot_args);
+	kst_redzone = VG_(malloc_effective_client_redzone_size)();
+	if (!kst_out_open())
+		VG_(exit)(1);
+	kst_write_start();
+	kst_out_init_fork();
 	VG_(track_pre_thread_ll_create)(kst_thread_create);
 	if (kst_clo.analysis == KST_MEMCHECK)
 		kst_mc_init();
@@ -421,7 +483,15 @@ static void kst_fini(Int exitcode)
 		kst_mc_fini();
 	else
 		kst_cache_fini();
-	kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":%d},", exitcode);
+	/* exitcode is always 0 here: what the system calls said instead. */
+	if (exit_group_seen || exit_seen)
+		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":%d},",
+			       exit_group_seen ? exit_group_code : exit_code);
+	else if (self_signal)
+		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"signal\",\"signal\":%d},",
+			       self_signal);
+	else
+		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"unknown\"},");
 	kst_heap_write_summary();
 	kst_out_printf(",\"shadow_bytes\":%lu,\"threads\":%u}\n",
 		       (unsigned long)(kst_hs ? ks_hs_shadow_bytes(kst_hs) : 0),
@@ -452,6 +522,7 @@ static void kst_pre_clo_init(void)
 	}
 	VG_(needs_libc_freeres)();
 	VG_(needs_cxx_freeres)();
+	VG_(needs_syscall_wrapper)(kst_pre_syscall, kst_post_syscall);
 	kst_heap_init();
 }
 

@@ -1442,7 +1442,18 @@ static Int err_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-void kst_mc_fini(void)
+/* Forgets the errors recorded so far (after they were written, or in a
+ * forked child, where they are the parent's). */
+void kst_mc_reset_errors(void)
+{
+	VG_(HT_destruct)(errors, VG_(free));
+	errors = VG_(HT_construct)("kst.errors");
+	n_errors = 0;
+	n_error_occurrences = 0;
+	n_suppressed = 0;
+}
+
+void kst_mc_write_errors(void)
 {
 	struct kst_err **all, *e;
 	UInt i, n = 0;
@@ -1491,6 +1502,11 @@ void kst_mc_fini(void)
 	kst_out_printf("{\"rec\":\"suppressed\",\"count\":%llu,\"reason\":"
 		       "\"uses of undefined bytes inside the C library's assembly string routines\"}\n",
 		       n_suppressed);
+}
+
+void kst_mc_fini(void)
+{
+	kst_mc_write_errors();
 	if (kst_clo.leak_check)
 		kst_heap_leak_check();
 }

@@ -5,6 +5,10 @@
  * records with an id, and referenced by id; each frame is resolved here
  * with Valgrind's debug information (function, file, directory, line,
  * object), since only the tool can see the program's mappings.
+ *
+ * Each process writes its own file (--out with %p, its pid), opened
+ * again in a forked child; an image a process exec'd appends its segment
+ * to the same file.
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_debuginfo.h"
@@ -13,6 +17,7 @@
 #include "pub_tool_libcfile.h"
 #include "pub_tool_libcprint.h"
 #include "pub_tool_libcproc.h"
+#include "pub_tool_libcassert.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
 #include "pub_tool_stacktrace.h"
@@ -20,9 +25,23 @@
 
 #include "kst_int.h"
 
-static VgFile *out;
+/* The findings file: a descriptor in Valgrind's reserved range (above
+ * the program's descriptor limit, close-on-exec), which the program can
+ * neither see nor close nor dup2 over, and a buffer of whole writes. */
+static Int out_fd = -1;
+static HChar out_buf[65536];
+static UInt out_len;
 static VgHashTable *stacks; /* ExeContext unique number -> id */
 static UInt next_stack_id = 1;
+/* The image wrote its end record before an execve; if that failed, the
+ * next record begins a new segment (kst_out_printf). */
+static Bool exec_pending;
+
+/* Moves a descriptor into Valgrind's reserved range and makes it
+ * close-on-exec, as Valgrind does for its own log (pub_core_libcfile.h;
+ * the tool interface does not offer it).  Returns the new descriptor,
+ * or -1 (the old one is closed either way). */
+extern Int VG_(safe_fd)(Int oldfd);
 
 struct stack_node {
 	struct stack_node *next;
@@ -30,36 +49,129 @@ struct stack_node {
 	UInt id;
 };
 
-Bool kst_out_open(void)
+static void out_write_all(const HChar *p, UInt n)
+{
+	while (n > 0 && out_fd >= 0) {
+		Int w = VG_(write)(out_fd, p, (Int)n);
+		if (w <= 0)
+			return; /* a full disk: nothing better to do */
+		p += w;
+		n -= (UInt)w;
+	}
+}
+
+void kst_out_flush(void)
+{
+	if (out_len)
+		out_write_all(out_buf, out_len);
+	out_len = 0;
+}
+
+static void out_put(HChar c, void *opaque)
+{
+	if (out_len == sizeof(out_buf))
+		kst_out_flush();
+	out_buf[out_len++] = c;
+}
+
+/* Opens the file --out names for this process (%p: its pid) for
+ * appending: an image that a process exec'd continues its file. */
+static Bool out_open_file(void)
 {
 	HChar *path = VG_(expand_file_name)("--out", kst_clo.out);
-	out = VG_(fopen)(path, VKI_O_CREAT | VKI_O_WRONLY | VKI_O_TRUNC,
-			 VKI_S_IRUSR | VKI_S_IWUSR);
-	if (!out) {
+	Int fd = VG_(fd_open)(path, VKI_O_CREAT | VKI_O_WRONLY | VKI_O_APPEND,
+			      VKI_S_IRUSR | VKI_S_IWUSR);
+
+	if (fd >= 0)
+		fd = VG_(safe_fd)(fd);
+	if (fd < 0) {
 		VG_(umsg)("kscope: cannot create the findings file %s\n", path);
 		VG_(free)(path);
 		return False;
 	}
 	VG_(free)(path);
-	stacks = VG_(HT_construct)("kst.stacks");
+	out_fd = fd;
+	out_len = 0;
 	return True;
+}
+
+/* Stack ids are those of one segment: a new one writes its stacks again. */
+static void stacks_reset(void)
+{
+	if (stacks)
+		VG_(HT_destruct)(stacks, VG_(free));
+	stacks = VG_(HT_construct)("kst.stacks");
+	next_stack_id = 1;
+}
+
+Bool kst_out_open(void)
+{
+	stacks_reset();
+	return out_open_file();
 }
 
 void kst_out_close(void)
 {
-	if (out)
-		VG_(fclose)(out);
-	out = NULL;
+	kst_out_flush();
+	if (out_fd >= 0)
+		VG_(close)(out_fd);
+	out_fd = -1;
 }
 
 void kst_out_printf(const HChar *fmt, ...)
 {
 	va_list ap;
-	if (!out)
+	if (out_fd < 0)
 		return;
+	if (exec_pending) {
+		/* The execve failed: this image goes on, in a new segment. */
+		exec_pending = False;
+		stacks_reset();
+		kst_write_start();
+	}
 	va_start(ap, fmt);
-	VG_(vfprintf)(out, fmt, ap);
+	VG_(vcbprintf)(out_put, NULL, fmt, ap);
 	va_end(ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* fork and exec                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Before fork: nothing buffered, or parent and child would both write it. */
+static void out_pre_fork(ThreadId tid)
+{
+	kst_out_flush();
+}
+
+/* In the child: its own file (findings.<pid>.jsonl) with its own start
+ * record, which names the parent; what the parent found before the fork
+ * is the parent's to report. */
+static void out_child_after_fork(ThreadId tid)
+{
+	if (out_fd >= 0)
+		VG_(close)(out_fd);
+	out_fd = -1;
+	out_len = 0;
+	exec_pending = False;
+	kst_child_reset();
+	stacks_reset();
+	if (out_open_file())
+		kst_write_start();
+}
+
+void kst_out_init_fork(void)
+{
+	VG_(atfork)(out_pre_fork, NULL, out_child_after_fork);
+}
+
+void kst_out_exec(const HChar *how_json)
+{
+	if (out_fd < 0)
+		return;
+	kst_out_printf("%s", how_json);
+	kst_out_flush();
+	exec_pending = True;
 }
 
 void kst_out_str(const HChar *s)

@@ -806,7 +806,7 @@ static void test_truncated(void **state)
 	assert_true(r.sum.truncated);
 	assert_int_equal(r.sum.errors, 1); /* the records before the cut are used */
 	s = read_out(&r, "report.txt");
-	assert_contains(s, "Process 555 did not finish normally: findings.jsonl has no end "
+	assert_contains(s, "Process 555 did not finish normally: its findings file has no end "
 			   "record, so these results are incomplete\n");
 	assert_contains(s, "The last line of findings.jsonl was cut off and is ignored.\n");
 	assert_contains(s, "Invalid read of size 4\n   at 0x401156: main (crash.c:9)\n");

@@ -72,9 +72,10 @@ run predict_vadd predict -o "$tmp/predict_vadd" --chip ascend910b -D N=8192 \
 	"$src/examples/predict/vadd.kpp"
 run sample_demo sample -o "$tmp/sample_demo" --trace-format none \
 	-- "$build/examples/demo/demo"
-# The memory tools exit 1 when they find something, as they should here.
+# The memory tools exit 100 (--error-exitcode) when they find something,
+# as they should here.
 run_found() {
-	"$@" || [ $? -eq 1 ]
+	"$@" || [ $? -eq 100 ]
 }
 for t in "memcheck_uaf memcheck examples/memory/uaf" \
 	 "falseshare falseshare examples/threads/falseshare" \

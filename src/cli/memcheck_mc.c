@@ -1,0 +1,494 @@
+/*
+ * kscope memcheck: runs the program under Valgrind's Memcheck and writes
+ * kscope's reports from Memcheck's XML.
+ *
+ *     valgrind --tool=memcheck --xml=yes --xml-file=RUN/memcheck.%p.xml
+ *              --log-file=RUN/valgrind.%p.log --leak-check=full
+ *              --trace-children=yes --child-silent-after-fork=yes
+ *              (kscope's options, mapped) PROGRAM ARGS...
+ *
+ * Every process started by exec writes its own XML (%p); the program's is
+ * read first, then the children's, and the reports cover them all
+ * (src/memtools/mcxml).  A forked child is silent until it execs:
+ * Valgrind 3.19 keeps writing a forked child's XML to its parent's file
+ * (it reopens only the text log), which would interleave two documents.
+ * A process that execs starts a new Valgrind in the same pid, which opens
+ * the same file name again: what the image before the exec found is lost
+ * (docs/memtools.md, Limits).
+ *
+ * The environment is kscope's without VALGRIND_OPTS (options kscope did
+ * not choose would change what is reported) and without VALGRIND_LIB
+ * (Memcheck is the system's).  Valgrind's text log of the program
+ * becomes valgrind.log; with --xml the program's XML, when it is well
+ * formed, becomes memcheck.xml and the children's stay memcheck.<pid>.xml;
+ * without --xml they are removed once read.
+ */
+#include "memcheck_mc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "log.h"
+#include "mcxml.h"
+#include "outdir.h"
+#include "readfile.h"
+#include "runprog.h"
+#include "vgrun.h"
+
+extern char **environ;
+
+/* Where the system's Valgrind keeps its tools (set by the build from
+ * pkg-config; these defaults are Debian's amd64 ones, for targets that
+ * compile this file without the build's definitions). */
+#ifndef KS_VG_LIBEXEC
+#define KS_VG_LIBEXEC "/usr/libexec/valgrind"
+#endif
+#ifndef KS_VG_PLATFORM
+#define KS_VG_PLATFORM "amd64-linux"
+#endif
+
+const char *const ks_mc_leak_check_choices[] = { "full", "summary", "no", NULL };
+
+static const char *const leak_kind_names[] = {
+	[MCX_LEAK_DEFINITE] = "definite",
+	[MCX_LEAK_INDIRECT] = "indirect",
+	[MCX_LEAK_POSSIBLE] = "possible",
+	[MCX_LEAK_REACHABLE] = "reachable",
+};
+
+/* "definite,possible", "all", "none" -> bits 1 << MCX_LEAK_*; -EINVAL with
+ * a message naming the option otherwise. */
+static int parse_leak_kinds(const char *opt, const char *text, unsigned *bits)
+{
+	const char *p = text;
+
+	*bits = 0;
+	if (!strcmp(text, "all")) {
+		*bits = 15;
+		return 0;
+	}
+	if (!strcmp(text, "none"))
+		return 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		size_t k;
+
+		for (k = 0; k < 4; k++)
+			if (strlen(leak_kind_names[k]) == n && !strncmp(p, leak_kind_names[k], n))
+				break;
+		if (k == 4 || !n) {
+			ks_error("option --%s: '%s' is not a set of leak kinds; accepted: a "
+				 "comma-separated list of definite, indirect, possible, reachable, "
+				 "or all, or none", opt, text);
+			return -EINVAL;
+		}
+		*bits |= 1u << k;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* "definite,possible" for Memcheck's option, from bits. */
+static void leak_kinds_text(unsigned bits, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!bits) {
+		snprintf(buf, size, "none");
+		return;
+	}
+	for (size_t k = 0; k < 4; k++)
+		if (bits & (1u << k))
+			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "," : "",
+					      leak_kind_names[k]);
+}
+
+/* kscope's environment less VALGRIND_OPTS and VALGRIND_LIB; the strings
+ * are environ's (not owned). */
+static char **build_env(void)
+{
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 1, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "VALGRIND_OPTS=", 14) &&
+		    strncmp(environ[i], "VALGRIND_LIB=", 13))
+			envp[k++] = environ[i];
+	envp[k] = NULL;
+	return envp;
+}
+
+static int build_argv(const struct ks_mc_opts *o, const char *valgrind, const char *rundir,
+		      unsigned show, unsigned errs, char **program, struct ks_argv *a)
+{
+	char *esc = ks_vg_escape_percent(rundir);
+	char kinds[64];
+	int rc = 0;
+
+	if (!esc)
+		return -ENOMEM;
+	rc |= ks_argv_add(a, "%s", valgrind);
+	rc |= ks_argv_add(a, "--tool=memcheck");
+	rc |= ks_argv_add(a, "--xml=yes");
+	rc |= ks_argv_add(a, "--xml-file=%s/memcheck.%%p.xml", esc);
+	rc |= ks_argv_add(a, "--log-file=%s/valgrind.%%p.log", esc);
+	rc |= ks_argv_add(a, "--trace-children=yes");
+	/* yes: Valgrind 3.19 does not reopen the XML file in a forked child
+	 * (only the text log): the child's output would go into its
+	 * parent's file, interleaved with it, and spoil it.  A child that
+	 * execs gets its own file; one that only forks is not checked. */
+	rc |= ks_argv_add(a, "--child-silent-after-fork=yes");
+	rc |= ks_argv_add(a, "--leak-check=%s", ks_mc_leak_check_choices[o->leak_check]);
+	leak_kinds_text(show, kinds, sizeof(kinds));
+	rc |= ks_argv_add(a, "--show-leak-kinds=%s", kinds);
+	leak_kinds_text(errs, kinds, sizeof(kinds));
+	rc |= ks_argv_add(a, "--errors-for-leak-kinds=%s", kinds);
+	rc |= ks_argv_add(a, "--track-origins=%s", o->track_origins ? "yes" : "no");
+	rc |= ks_argv_add(a, "--redzone-size=%" PRId64, o->redzone);
+	rc |= ks_argv_add(a, "--freelist-vol=%" PRId64, o->freelist_vol);
+	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers);
+	rc |= ks_argv_add(a, "--max-threads=%" PRId64, o->max_threads + 1);
+	rc |= ks_argv_add(a, "--fair-sched=%s", o->fair_sched ? "yes" : "no");
+	for (size_t i = 0; o->suppressions && i < o->suppressions->n; i++)
+		rc |= ks_argv_add(a, "--suppressions=%s", o->suppressions->v[i]);
+	if (o->gen_suppressions)
+		rc |= ks_argv_add(a, "--gen-suppressions=all");
+	for (char **p = program; *p; p++)
+		rc |= ks_argv_add(a, "%s", *p);
+	free(esc);
+	return rc ? -ENOMEM : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memcheck's files                                                    */
+/* ------------------------------------------------------------------ */
+
+static int cmp_pid(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The pids of the memcheck.<pid>.xml files in the run directory, the
+ * program's first; *n of them, malloc'd. */
+static int find_xml(struct ks_rundir *rd, pid_t main_pid, long **pids, size_t *n)
+{
+	int fd = dup(rd->dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	size_t cap = 0;
+	long *v = NULL;
+
+	*n = 0;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "memcheck.", 9))
+			continue;
+		pid = strtol(de->d_name + 9, &end, 10);
+		if (end == de->d_name + 9 || strcmp(end, ".xml") || pid <= 0)
+			continue;
+		if (*n == cap) {
+			long *w = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+			if (!w) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = w;
+		}
+		v[(*n)++] = pid;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_pid);
+	/* The program's own first. */
+	for (size_t i = 0; i < *n; i++)
+		if (v[i] == (long)main_pid) {
+			memmove(v + 1, v, i * sizeof(*v));
+			v[0] = (long)main_pid;
+			break;
+		}
+	*pids = v;
+	return 0;
+}
+
+/* Valgrind's log of the program becomes valgrind.log; an empty log of a
+ * child is removed, a non-empty one kept as valgrind.<pid>.log. */
+static void adopt_logs(struct ks_rundir *rd, pid_t main_pid, const long *pids, size_t n)
+{
+	char name[64];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "valgrind.%d.log", (int)main_pid);
+	if (!renameat(rd->dirfd, name, rd->dirfd, "valgrind.log"))
+		fchmodat(rd->dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == (long)main_pid)
+			continue;
+		snprintf(name, sizeof(name), "valgrind.%ld.log", pids[i]);
+		if (fstatat(rd->dirfd, name, &st, 0))
+			continue;
+		if (!st.st_size)
+			unlinkat(rd->dirfd, name, 0);
+		else
+			fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
+	}
+}
+
+/* Whether valgrind.log (the program's) says Valgrind stopped the program
+ * for having more threads than --max-threads allows. */
+static bool log_too_many_threads(struct ks_rundir *rd)
+{
+	char *data = NULL;
+	size_t size = 0;
+	struct ks_err e;
+	bool yes;
+
+	if (ks_read_file_at(rd->dirfd, "valgrind.log", O_NOFOLLOW, (size_t)1 << 30, &data,
+			    &size, &e) != 0)
+		return false;
+	yes = ks_vg_log_too_many_threads(data);
+	free(data);
+	return yes;
+}
+
+/* With --xml: the program's well-formed XML becomes memcheck.xml, the
+ * rest stay memcheck.<pid>.xml; without, all are removed. */
+static void adopt_xml(struct ks_rundir *rd, const struct ks_mc_opts *o,
+		      const struct ks_mcx_doc *docs, const long *pids, size_t n, pid_t main_pid)
+{
+	char name[64];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "memcheck.%ld.xml", pids[i]);
+		if (!o->xml) {
+			unlinkat(rd->dirfd, name, 0);
+			continue;
+		}
+		if (pids[i] == (long)main_pid && docs[i].complete && !docs[i].damaged &&
+		    !docs[i].trailing && !renameat(rd->dirfd, name, rd->dirfd, "memcheck.xml"))
+			snprintf(name, sizeof(name), "memcheck.xml");
+		fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
+	}
+}
+
+/* --gen-suppressions: every distinct suppression Memcheck wrote, in
+ * suppressions.supp, ready for --suppressions. */
+static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *docs,
+			      size_t ndocs, struct ks_err *err)
+{
+	struct ks_outfile of;
+	int rc = ks_outfile_open(rd, "suppressions.supp", &of, err);
+
+	if (rc)
+		return rc;
+	for (size_t d = 0; d < ndocs; d++)
+		for (size_t i = 0; i < docs[d].nerrors; i++) {
+			const char *s = docs[d].errors[i].suppression;
+			bool seen = false;
+
+			if (!s)
+				continue;
+			for (size_t e = 0; e <= d && !seen; e++)
+				for (size_t j = 0; j < (e == d ? i : docs[e].nerrors) && !seen; j++)
+					seen = docs[e].errors[j].suppression &&
+					       !strcmp(docs[e].errors[j].suppression, s);
+			if (!seen)
+				ks_outfile_printf(&of, "%s\n", s);
+		}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                             */
+/* ------------------------------------------------------------------ */
+
+int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
+{
+	char tool[PATH_MAX];
+	char *prog = NULL, *valgrind = NULL;
+	char **envp = NULL;
+	struct ks_argv av = { 0 };
+	struct ks_rundir rd = { 0 };
+	struct ks_mcx_doc *docs = NULL;
+	struct ks_mcx_report_opts ro;
+	struct ks_mtr_exit ex;
+	struct ks_mtr_summary sum;
+	struct ks_err err;
+	long *pids = NULL;
+	size_t npids = 0, ndocs = 0;
+	unsigned show, errs;
+	pid_t pid = 0;
+	int status, code = KS_EXIT_FAIL, exit_code;
+	bool have_rd = false;
+
+	ks_err_clear(&err);
+	if (parse_leak_kinds("show-leak-kinds", o->show_leak_kinds, &show) ||
+	    parse_leak_kinds("errors-for-leak-kinds", o->errors_for_leak_kinds, &errs))
+		return KS_EXIT_USAGE;
+	if (ks_find_program(program[0], &prog, &err)) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_vg_check_program(prog, "memcheck")) {
+		free(prog);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_find_program("valgrind", &valgrind, &err)) {
+		ks_error("valgrind is not installed (it is in scripts/install-deps.sh): %s",
+			 err.msg);
+		goto out;
+	}
+	snprintf(tool, sizeof(tool), "%s/memcheck-%s", KS_VG_LIBEXEC, KS_VG_PLATFORM);
+	if (access(tool, X_OK)) {
+		ks_error("Valgrind's Memcheck is missing: %s: %s (install valgrind: "
+			 "scripts/install-deps.sh)", tool, strerror(errno));
+		goto out;
+	}
+	if (!(envp = build_env())) {
+		ks_error("out of memory");
+		goto out;
+	}
+	if (ks_rundir_create(o->output, "memcheck", 0, &rd, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	have_rd = true;
+	if (build_argv(o, valgrind, rd.path, show, errs, program, &av)) {
+		ks_error("out of memory");
+		goto out;
+	}
+	ks_info("memcheck: running %s under Valgrind's Memcheck (expect it to run 10 to "
+		"50 times slower); results in %s", prog, rd.path);
+	status = ks_run_program(av.v, envp, &pid, &err);
+	if (status < 0) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	exit_code = ks_exit_status(status);
+	if (WIFSIGNALED(status))
+		ks_info("the program was ended by signal %d (%s); reporting what was "
+			"found", WTERMSIG(status), strsignal(WTERMSIG(status)));
+
+	if (find_xml(&rd, pid, &pids, &npids) < 0 || !npids || pids[0] != (long)pid) {
+		adopt_logs(&rd, pid, pids, npids);
+		if (log_too_many_threads(&rd)) {
+			ks_vg_error_too_many_threads((long long)o->max_threads, rd.path);
+			code = KS_EXIT_USAGE;
+		} else {
+			ks_error("Memcheck wrote no XML output for the program (see "
+				 "%s/valgrind.log)", rd.path);
+		}
+		goto out;
+	}
+	adopt_logs(&rd, pid, pids, npids);
+	if (log_too_many_threads(&rd)) {
+		ks_vg_error_too_many_threads((long long)o->max_threads, rd.path);
+		code = KS_EXIT_USAGE;
+		goto out;
+	}
+	if (!(docs = calloc(npids, sizeof(*docs)))) {
+		ks_error("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < npids; i++) {
+		char path[PATH_MAX + 64];
+		struct ks_mcx_doc *d = &docs[ndocs];
+
+		snprintf(path, sizeof(path), "%s/memcheck.%ld.xml", rd.path, pids[i]);
+		if (ks_mcx_read_file(d, path, &err)) {
+			if (i == 0) {
+				ks_error("%s", err.msg);
+				goto out;
+			}
+			ks_warn("%s; that process is left out of the reports", err.msg);
+			memmove(pids + i, pids + i + 1, (npids - i - 1) * sizeof(*pids));
+			npids--;
+			i--;
+			continue;
+		}
+		ndocs++;
+		if (d->damaged)
+			ks_warn("memcheck.%ld.xml is damaged (%s); the %zu errors before that "
+				"are reported", pids[i], d->damage, d->nerrors);
+		else if (!d->complete)
+			ks_warn("memcheck.%ld.xml ends early (Memcheck did not finish it); the "
+				"%zu complete errors in it are reported", pids[i], d->nerrors);
+		if (d->trailing)
+			ks_warn("memcheck.%ld.xml has more after its end (Memcheck aborted "
+				"late); what could be read there is reported", pids[i]);
+	}
+
+	memset(&ro, 0, sizeof(ro));
+	ro.mtr.filter = !o->no_filter;
+	ro.mtr.max_stack = (unsigned)o->num_callers;
+	ro.mtr.command = o->command;
+	ex.pid = pid;
+	ex.signaled = WIFSIGNALED(status);
+	ex.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+	ro.mtr.exits = &ex;
+	ro.mtr.nexits = 1;
+	ro.leak_error_kinds = errs;
+	ro.has_redzone = ro.has_freelist = true;
+	ro.redzone = (uint64_t)o->redzone;
+	ro.freelist_vol = (uint64_t)o->freelist_vol;
+	if (ks_mcx_report(docs, ndocs, &ro, &rd, stderr, &sum, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (o->gen_suppressions && write_suppressions(&rd, docs, ndocs, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	adopt_xml(&rd, o, docs, pids, npids, pid);
+	/* On stderr: the program's standard output stays its own. */
+	fprintf(stderr, "results: %s\n", rd.path);
+	code = exit_code;
+	/* Findings win over the program's status, which is then said here. */
+	if (o->error_exitcode && sum.errors > 0) {
+		code = (int)o->error_exitcode;
+		if (WIFEXITED(status) && exit_code != 0)
+			ks_info("the program exited with status %d; kscope exits with %d "
+				"(--error-exitcode): memcheck found errors", exit_code, code);
+	}
+out:
+	for (size_t i = 0; i < ndocs; i++)
+		ks_mcx_free(&docs[i]);
+	free(docs);
+	free(pids);
+	if (have_rd)
+		ks_rundir_close(&rd);
+	ks_argv_free(&av);
+	free(envp);
+	free(valgrind);
+	free(prog);
+	return code;
+}

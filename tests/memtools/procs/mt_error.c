@@ -1,0 +1,22 @@
+/*
+ * One heap error, then exit with the status given (argv[1], default 0):
+ * the program the exec tests (mt_forkexec, a shell script, a shim) end
+ * up running.  It prints "mt_error <pid>" so the tests can tell which
+ * process it was.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	int status = argc > 1 ? atoi(argv[1]) : 0;
+	char *p = malloc(16);
+
+	if (!p)
+		return 1;
+	p[16] = 'x'; /* EXEC ERROR: invalid-write */
+	free(p);
+	printf("mt_error %d\n", (int)getpid());
+	return status;
+}
