@@ -5,6 +5,8 @@
 # optimizations.
 #
 #   usage: bench/memtools.sh [--quick] [--no-ablation] [--modes LIST] [-r RUNS] [WORKLOAD...]
+#          bench/memtools.sh --vs-valgrind [--quick] [-r RUNS] [WORKLOAD...]
+#          bench/memtools.sh --redzones LIST [--quick] [-r RUNS] [WORKLOAD...]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # Workloads (bench/workloads, multi-threaded, 4 threads, built into
@@ -33,6 +35,26 @@
 # line that differs from native) is reported on its row and the script
 # goes on.  Exit status: 0 if every run succeeded and every target was
 # met, 1 otherwise, 2 for a usage error.
+#
+# --vs-valgrind, instead of the above: kscope memcheck against
+# `valgrind --tool=memcheck` given the very options kscope gives it (XML
+# to a file, --trace-children, --leak-check=full..., the same
+# --redzone-size: VS_REDZONE, default 128, passed to both), on the
+# workloads and on examples/memory's oob, uaf, uninit, leak, doublefree
+# and far_overflow.  RUNS runs of each (default 5), the two alternating;
+# medians of wall time and peak RSS, the ratio kscope / valgrind per
+# program, and the errors found: kscope's report.json (contexts reported
+# plus filtered) against the <error> elements of Valgrind's XML (read
+# with python3's xml.etree), which must be equal.  Target: ratio <= 1.05.
+#
+# --redzones LIST (comma-separated byte counts, e.g. 16,32,64,128,256),
+# instead of the above: kscope memcheck --redzone R for each R, time and
+# peak memory of the workloads (medians of RUNS, default 3, the redzones
+# alternating; ratios to the first R), and tests/memtools/procs/
+# mt_overflow OVER SIZE for OVER in 8 50 100 500 and SIZE in 16 100 4096:
+# whether Memcheck ran to the end ("ok") or aborted ("DIED"), with the
+# invalid-write contexts and bytes it reported ("ok 5/52").  Measures
+# only, no target.
 set -uo pipefail
 
 usage() {
@@ -49,11 +71,15 @@ ABLATION=yes
 ONLY=
 RUNS=
 WORKLOADS=()
+SECTION=main
+REDZONES=
 while (($#)); do
 	case $1 in
 	--quick) QUICK=yes ;;
 	--no-ablation) ABLATION=no ;;
 	--modes) [[ -n ${2:-} ]] || usage; ONLY=$2; shift ;;
+	--vs-valgrind) SECTION=vs-valgrind ;;
+	--redzones) [[ ${2:-} =~ ^[0-9]+(,[0-9]+)*$ ]] || usage; SECTION=redzones; REDZONES=${2//,/ }; shift ;;
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
 	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
 	-h | --help) usage ;;
@@ -62,7 +88,13 @@ while (($#)); do
 	esac
 	shift
 done
-[[ -n $RUNS ]] || { [[ $QUICK == yes ]] && RUNS=1 || RUNS=3; }
+if [[ -z $RUNS ]]; then
+	case $SECTION in
+	vs-valgrind) RUNS=5 ;;
+	redzones) RUNS=3 ;;
+	*) [[ $QUICK == yes ]] && RUNS=1 || RUNS=3 ;;
+	esac
+fi
 
 declare -A CMDS
 if [[ $QUICK == yes ]]; then
@@ -104,6 +136,7 @@ trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
+ratio3() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print "-"}'; }
 
 # exitcode_opt TOOL: the program's own exit status, whatever was found
 # (contention has no findings, and no --error-exitcode).
@@ -154,6 +187,212 @@ run_one() {
 		REASON="result differs from native: '${line:-no result line}'"
 	fi
 }
+
+# ------------------------------------------------------------------
+# --vs-valgrind and --redzones
+# ------------------------------------------------------------------
+
+# The options kscope memcheck gives Valgrind by default (src/cli/
+# memcheck_mc.c build_argv), but the redzone; files into DIR.
+vg_argv() {
+	local dir=$1 rz=$2
+	echo "valgrind --tool=memcheck --xml=yes --xml-file=$dir/memcheck.%p.xml" \
+		"--log-file=$dir/valgrind.%p.log --trace-children=yes" \
+		"--child-silent-after-fork=yes --leak-check=full" \
+		"--show-leak-kinds=definite,possible --errors-for-leak-kinds=definite,possible" \
+		"--track-origins=no --redzone-size=$rz --freelist-vol=20971520" \
+		"--num-callers=12 --max-threads=501 --fair-sched=no"
+}
+
+# timed OUTDIR COMMAND...: runs it once under /usr/bin/time; sets TIME
+# (wall seconds, from bash's microsecond clock: %e's 10 ms steps are
+# several percent of a 0.3 s run), RSS (KB, %M), RC.
+timed() {
+	local start end
+	shift
+	start=$EPOCHREALTIME
+	/usr/bin/time -o "$work/time" -f '%M' "$@" >"$work/stdout" 2>"$work/stderr"
+	RC=$?
+	end=$EPOCHREALTIME
+	TIME=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", b - a}')
+	RSS=$(tail -n 1 "$work/time")
+}
+
+# kscope_errors RUNDIR: reported + filtered contexts in its report.json.
+kscope_errors() {
+	python3 - "$1/report.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+print(s["contexts"] + s["filtered"])
+PY
+}
+
+# vg_errors DIR: the <error> elements of the program's XML (the only
+# memcheck.*.xml there: these programs do not exec).
+vg_errors() {
+	python3 - "$1" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+files = sorted(glob.glob(sys.argv[1] + "/memcheck.*.xml"))
+print(sum(len(ET.parse(f).getroot().findall("error")) for f in files) if files else "-")
+PY
+}
+
+med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+
+vs_valgrind() {
+	local rz=${VS_REDZONE:-128} progs=() name cmd r rc nmiss=0 nfail=0
+	local -A CMD=() T=() M=() KERR=() VERR=() FAIL=()
+	command -v valgrind >/dev/null || { echo "bench: valgrind is not installed" >&2; exit 1; }
+	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
+	for w in "${WORKLOADS[@]}"; do progs+=("$w"); CMD[$w]=${CMDS[$w]}; done
+	for name in oob uaf uninit leak doublefree far_overflow; do
+		[[ -x $BUILD/examples/memory/$name ]] || continue
+		progs+=("$name")
+		CMD[$name]=$BUILD/examples/memory/$name
+	done
+	for r in $(seq "$RUNS"); do
+		for name in "${progs[@]}"; do
+			for tool in kscope valgrind; do
+				[[ -n ${FAIL[$name.$tool]:-} ]] && continue
+				echo "bench: $name, $tool memcheck (run $r of $RUNS)" >&2
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				if [[ $tool == kscope ]]; then
+					# shellcheck disable=SC2086
+					timed "$work/out" "$KSCOPE" memcheck --output "$work/out" \
+						--error-exitcode 0 --redzone "$rz" -- ${CMD[$name]}
+				else
+					# shellcheck disable=SC2046,SC2086
+					timed "$work/out" $(vg_argv "$work/out" "$rz") ${CMD[$name]}
+				fi
+				# The examples' own status may be non-zero (a double
+				# free...): only kscope's failure (1) or Valgrind's
+				# abort without XML counts.
+				if [[ $tool == kscope ]] && ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
+					FAIL[$name.$tool]="exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
+					continue
+				fi
+				T[$name.$tool]+="$TIME "
+				M[$name.$tool]+="$RSS "
+				if [[ $tool == kscope ]]; then
+					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
+				else
+					VERR[$name]=$(vg_errors "$work/out")
+				fi
+			done
+		done
+	done
+	echo
+	echo "kscope memcheck / valgrind --tool=memcheck with kscope's options (--redzone $rz; medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
+	printf '%-12s %9s %9s %7s %10s %10s %7s %8s %8s  %s\n' program 'kscope s' 'vg s' ratio \
+		'kscope MB' 'vg MB' ratio 'k errs' 'vg errs' verdict
+	for name in "${progs[@]}"; do
+		printf '%-12s ' "$name"
+		if [[ -n ${FAIL[$name.kscope]:-}${FAIL[$name.valgrind]:-} ]]; then
+			echo "FAILED: ${FAIL[$name.kscope]:-}${FAIL[$name.valgrind]:-}"
+			nfail=$((nfail + 1))
+			continue
+		fi
+		local kt vt km vm tr v
+		kt=$(med "${T[$name.kscope]}"); vt=$(med "${T[$name.valgrind]}")
+		km=$(med "${M[$name.kscope]}"); vm=$(med "${M[$name.valgrind]}")
+		tr=$(ratio3 "$kt" "$vt")
+		v=$(awk -v t="$tr" 'BEGIN {print (t <= 1.05) ? "PASS" : "MISS"}')
+		[[ ${KERR[$name]} == "${VERR[$name]}" ]] || v="$v, ERRORS DIFFER"
+		[[ $v == PASS ]] || nmiss=$((nmiss + 1))
+		printf '%9.3f %9.3f %6sx %10.1f %10.1f %6sx %8s %8s  %s\n' "$kt" "$vt" "$tr" \
+			"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(awk -v k="$vm" 'BEGIN {print k / 1024}')" \
+			"$(ratio "$km" "$vm")" "${KERR[$name]}" "${VERR[$name]}" "$v"
+	done
+	echo
+	if ((nfail + nmiss)); then
+		echo "bench: $nfail program(s) failed, $nmiss missed the 1.05x target or differ in errors"
+		exit 1
+	fi
+	echo "bench: every program within 1.05x of valgrind's time, with the same errors"
+	exit 0
+}
+
+redzones() {
+	local rz r w over size cell
+	local -A T=() M=() FAIL=()
+	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
+	local ovf=$BUILD/tests/memtools/procs/mt_overflow
+	[[ -x $ovf ]] || { echo "bench: $ovf is missing; build first" >&2; exit 1; }
+	for r in $(seq "$RUNS"); do
+		for w in "${WORKLOADS[@]}"; do
+			for rz in $REDZONES; do
+				[[ -n ${FAIL[$w.$rz]:-} ]] && continue
+				echo "bench: $w, --redzone $rz (run $r of $RUNS)" >&2
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				# shellcheck disable=SC2086
+				timed "$work/out" "$KSCOPE" memcheck --output "$work/out" \
+					--error-exitcode 0 --redzone "$rz" -- ${CMDS[$w]}
+				if ((RC)); then
+					FAIL[$w.$rz]="exit status $RC"
+					continue
+				fi
+				T[$w.$rz]+="$TIME "
+				M[$w.$rz]+="$RSS "
+			done
+		done
+	done
+	local first=${REDZONES%% *}
+	echo
+	echo "kscope memcheck --redzone R: time and peak memory, ratios to --redzone $first (medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
+	printf '%-10s %6s %9s %7s %9s %7s\n' workload R 'time s' ratio 'peak MB' ratio
+	for w in "${WORKLOADS[@]}"; do
+		for rz in $REDZONES; do
+			printf '%-10s %6s ' "$w" "$rz"
+			if [[ -n ${FAIL[$w.$rz]:-} || -n ${FAIL[$w.$first]:-} ]]; then
+				echo "FAILED: ${FAIL[$w.$rz]:-${FAIL[$w.$first]}}"
+				continue
+			fi
+			local t m
+			t=$(med "${T[$w.$rz]}"); m=$(med "${M[$w.$rz]}")
+			printf '%9.2f %6sx %9.1f %6sx\n' "$t" "$(ratio "$t" "$(med "${T[$w.$first]}")")" \
+				"$(awk -v k="$m" 'BEGIN {print k / 1024}')" "$(ratio "$m" "$(med "${M[$w.$first]}")")"
+		done
+	done
+	echo
+	echo "mt_overflow OVER SIZE under kscope memcheck --redzone R: ok (Memcheck ran to the end) or DIED,"
+	echo "then the invalid-write contexts / bytes reported"
+	printf '%-6s %-6s' over size
+	for rz in $REDZONES; do printf ' %12s' "R=$rz"; done
+	printf '\n'
+	for size in 16 100 4096; do
+		for over in 8 50 100 500; do
+			printf '%-6s %-6s' "$over" "$size"
+			for rz in $REDZONES; do
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				"$KSCOPE" memcheck --output "$work/out" --error-exitcode 0 --log-level error \
+					--redzone "$rz" -- "$ovf" "$over" "$size" >/dev/null 2>&1
+				cell=$(python3 - "$work"/out/memcheck_*/report.json <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("no-report")
+    sys.exit()
+w = [e for e in r["errors"] if e["kind"] == "invalid-write"]
+print("%s %d/%d" % ("DIED" if "incomplete" in r else "ok", len(w),
+                    sum(e.get("size", 0) * e["count"] for e in w)))
+PY
+)
+				printf ' %12s' "$cell"
+			done
+			printf '\n'
+		done
+	done
+	exit 0
+}
+
+case $SECTION in
+vs-valgrind) vs_valgrind ;;
+redzones) redzones ;;
+esac
 
 declare -A NATIVE_RESULT=() FAILED=() MED_T=() MED_M=()
 for w in "${WORKLOADS[@]}"; do

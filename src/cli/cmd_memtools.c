@@ -1,12 +1,13 @@
 /*
- * kscope memcheck, kscope contention and kscope falseshare: the launchers
- * of kscope's Valgrind tool (src/memtools/vg).
+ * kscope memcheck, kscope contention and kscope falseshare: their options
+ * and commands.  memcheck runs Valgrind's Memcheck (memcheck_mc.c);
+ * contention and falseshare run kscope's Valgrind tool (src/memtools/vg).
  *
  *     kscope memcheck   [options] -- PROGRAM [ARGS...]
  *     kscope contention [options] -- PROGRAM [ARGS...]
  *     kscope falseshare [options] -- PROGRAM [ARGS...]
  *
- * Checks the options and the program, creates the run directory, then
+ * For contention and falseshare: checks the options and the program, creates the run directory, then
  * builds a private Valgrind library directory (the system's Valgrind
  * files linked in, plus kscope's tool and preload library) and runs
  * `valgrind --tool=kscope --analysis=... --trace-children=yes` on the
@@ -20,8 +21,7 @@
  * output stays its own.
  *
  * Exit status: 1 if the analysis itself failed; else --error-exitcode
- * (KS_EXIT_FINDINGS by default) when memcheck found errors or falseshare
- * found false sharing; else the program's own status (128+N if signal N
+ * (KS_EXIT_FINDINGS by default) when falseshare found false sharing; else the program's own status (128+N if signal N
  * ended it); 2 for bad input.  contention measures and has no findings:
  * it always exits with the program's status.
  */
@@ -124,7 +124,10 @@ static const struct ks_opt memcheck_opts[] = {
 	MT_OUTPUT_OPT,
 	MT_FINDINGS_OPT("errors or leaks were found"),
 	MT_COMMON_OPTS,
-	{ .name = "redzone", .type = KS_OPT_SIZE, .metavar = "BYTES", .def = "16",
+	/* 128, not Memcheck's 16: an overflow of up to about 100 bytes then
+	 * stays out of Memcheck's allocator data, which aborts Memcheck when
+	 * overwritten (docs/memtools.md, Redzone). */
+	{ .name = "redzone", .type = KS_OPT_SIZE, .metavar = "BYTES", .def = "128",
 	  .env = "KSCOPE_REDZONE",
 	  .help = "unaddressable bytes before and after every heap block",
 	  OPT(redzone), .min = 0, .max = 4096 },
@@ -211,19 +214,12 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers);
 	rc |= ks_argv_add(a, "--max-threads=%" PRId64, o->max_threads + 1);
 	rc |= ks_argv_add(a, "--fair-sched=%s", o->fair_sched ? "yes" : "no");
-	if (!strcmp(analysis, "memcheck")) {
-		rc |= ks_argv_add(a, "--redzone-size=%" PRId64, o->redzone);
-		rc |= ks_argv_add(a, "--freelist-vol=%" PRId64, o->freelist_vol);
-		rc |= ks_argv_add(a, "--leak-check=%s", o->no_leak_check ? "no" : "yes");
-	} else {
-		rc |= ks_argv_add(a, "--line-size=%" PRId64, o->line_size);
-		if (!strcmp(analysis, "falseshare"))
-			rc |= ks_argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
-		rc |= ks_argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
-		rc |= ks_argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
-		rc |= ks_argv_add(a, "--thread-isolation=%s",
-			       o->no_thread_isolation ? "no" : "yes");
-	}
+	rc |= ks_argv_add(a, "--line-size=%" PRId64, o->line_size);
+	if (!strcmp(analysis, "falseshare"))
+		rc |= ks_argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
+	rc |= ks_argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
+	rc |= ks_argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
+	rc |= ks_argv_add(a, "--thread-isolation=%s", o->no_thread_isolation ? "no" : "yes");
 	for (char **p = program; *p; p++)
 		rc |= ks_argv_add(a, "%s", *p);
 	free(esc);
@@ -421,6 +417,7 @@ static int adopt_findings(struct ks_rundir *rd, pid_t pid, char *path, size_t si
 	return 0;
 }
 
+/* kscope contention and kscope falseshare. */
 static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	const struct mt_opts *o = ps->opts;
@@ -441,8 +438,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	bool have_rd = false;
 
 	ks_err_clear(&err);
-	if (strcmp(cmd->name, "memcheck") != 0 &&
-	    (o->line_size & (o->line_size - 1)) != 0) {
+	if ((o->line_size & (o->line_size - 1)) != 0) {
 		ks_error("option --line-size: '%" PRId64 "' is not a power of two; "
 			 "accepted: 16, 32, 64, 128, 256, 512, 1024, 2048 or 4096",
 			 o->line_size);
@@ -508,8 +504,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	ro.nchildren = nchildren;
 	ro.exits = exits;
 	ro.nexits = logs.nexits + 1;
-	ro.filter = !o->no_filter;
-	ro.xml = o->xml;
+	ro.filter = true; /* memcheck's filter: nothing to drop here */
 	ro.max_stack = (unsigned)o->num_callers;
 	ro.command = cmd->name;
 	if (ks_mtr_write(findings, &rd, &ro, stderr, &sum, &err)) {
@@ -526,14 +521,12 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	fprintf(stderr, "results: %s\n", rd.path);
 	code = exit_code;
 	/* Findings win over the program's status, which is then said here. */
-	if (o->error_exitcode &&
-	    ((!strcmp(cmd->name, "memcheck") && sum.errors > 0) ||
-	     (!strcmp(cmd->name, "falseshare") && sum.false_lines > 0))) {
+	if (o->error_exitcode && !strcmp(cmd->name, "falseshare") && sum.false_lines > 0) {
 		code = (int)o->error_exitcode;
 		if (WIFEXITED(status) && exit_code != 0)
 			ks_info("the program exited with status %d; kscope exits with "
-				"%d (--error-exitcode): %s found %s", exit_code, code,
-				cmd->name, sum.errors ? "errors" : "false sharing");
+				"%d (--error-exitcode): falseshare found false sharing",
+				exit_code, code);
 	}
 out:
 	free(exits);

@@ -280,6 +280,60 @@ static bool log_too_many_threads(struct ks_rundir *rd)
 	return yes;
 }
 
+/* Whether valgrind.log (the program's) says Valgrind itself died: a
+ * failed assertion ("valgrind: m_mallocfree.c:303 (get_bszB_as_is):
+ * Assertion '...' failed.") or a panic ("valgrind: the 'impossible'
+ * happened:" and the reason on the next line).  Its words go into what
+ * (at most size bytes, one line), and *heap says whether it was in
+ * Valgrind's allocator (m_mallocfree.c), which a heap overflow past the
+ * redzone reaches. */
+static bool log_engine_died(struct ks_rundir *rd, char *what, size_t size, bool *heap)
+{
+	char *data = NULL;
+	size_t len = 0;
+	struct ks_err e;
+	const char *line, *end;
+	bool yes = false;
+
+	*heap = false;
+	if (ks_read_file_at(rd->dirfd, "valgrind.log", O_NOFOLLOW, (size_t)1 << 30, &data, &len,
+			    &e) != 0)
+		return false;
+	for (line = data; line && *line; line = end ? end + 1 : NULL) {
+		size_t n;
+		char *l;
+
+		end = strchr(line, '\n');
+		n = end ? (size_t)(end - line) : strlen(line);
+		if (strncmp(line, "valgrind: ", 10) || !(l = strndup(line, n)))
+			continue;
+		if (strstr(l, "the 'impossible' happened")) {
+			/* The reason, on the next line, indented. */
+			const char *next = end ? end + 1 : "";
+
+			next += strspn(next, " \t");
+			snprintf(what, size, "the 'impossible' happened: %.*s",
+				 (int)strcspn(next, "\n"), next);
+			yes = true;
+		} else if (strstr(l, ": Assertion '")) {
+			snprintf(what, size, "%s", l + 10);
+			yes = true;
+		}
+		free(l);
+		if (yes)
+			break;
+	}
+	if (yes) {
+		*heap = strstr(data, "m_mallocfree.c") != NULL;
+		/* One line, printable. */
+		for (char *c = what; *c; c++)
+			if ((unsigned char)*c < ' ')
+				*c = ' ';
+	}
+	free(data);
+	return yes;
+}
+
 /* With --xml: the program's well-formed XML becomes memcheck.xml, the
  * rest stay memcheck.<pid>.xml; without, all are removed. */
 static void adopt_xml(struct ks_rundir *rd, const struct ks_mc_opts *o,
@@ -348,7 +402,8 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	unsigned show, errs;
 	pid_t pid = 0;
 	int status, code = KS_EXIT_FAIL, exit_code;
-	bool have_rd = false;
+	bool have_rd = false, died = false, heap = false;
+	char death[256], incomplete[768];
 
 	ks_err_clear(&err);
 	if (parse_leak_kinds("show-leak-kinds", o->show_leak_kinds, &show) ||
@@ -415,6 +470,7 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		code = KS_EXIT_USAGE;
 		goto out;
 	}
+	died = log_engine_died(&rd, death, sizeof(death), &heap);
 	if (!(docs = calloc(npids, sizeof(*docs)))) {
 		ks_error("out of memory");
 		goto out;
@@ -427,6 +483,8 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		if (ks_mcx_read_file(d, path, &err)) {
 			if (i == 0) {
 				ks_error("%s", err.msg);
+				if (died)
+					ks_error("Memcheck aborted (valgrind.log: %s)", death);
 				goto out;
 			}
 			ks_warn("%s; that process is left out of the reports", err.msg);
@@ -455,11 +513,31 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	ex.signaled = WIFSIGNALED(status);
 	ex.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
 	ro.mtr.exits = &ex;
-	ro.mtr.nexits = 1;
+	/* Valgrind exits 1 when it dies: the program's status is unknown. */
+	ro.mtr.nexits = died ? 0 : 1;
 	ro.leak_error_kinds = errs;
 	ro.has_redzone = ro.has_freelist = true;
 	ro.redzone = (uint64_t)o->redzone;
 	ro.freelist_vol = (uint64_t)o->freelist_vol;
+	if (died) {
+		char hint[256] = "";
+
+		if (heap)
+			snprintf(hint, sizeof(hint), ". A heap overflow past a block's redzone "
+				 "probably overwrote Memcheck's allocator data: fix the invalid "
+				 "writes reported, or run again with a larger --redzone (this run: "
+				 "%" PRId64 " bytes)", o->redzone);
+		snprintf(incomplete, sizeof(incomplete),
+			 "Memcheck aborted before the program ended (valgrind.log: %s); the %zu "
+			 "errors it had written before are reported, the rest of the run was not "
+			 "checked%s", death, docs[0].nerrors, hint);
+		ro.incomplete = incomplete;
+	} else if (docs[0].damaged || !docs[0].complete) {
+		snprintf(incomplete, sizeof(incomplete),
+			 "Memcheck's XML of the program %s; the %zu errors before that are "
+			 "reported", docs[0].damaged ? "is damaged" : "ends early", docs[0].nerrors);
+		ro.incomplete = incomplete;
+	}
 	if (ks_mcx_report(docs, ndocs, &ro, &rd, stderr, &sum, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
@@ -471,6 +549,16 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	adopt_xml(&rd, o, docs, pids, npids, pid);
 	/* On stderr: the program's standard output stays its own. */
 	fprintf(stderr, "results: %s\n", rd.path);
+	if (died) {
+		ks_error("Memcheck aborted (valgrind.log: %s): the results are incomplete%s",
+			 death, heap ? "; a heap overflow past the redzone probably overwrote its "
+				       "allocator's data: fix the invalid writes reported, or run "
+				       "again with a larger --redzone" : "");
+		ks_info("the program's exit status is unknown; kscope exits with %d",
+			KS_EXIT_FAIL);
+		code = KS_EXIT_FAIL;
+		goto out;
+	}
 	code = exit_code;
 	/* Findings win over the program's status, which is then said here. */
 	if (o->error_exitcode && sum.errors > 0) {

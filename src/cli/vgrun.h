@@ -1,6 +1,8 @@
 /*
  * Running a program under kscope's Valgrind tool (src/memtools/vg), for
- * kscope memcheck, contention, falseshare and kscope op --simulate.
+ * kscope contention, falseshare and kscope op --simulate; kscope memcheck
+ * runs Valgrind's Memcheck and uses the helpers that are not about the
+ * tool (the program check, %-escaping, the thread-limit message).
  *
  * Valgrind finds a tool in the directory VALGRIND_LIB names, so kscope
  * builds a private one: a temporary directory with a link to every file

@@ -5,9 +5,8 @@
  * hundreds of threads and thread ids past the inline word, addresses past
  * the direct table up to the top of the address space, the ablation
  * switches (which must not change any count), false-sharing verdicts,
- * word masks, per-site entries with their overflow and contexts, report
- * order, and the heap shadow's states, loads, stores and copies.  A
- * reference model written the obvious way checks long random runs, and
+ * word masks, per-site entries with their overflow and contexts, and
+ * report order.  A reference model written the obvious way checks long random runs, and
  * a counting allocator checks that every byte is accounted for and freed.
  */
 #include <setjmp.h>
@@ -272,7 +271,6 @@ static void test_bad_config(void **state)
 	struct ks_mt_alloc a, bad;
 	struct ks_mt_config c;
 	struct ks_mt *m;
-	struct ks_hs *h;
 	unsigned i, j;
 
 	(void)state;
@@ -302,13 +300,6 @@ static void test_bad_config(void **state)
 	bad = a;
 	bad.free = NULL;
 	assert_int_equal(ks_mt_init(&m, &c, &bad), -22);
-	assert_int_equal(ks_hs_init(NULL, &a), -22);
-	assert_int_equal(ks_hs_init(&h, NULL), -22);
-	bad = a;
-	bad.zalloc = NULL;
-	h = (struct ks_hs *)&c;
-	assert_int_equal(ks_hs_init(&h, &bad), -22);
-	assert_null(h);
 	assert_int_equal(t.allocs, 0); /* rejected before allocating */
 
 	/* The limits themselves are fine, in every mode. */
@@ -330,7 +321,6 @@ static void test_init_oom(void **state)
 	struct ks_mt_alloc a;
 	struct ks_mt_config c;
 	struct ks_mt *m;
-	struct ks_hs *h;
 	unsigned mode;
 	long n;
 	int rc;
@@ -354,21 +344,6 @@ static void test_init_oom(void **state)
 		}
 		assert_true(n >= 3); /* itself, the direct table, the counters */
 	}
-	for (n = 0;; n++) {
-		tracker_init(&t);
-		a = alloc_of(&t);
-		t.fail_after = n;
-		rc = ks_hs_init(&h, &a);
-		if (rc == 0) {
-			assert_int_equal(ks_hs_shadow_bytes(h), t.outstanding);
-			ks_hs_fini(h);
-			assert_int_equal(t.outstanding, 0);
-			break;
-		}
-		assert_int_equal(rc, -12);
-		assert_int_equal(t.outstanding, 0);
-	}
-	assert_int_equal(n, 2);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1616,282 +1591,6 @@ static void test_report_order(void **state)
 	mt_done(&t, m);
 }
 
-/* ------------------------------------------------------------------ */
-/* Heap shadow                                                         */
-/* ------------------------------------------------------------------ */
-
-static struct ks_hs *hs_new(struct tracker *t)
-{
-	struct ks_mt_alloc a = alloc_of(t);
-	struct ks_hs *h = NULL;
-
-	assert_int_equal(ks_hs_init(&h, &a), 0);
-	assert_non_null(h);
-	return h;
-}
-
-static void hs_done(struct tracker *t, struct ks_hs *h)
-{
-	assert_int_equal(ks_hs_shadow_bytes(h), t->outstanding);
-	ks_hs_fini(h);
-	assert_int_equal(t->outstanding, 0);
-}
-
-static void test_heap_states(void **state)
-{
-	struct tracker t;
-	struct ks_hs *h;
-	const uintptr_t x = 0x123400;
-	uint64_t u;
-	unsigned bad;
-	size_t before;
-
-	(void)state;
-	tracker_init(&t);
-	h = hs_new(&t);
-	before = ks_hs_shadow_bytes(h);
-	assert_int_equal(ks_hs_get(h, x), KS_HS_UNTRACKED);
-	u = 99;
-	bad = 99;
-	assert_int_equal(ks_hs_load(h, x, 8, &u, &bad), KS_HS_UNTRACKED);
-	assert_int_equal(u, 0);
-	/* Marking untracked memory untracked allocates nothing. */
-	ks_hs_set(h, x, 1 << 20, KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_shadow_bytes(h), before);
-
-	ks_hs_set(h, x, 16, KS_HS_UNDEF);
-	assert_true(ks_hs_shadow_bytes(h) >= before + 65536);
-	assert_int_equal(ks_hs_get(h, x - 1), KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_get(h, x), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_get(h, x + 15), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_get(h, x + 16), KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_load(h, x, 8, &u, &bad), KS_HS_DEFINED);
-	assert_int_equal(u, 0xff);
-	assert_int_equal(ks_hs_load(h, x - 2, 4, &u, &bad), KS_HS_DEFINED);
-	assert_int_equal(u, 0xc);
-	assert_int_equal(ks_hs_load(h, x - 8, 4, &u, &bad), KS_HS_UNTRACKED);
-	assert_int_equal(u, 0);
-	/* A store defines bytes where the undef mask says so. */
-	assert_int_equal(ks_hs_store(h, x, 8, 0xf0, &bad), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_load(h, x, 8, &u, NULL), KS_HS_DEFINED);
-	assert_int_equal(u, 0xf0);
-	assert_int_equal(ks_hs_get(h, x), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, x + 4), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_load(h, x, 16, &u, NULL), KS_HS_DEFINED);
-	assert_int_equal(u, 0xfff0);
-
-	/* Redzones and freed blocks. */
-	ks_hs_set(h, x + 16, 8, KS_HS_NOACCESS);
-	ks_hs_set(h, x + 32, 8, KS_HS_FREED);
-	assert_int_equal(ks_hs_load(h, x + 12, 8, &u, &bad), KS_HS_NOACCESS);
-	assert_int_equal(bad, 4);
-	assert_int_equal(u & 0xf, 0xf);
-	assert_int_equal(ks_hs_load(h, x + 30, 4, &u, &bad), KS_HS_FREED);
-	assert_int_equal(bad, 2);
-	assert_int_equal(ks_hs_load(h, x + 20, 16, &u, &bad), KS_HS_NOACCESS);
-	assert_int_equal(bad, 0);
-	assert_int_equal(ks_hs_load(h, x + 24, 16, &u, &bad), KS_HS_FREED);
-	assert_int_equal(bad, 8);
-	/* A store does not change unaddressable or untracked bytes. */
-	assert_int_equal(ks_hs_store(h, x + 14, 4, 0, &bad), KS_HS_NOACCESS);
-	assert_int_equal(bad, 2);
-	assert_int_equal(ks_hs_get(h, x + 14), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, x + 15), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, x + 16), KS_HS_NOACCESS);
-	assert_int_equal(ks_hs_get(h, x + 17), KS_HS_NOACCESS);
-	assert_int_equal(ks_hs_store(h, x + 24, 4, 0xf, &bad), KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_get(h, x + 24), KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_store(h, x + 32, 8, 0, &bad), KS_HS_FREED);
-	assert_int_equal(bad, 0);
-	assert_int_equal(ks_hs_get(h, x + 33), KS_HS_FREED);
-
-	/* 64 bytes: all 64 mask bits; 0 bytes: nothing. */
-	ks_hs_set(h, x + 64, 64, KS_HS_UNDEF);
-	assert_int_equal(ks_hs_load(h, x + 64, 64, &u, &bad), KS_HS_DEFINED);
-	assert_int_equal(u, UINT64_MAX);
-	assert_int_equal(ks_hs_store(h, x + 64, 64, UINT64_C(1) << 63, NULL), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_load(h, x + 64, 64, &u, NULL), KS_HS_DEFINED);
-	assert_int_equal(u, UINT64_C(1) << 63);
-	assert_int_equal(ks_hs_load(h, x + 16, 0, &u, &bad), KS_HS_UNTRACKED);
-	assert_int_equal(u, 0);
-	/* Not a state: ignored. */
-	ks_hs_set(h, x, 4, (enum ks_hs_state)77);
-	assert_int_equal(ks_hs_get(h, x), KS_HS_DEFINED);
-	/* Back to untracked. */
-	ks_hs_set(h, x, 256, KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_load(h, x + 16, 32, &u, &bad), KS_HS_UNTRACKED);
-	hs_done(&t, h);
-}
-
-static void test_heap_straddle(void **state)
-{
-	struct tracker t;
-	struct ks_hs *h;
-	const uintptr_t b = 0x30000; /* a chunk boundary */
-	uint64_t u;
-	unsigned bad;
-	size_t before;
-
-	(void)state;
-	tracker_init(&t);
-	h = hs_new(&t);
-	ks_hs_set(h, b - 4, 8, KS_HS_UNDEF);
-	assert_int_equal(ks_hs_load(h, b - 6, 10, &u, &bad), KS_HS_DEFINED);
-	assert_int_equal(u, 0x3fc);
-	assert_int_equal(ks_hs_store(h, b - 2, 4, 0x2, &bad), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, b - 2), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, b - 1), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_get(h, b), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, b + 3), KS_HS_UNDEF);
-	/* The first chunk absent, the second tracked. */
-	ks_hs_set(h, 0x60000, 4, KS_HS_NOACCESS);
-	assert_int_equal(ks_hs_load(h, 0x60000 - 4, 8, &u, &bad), KS_HS_NOACCESS);
-	assert_int_equal(bad, 4);
-	assert_int_equal(ks_hs_get(h, 0x5ffff), KS_HS_UNTRACKED);
-	/* Past 2^37, and the top of the address space: clipped, also for a
-	 * load over the top (address 0 is not its next byte). */
-	ks_hs_set(h, (uintptr_t)1 << 45, 3, KS_HS_FREED);
-	assert_int_equal(ks_hs_get(h, ((uintptr_t)1 << 45) + 2), KS_HS_FREED);
-	assert_int_equal(ks_hs_load(h, ((uintptr_t)1 << 45) - 1, 2, &u, &bad), KS_HS_FREED);
-	assert_int_equal(bad, 1);
-	before = ks_hs_shadow_bytes(h);
-	ks_hs_set(h, TOP - 7, 1000, KS_HS_UNDEF);
-	/* Clipped to 8 bytes: one chunk. */
-	assert_true(ks_hs_shadow_bytes(h) - before >= 65536);
-	assert_true(ks_hs_shadow_bytes(h) - before < 2 * 65536);
-	assert_int_equal(ks_hs_get(h, TOP), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_get(h, TOP - 7), KS_HS_UNDEF);
-	assert_int_equal(ks_hs_get(h, TOP - 8), KS_HS_UNTRACKED);
-	assert_int_equal(ks_hs_get(h, 0), KS_HS_UNTRACKED);
-	ks_hs_set(h, 0, 4, KS_HS_NOACCESS);
-	assert_int_equal(ks_hs_load(h, TOP - 3, 8, &u, &bad), KS_HS_DEFINED);
-	assert_int_equal(u, 0xf);
-	assert_int_equal(ks_hs_store(h, TOP - 1, 4, 0, &bad), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, TOP), KS_HS_DEFINED);
-	assert_int_equal(ks_hs_get(h, 0), KS_HS_NOACCESS);
-	hs_done(&t, h);
-}
-
-/* Copies, including overlapping ones and ones over chunk boundaries,
- * against memmove on a plain array. */
-static void test_heap_copy(void **state)
-{
-	enum { WIN = 0x30000 };
-	const uintptr_t w = 0x48000; /* crosses 0x50000, 0x60000 and 0x70000 */
-	static unsigned char ref[WIN];
-	struct tracker t;
-	struct ks_hs *h;
-	unsigned op, i, k, size, bad, rbad, exp;
-	uintptr_t a, s, d, len;
-	uint64_t u, ru, mask;
-	size_t before;
-
-	(void)state;
-	tracker_init(&t);
-	h = hs_new(&t);
-	memset(ref, 0, sizeof(ref));
-
-	/* Directed: an overlapping copy upwards over a boundary. */
-	for (i = 0; i < 0x20000; i += 7)
-		ks_hs_set(h, w + i, 3, (enum ks_hs_state)(1 + i % 4));
-	for (i = 0; i < 0x20000; i += 7)
-		memset(ref + i, 1 + i % 4, 3);
-	ks_hs_copy(h, w + 0x101, w + 0x100, 0x10010);
-	memmove(ref + 0x101, ref + 0x100, 0x10010);
-	ks_hs_copy(h, w + 0x200, w + 0x8200, 0x10000);
-	memmove(ref + 0x200, ref + 0x8200, 0x10000);
-	for (i = 0; i < WIN; i++)
-		assert_int_equal(ks_hs_get(h, w + i), ref[i]);
-	/* Untracked to absent allocates nothing; untracked over tracked
-	 * clears. */
-	before = ks_hs_shadow_bytes(h);
-	ks_hs_copy(h, 0x900000, 0x100000, 0x20000);
-	assert_int_equal(ks_hs_shadow_bytes(h), before);
-	ks_hs_copy(h, w, 0x100000, 16);
-	memset(ref, 0, 16);
-	/* Tracked to absent allocates. */
-	ks_hs_copy(h, 0x900000, w + 16, 16);
-	assert_true(ks_hs_shadow_bytes(h) > before);
-	for (i = 0; i < 16; i++)
-		assert_int_equal(ks_hs_get(h, 0x900000 + i), ref[16 + i]);
-	ks_hs_copy(h, w + 5, w + 5, 100); /* onto itself */
-
-	rng_state = 5;
-	for (op = 0; op < 400; op++) {
-		switch (rnd() % 4) {
-		case 0:
-			a = rnd() % WIN;
-			len = rnd() % (WIN - a + 1);
-			if (rnd() % 2)
-				len %= 300;
-			k = (unsigned)(rnd() % 5);
-			ks_hs_set(h, w + a, len, (enum ks_hs_state)k);
-			memset(ref + a, (int)k, len);
-			break;
-		case 1:
-			len = rnd() % 0x18000;
-			s = rnd() % (WIN - len + 1);
-			d = rnd() % 3 ? s + (rnd() % 64) - 32 : rnd() % (WIN - len + 1);
-			if (d > WIN - len) /* keep inside the window */
-				d = WIN - len;
-			ks_hs_copy(h, w + d, w + s, len);
-			memmove(ref + d, ref + s, len);
-			break;
-		default:
-			size = (unsigned)(rnd() % 64 + 1);
-			a = rnd() % (WIN - size + 1);
-			mask = rnd();
-			ks_hs_store(h, w + a, size, mask, &bad);
-			for (i = 0; i < size; i++)
-				if (ref[a + i] == KS_HS_DEFINED || ref[a + i] == KS_HS_UNDEF)
-					ref[a + i] = (mask >> i) & 1 ? KS_HS_UNDEF : KS_HS_DEFINED;
-			break;
-		}
-		/* Loads agree with the model. */
-		for (k = 0; k < 20; k++) {
-			size = (unsigned)(rnd() % 64 + 1);
-			a = rnd() % (WIN - size + 1);
-			exp = KS_HS_UNTRACKED;
-			ru = 0;
-			rbad = 0;
-			for (i = size; i-- > 0;) {
-				unsigned st = ref[a + i];
-
-				if (st == KS_HS_UNDEF)
-					ru |= UINT64_C(1) << i;
-				if (st == KS_HS_NOACCESS || st == KS_HS_FREED) {
-					exp = st;
-					rbad = i;
-				}
-			}
-			if (exp == KS_HS_UNTRACKED)
-				for (i = 0; i < size; i++)
-					if (ref[a + i] != KS_HS_UNTRACKED)
-						exp = KS_HS_DEFINED;
-			assert_int_equal(ks_hs_load(h, w + a, size, &u, &bad), exp);
-			assert_int_equal(u, ru);
-			if (exp == KS_HS_NOACCESS || exp == KS_HS_FREED)
-				assert_int_equal(bad, rbad);
-		}
-		if (op % 50 == 49)
-			for (i = 0; i < WIN; i++)
-				assert_int_equal(ks_hs_get(h, w + i), ref[i]);
-	}
-	for (i = 0; i < WIN; i++)
-		assert_int_equal(ks_hs_get(h, w + i), ref[i]);
-	/* Overlapping both ways right at the top of the address space. */
-	ks_hs_set(h, TOP - 0x20000 + 1, 0x20000, KS_HS_UNDEF);
-	ks_hs_set(h, TOP - 0x10, 4, KS_HS_FREED);
-	ks_hs_copy(h, TOP - 0x10 - 0x10000, TOP - 0x10, 0x100); /* clipped to 0x11 */
-	assert_int_equal(ks_hs_get(h, TOP - 0x10 - 0x10000), KS_HS_FREED);
-	assert_int_equal(ks_hs_get(h, TOP - 0x10 - 0x10000 + 4), KS_HS_UNDEF);
-	ks_hs_copy(h, TOP - 8, TOP - 0x10, 0x100); /* clipped to 9 */
-	assert_int_equal(ks_hs_get(h, TOP - 8), KS_HS_FREED);
-	assert_int_equal(ks_hs_get(h, TOP - 5), KS_HS_FREED);
-	assert_int_equal(ks_hs_get(h, TOP - 4), KS_HS_UNDEF);
-	hs_done(&t, h);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1913,9 +1612,6 @@ int main(void)
 		cmocka_unit_test(test_word_sizes),
 		cmocka_unit_test(test_sites_and_contexts),
 		cmocka_unit_test(test_report_order),
-		cmocka_unit_test(test_heap_states),
-		cmocka_unit_test(test_heap_straddle),
-		cmocka_unit_test(test_heap_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /*
  * The freestanding analysis core of kscope's memory tools: shadow memory
- * and the per-line and per-byte state machines behind `kscope contention`,
- * `kscope falseshare` and `kscope memcheck`.
+ * and the per-line state machines behind `kscope contention` and
+ * `kscope falseshare`.
  *
  * It is plain C11 with no library calls at all (not even memset or
  * memcpy: the Valgrind tool that hosts it cannot use libc), so the same
@@ -9,17 +9,12 @@
  * tool today, a compile-time instrumentation runtime later.  Memory comes
  * from the front-end through struct ks_mt_alloc; the core never prints.
  *
- * Two shadows live here:
- *  - the line shadow (struct ks_mt): one shadow memory unit (SMU) per cache
- *    line, in a two-level table whose second-level chunks are allocated on
- *    first touch.  An SMU that was never touched is the paper's
- *    "initialization probe": its first access is a cold miss.  Each SMU
- *    holds the thread-ownership bitmap of the contention analysis and, for
- *    false sharing, which words of the line each thread read and wrote.
- *  - the heap shadow (struct ks_hs): one state byte per byte of client
- *    heap (unaddressable, undefined, defined, freed) for memcheck.  Memory
- *    the front-end never marked is "untracked" and behaves as defined and
- *    addressable.
+ * The line shadow (struct ks_mt) holds one shadow memory unit (SMU) per
+ * cache line, in a two-level table whose second-level chunks are allocated
+ * on first touch.  An SMU that was never touched is the paper's
+ * "initialization probe": its first access is a cold miss.  Each SMU holds
+ * the thread-ownership bitmap of the contention analysis and, for false
+ * sharing, which words of the line each thread read and wrote.
  *
  * Threads are small integers (the front-end's thread ids, 1-based in
  * Valgrind); any id below ks_mt_config.max_threads works, so there is no
@@ -206,58 +201,5 @@ typedef void (*ks_mt_line_fn)(void *arg, const struct ks_mt_line_info *li);
 void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg);
 
 const char *ks_mt_verdict_name(enum ks_mt_verdict v); /* "private", "read", "false", "true", "mixed" */
-
-/* ------------------------------------------------------------------ */
-/* Heap shadow: memcheck's byte states                                 */
-/* ------------------------------------------------------------------ */
-
-enum ks_hs_state {
-	KS_HS_UNTRACKED = 0, /* not heap: addressable and defined */
-	KS_HS_DEFINED,       /* heap, written */
-	KS_HS_UNDEF,         /* heap, allocated, never written */
-	KS_HS_NOACCESS,      /* redzone or other unaddressable heap */
-	KS_HS_FREED          /* a freed block (in quarantine) */
-};
-
-struct ks_hs;
-
-int ks_hs_init(struct ks_hs **out, const struct ks_mt_alloc *alloc);
-void ks_hs_fini(struct ks_hs *h);
-
-/* Marks [addr, addr+len) with st (KS_HS_UNTRACKED releases nothing but
- * makes the bytes plain again). */
-void ks_hs_set(struct ks_hs *h, uintptr_t addr, size_t len, enum ks_hs_state st);
-enum ks_hs_state ks_hs_get(const struct ks_hs *h, uintptr_t addr);
-
-/* An access of size bytes (1..64) at addr.  Returns KS_HS_UNTRACKED or
- * KS_HS_DEFINED (0 or 1) when every byte is addressable, with *undef set
- * to a mask whose bit i is 1 when byte i is KS_HS_UNDEF; otherwise
- * returns KS_HS_NOACCESS or KS_HS_FREED, the state of the first bad byte,
- * with *bad_off its offset (and *undef as far as known).  Untracked
- * memory costs one table lookup per 64 KiB touched. */
-enum ks_hs_state ks_hs_load(const struct ks_hs *h, uintptr_t addr,
-			    unsigned size, uint64_t *undef, unsigned *bad_off);
-/* A store: bytes that are DEFINED or UNDEF become UNDEF where bit i of
- * undef is set and DEFINED otherwise; NOACCESS, FREED and untracked bytes
- * do not change.  Returns as ks_hs_load does (for the bytes before the
- * store). */
-enum ks_hs_state ks_hs_store(struct ks_hs *h, uintptr_t addr, unsigned size,
-			     uint64_t undef, unsigned *bad_off);
-/* Copies the states of len bytes from src to dst (realloc). */
-void ks_hs_copy(struct ks_hs *h, uintptr_t dst, uintptr_t src, size_t len);
-size_t ks_hs_shadow_bytes(const struct ks_hs *h);
-
-/* The heap shadow's direct table, for front-ends that test the common
- * case in generated code: the states of byte a (a < n << shift) are at
- * chunks[a >> shift][a & ((1 << shift) - 1)], or untracked when that
- * chunk is NULL.  The array stays where it is until ks_hs_fini, and so
- * does every chunk once present; addresses from n << shift up are kept
- * elsewhere (use ks_hs_load / ks_hs_store). */
-struct ks_hs_direct {
-	unsigned char *const *chunks;
-	uintptr_t n;
-	unsigned shift;
-};
-struct ks_hs_direct ks_hs_direct_table(const struct ks_hs *h);
 
 #endif

@@ -27,7 +27,7 @@
 /* ------------------------------------------------------------------ */
 
 /* Every allocation of the core goes through these so that *bytes always
- * holds what is outstanding (ks_mt_shadow_bytes, ks_hs_shadow_bytes). */
+ * holds what is outstanding (ks_mt_shadow_bytes). */
 void *ks_mt_mem_zalloc(const struct ks_mt_alloc *a, size_t *bytes, size_t size);
 void ks_mt_mem_free(const struct ks_mt_alloc *a, size_t *bytes, void *p,
 		    size_t size);

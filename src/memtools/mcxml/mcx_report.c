@@ -446,6 +446,10 @@ static int build(struct ks_mtr_run *r, const struct ks_mcx_doc *docs, size_t ndo
 	r->start.redzone = o->redzone;
 	r->start.has_freelist = o->has_freelist;
 	r->start.freelist_vol = o->freelist_vol;
+	if (o->incomplete) {
+		r->incomplete = o->incomplete;
+		r->truncated = true;
+	}
 	return ks_mtr_views(r, &o->mtr, err);
 }
 

@@ -113,6 +113,9 @@ struct ks_mcx_report_opts {
 	unsigned leak_error_kinds;    /* bits 1 << MCX_LEAK_*: leaks that count as errors */
 	bool has_redzone, has_freelist; /* the settings, for the reports */
 	uint64_t redzone, freelist_vol;
+	/* Why the results are incomplete (Memcheck aborted...), said by
+	 * every report, which then counts as truncated; NULL if they are not. */
+	const char *incomplete;
 };
 
 enum { MCX_LEAK_DEFINITE, MCX_LEAK_INDIRECT, MCX_LEAK_POSSIBLE, MCX_LEAK_REACHABLE };

@@ -1,8 +1,8 @@
 /*
  * ks_mtr_write (mtreport.h): reads findings.jsonl (and the files of the
  * program's child processes), derives the views and
- * writes report.txt, report.json, findings.sarif and, for memcheck with
- * o->xml, memcheck.xml into the run directory.  Each file is written
+ * writes report.txt, report.json and findings.sarif into the run
+ * directory.  Each file is written
  * under a temporary name and committed only when complete; if one fails,
  * the ones after it are not attempted and the error names the file.
  */
@@ -49,8 +49,6 @@ int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 		rc = ks_mtr_write_json(r, o, rd, err);
 	if (!rc)
 		rc = ks_mtr_write_sarif(r, o, rd, err);
-	if (!rc && o->xml && r->start.analysis == MTR_MEMCHECK)
-		rc = ks_mtr_write_xml(r, o, rd, err);
 out:
 	ks_mtr_run_free(r);
 	free(r);

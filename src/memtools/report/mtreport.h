@@ -1,9 +1,9 @@
 /*
  * Reports of kscope's memory tools: reads findings.jsonl (the raw record
  * stream the Valgrind tool writes, docs/formats.md) and writes what users
- * and other tools read: report.txt (also printed), report.json,
- * findings.sarif (SARIF 2.1.0) and, for memcheck, memcheck.xml in
- * Valgrind's XML output protocol 4.
+ * and other tools read: report.txt (also printed), report.json and
+ * findings.sarif (SARIF 2.1.0).  kscope memcheck fills the same model
+ * from Memcheck's XML (src/memtools/mcxml) and uses the same writers.
  *
  * It runs in the kscope process after the program ended, with libc and
  * jansson; the Valgrind tool itself stays small.
@@ -28,7 +28,6 @@ struct ks_mtr_exit {
 
 struct ks_mtr_opts {
 	bool filter;         /* drop memcheck reports whose top three frames all lack a line */
-	bool xml;            /* memcheck: also write memcheck.xml */
 	unsigned max_stack;  /* frames printed per stack in report.txt (>= 1) */
 	const char *command; /* the kscope command line, for the reports' headers */
 	const char *const *children; /* findings files of the program's child processes */

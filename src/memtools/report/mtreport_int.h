@@ -1,10 +1,10 @@
 /*
  * Private to src/memtools/report: the in-memory model of a findings.jsonl
  * file (docs/formats.md, "Memory-tool run directories") and the helpers
- * the four writers share.  mtreport_read.c fills struct ks_mtr_run, checking
+ * the three writers share.  mtreport_read.c fills struct ks_mtr_run, checking
  * every field; mtreport_views.c derives what more than one writer prints
  * (the false-sharing objects and views, sorted contention tables); the
- * writers (mtreport_text.c, _json.c, _sarif.c, _xml.c) only read.  No
+ * writers (mtreport_text.c, _json.c, _sarif.c) only read.  No
  * other module includes this file.
  *
  * Records refer to each other by id (stacks, vars) or address (lines);
@@ -331,6 +331,8 @@ struct ks_mtr_run {
 	bool started;
 	struct ks_mtr_end end;
 	bool truncated;           /* no end record */
+	const char *incomplete;   /* memcheck: why the results are incomplete (the
+				   * engine died...), said by every report; NULL */
 	bool partial_last;        /* an unterminated last line was dropped */
 
 	struct ks_mtr_stack *stacks;  size_t nstacks, cap_stacks;
@@ -531,8 +533,6 @@ int ks_mtr_write_json(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 		      struct ks_rundir *rd, struct ks_err *err);
 int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 		       struct ks_rundir *rd, struct ks_err *err);
-int ks_mtr_write_xml(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
-		     struct ks_rundir *rd, struct ks_err *err);
 
 /* Opens name in rd with o writing to it; commit closes it for good. */
 int ks_mtr_out_open(struct ks_mtr_out *o, struct ks_outfile *of, FILE *tee,

@@ -9,7 +9,9 @@
  *
  *   format "kscope-memtools-report", version 1, analysis, command (the
  *   kscope command line or null), program {exe, argv[], pid}, exit
- *   (EXIT of the program's last image), truncated (bool), processes[]
+ *   (EXIT of the program's last image), truncated (bool), incomplete?
+ *   (memcheck: why the results are incomplete, e.g. Memcheck aborted),
+ *   processes[]
  *   {pid, ppid (null for the program), image (0, or 1, 2... after each
  *   exec), exe, argv[], exit (EXIT), truncated}: every process image of
  *   the run, the program first, settings {line_size, word_size,
@@ -218,6 +220,8 @@ static void put_head(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 	ks_mtr_jw_end(w);
 	jw_exit(w, &r->end);
 	ks_mtr_jw_bool(w, "truncated", r->truncated);
+	if (r->incomplete)
+		ks_mtr_jw_str(w, "incomplete", r->incomplete);
 	jw_processes(w, r);
 	ks_mtr_jw_object(w, "settings");
 	ks_mtr_jw_uint(w, "line_size", s->line_size);

@@ -450,9 +450,19 @@ int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 	ks_mtr_jw_array(&w, "invocations");
 	ks_mtr_jw_object(&w, NULL);
 	/* The analysis ran to its end unless the record stream was cut. */
-	ks_mtr_jw_bool(&w, "executionSuccessful", !r->truncated);
+	ks_mtr_jw_bool(&w, "executionSuccessful", !r->truncated && !r->incomplete);
 	if (o->command)
 		ks_mtr_jw_str(&w, "commandLine", o->command);
+	if (r->incomplete) {
+		ks_mtr_jw_array(&w, "toolExecutionNotifications");
+		ks_mtr_jw_object(&w, NULL);
+		ks_mtr_jw_str(&w, "level", "error");
+		ks_mtr_jw_object(&w, "message");
+		ks_mtr_jw_str(&w, "text", r->incomplete);
+		ks_mtr_jw_end(&w);
+		ks_mtr_jw_end(&w);
+		ks_mtr_jw_end(&w);
+	}
 	ks_mtr_jw_object(&w, "properties");
 	ks_mtr_jw_str(&w, "analysis", ks_mtr_analysis_names[r->start.analysis]);
 	ks_mtr_jw_str(&w, "program", r->start.exe);
@@ -461,6 +471,8 @@ int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 		ks_mtr_jw_int(&w, r->end.signaled ? "programSignal" : "programExitCode",
 			      r->end.code);
 	ks_mtr_jw_bool(&w, "truncated", r->truncated);
+	if (r->incomplete)
+		ks_mtr_jw_str(&w, "incomplete", r->incomplete);
 	ks_mtr_jw_end(&w);
 	ks_mtr_jw_end(&w);
 	ks_mtr_jw_end(&w);

@@ -110,7 +110,9 @@ static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 
 static void put_truncated(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
-	if (r->truncated)
+	if (r->incomplete)
+		ks_mtr_printf(o, "\nThe run is incomplete: %s\n", r->incomplete);
+	else if (r->truncated)
 		ks_mtr_puts(o, "\nThe run ended early (findings.jsonl has no end record): the "
 			    "results above are incomplete.\n");
 }

@@ -731,7 +731,10 @@ void ks_mtr_proc_exit_text(const struct ks_mtr_run *r, uint32_t i, char *buf,
 {
 	const struct ks_mtr_end *e = &r->procs[i].end;
 
-	if (!e->present) {
+	if (!e->present && r->start.analysis == MTR_MEMCHECK) {
+		snprintf(buf, size, "did not finish normally: Memcheck's output of it ends "
+			 "early, so these results are incomplete");
+	} else if (!e->present) {
 		snprintf(buf, size, "did not finish normally: its findings file has no end "
 			 "record, so these results are incomplete");
 	} else if (e->exec) {

@@ -1,6 +1,6 @@
 /*
  * Private interface between the files of kscope's Valgrind tool: its
- * options, the heap block table, the findings writer and the four
+ * options, the heap block table, the findings writer and the three
  * instrumenters.  Nothing outside src/memtools/vg includes this.
  *
  * The tool runs inside Valgrind, which runs one guest thread at a time,
@@ -20,7 +20,7 @@
 /* An IR expression that is a temporary or a constant (flat IR). */
 typedef IRExpr IRAtom;
 
-enum kst_analysis { KST_MEMCHECK, KST_CONTENTION, KST_FALSESHARE, KST_HOTSPOT };
+enum kst_analysis { KST_CONTENTION, KST_FALSESHARE, KST_HOTSPOT };
 
 /* One cache of the hotspot analysis, as the options give it. */
 struct kst_hot_cache_opt {
@@ -49,14 +49,11 @@ struct kst_opts {
 	enum kst_analysis analysis;
 	const HChar *out;         /* findings file; "%p" becomes the pid */
 	UInt line_size;           /* contention, falseshare */
-	Long freelist_vol;        /* memcheck quarantine, bytes */
 	Bool min_write, pad_smu, thread_isolation;
-	Bool leak_check;
 	UInt min_accesses;        /* falseshare: accesses per thread for a line to count */
 	struct kst_hot_opts hot;
 };
 extern struct kst_opts kst_clo;
-extern SizeT kst_redzone; /* effective client redzone, bytes */
 
 /* ---- the allocator behind the core's shadow tables (kst_main.c) ---- */
 extern const struct ks_mt_alloc kst_core_alloc;
@@ -66,18 +63,11 @@ struct kst_block {
 	Addr start;               /* payload */
 	SizeT size;
 	ExeContext *alloc_ec;
-	ExeContext *free_ec;      /* NULL while live */
-	struct kst_block *fq_next;/* quarantine FIFO */
 };
 void kst_heap_init(void);
 /* Live block containing a (payload only), or NULL. */
 struct kst_block *kst_heap_find_live(Addr a);
-/* For error descriptions: the live or quarantined block whose payload or
- * redzones contain a (the nearest one), or NULL. */
-struct kst_block *kst_heap_describe(Addr a, Bool *freed);
-void kst_heap_leak_check(void);
 void kst_heap_write_summary(void); /* the "heap" member of the end record */
-extern ULong kst_heap_allocs, kst_heap_frees, kst_heap_bytes;
 
 /* ---- findings file (kst_out.c) ---- */
 Bool kst_out_open(void);
@@ -88,10 +78,8 @@ void kst_out_init_fork(void);
 /* The image is about to exec: writes end_record (a whole line) and
  * flushes; if the exec fails, the next record starts a new segment. */
 void kst_out_exec(const HChar *end_record);
-/* kst_main.c: the start record of this process image, and what a forked
- * child forgets of its parent's findings. */
+/* kst_main.c: the start record of this process image. */
 void kst_write_start(void);
-void kst_child_reset(void);
 void kst_out_printf(const HChar *fmt, ...) PRINTF_CHECK(1, 2);
 void kst_out_str(const HChar *s);          /* a JSON string, quoted and escaped */
 UInt kst_out_stack(ExeContext *ec);         /* writes the stack record once; its id */
@@ -100,19 +88,6 @@ UInt kst_out_stack_ip(Addr ip);             /* a one-frame stack */
  * replaced by ip (the instruction being executed: the guest state's IP
  * may lag behind inside a translation). */
 ExeContext *kst_stack_here(ThreadId tid, Addr ip);
-
-/* ---- memcheck (kst_mc.c) ---- */
-void kst_mc_init(void);
-IRSB *kst_mc_instrument(IRSB *in, const VexGuestLayout *layout,
-			IRType gWordTy, IRType hWordTy);
-void kst_mc_error_free(ThreadId tid, Addr p, Bool double_free,
-		       struct kst_block *b);
-void kst_mc_fini(void);
-/* The error records found so far (kst_mc_fini writes them, then the
- * leaks); an image about to exec writes them itself. */
-void kst_mc_write_errors(void);
-void kst_mc_reset_errors(void);
-extern struct ks_hs *kst_hs;
 
 /* ---- contention and falseshare (kst_cache.c) ---- */
 void kst_cache_init(void);

@@ -1,13 +1,12 @@
 /*
  * kscope's Valgrind tool: the entry points Valgrind calls (initialization,
- * options, instrumentation, exit) for its four analyses: memcheck (heap
- * defects), contention (cache-line ownership) and falseshare (word-level
- * sharing), which share one pass over the instruction stream, and
- * hotspot (instruction counts and a simulated cache hierarchy, for
- * `kscope op --simulate`).  `kscope memcheck|contention|falseshare`
- * starts it as `valgrind --tool=kscope --analysis=...` and reads back the
- * findings file it writes; hotspot writes the raw file of
- * src/op/sim/simraw.h instead.
+ * options, instrumentation, exit) for its three analyses: contention
+ * (cache-line ownership) and falseshare (word-level sharing), which share
+ * one pass over the instruction stream, and hotspot (instruction counts
+ * and a simulated cache hierarchy, for `kscope op --simulate`).
+ * `kscope contention|falseshare` starts it as `valgrind --tool=kscope
+ * --analysis=...` and reads back the findings file it writes; hotspot
+ * writes the raw file of src/op/sim/simraw.h instead.
  *
  * The analysis state machines themselves are freestanding C in
  * src/memtools/core; this directory is the Valgrind front-end around
@@ -31,14 +30,12 @@
 #include "kst_int.h"
 
 struct kst_opts kst_clo = {
-	.analysis = KST_MEMCHECK,
+	.analysis = KST_CONTENTION,
 	.out = "findings.%p.jsonl",
 	.line_size = 64,
-	.freelist_vol = 20000000,
 	.min_write = True,
 	.pad_smu = True,
 	.thread_isolation = True,
-	.leak_check = True,
 	.min_accesses = 100,
 	.hot = {
 		.mem_latency = 200,
@@ -46,7 +43,6 @@ struct kst_opts kst_clo = {
 		.trace_limit = KS_SIM_DEFAULT_TRACE_LIMIT,
 	},
 };
-SizeT kst_redzone = 16;
 /* hotspot asked for at start-up (and its preload library kept out). */
 static Bool hot_args;
 /* Highest thread id the program used (Valgrind reuses the ids of threads
@@ -59,7 +55,7 @@ static void kst_thread_create(ThreadId parent, ThreadId child)
 		threads_seen = child;
 	if (kst_clo.analysis == KST_HOTSPOT)
 		kst_hot_thread_create(parent, child);
-	else if (kst_clo.analysis != KST_MEMCHECK)
+	else
 		kst_cache_thread_create(parent, child);
 }
 
@@ -186,30 +182,24 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 	Long v = 0; /* not "n": Valgrind's option macros declare an n inside */
 
 	if (VG_STR_CLO(arg, "--analysis", s)) {
-		if (VG_(strcmp)(s, "memcheck") == 0)
-			kst_clo.analysis = KST_MEMCHECK;
-		else if (VG_(strcmp)(s, "contention") == 0)
+		if (VG_(strcmp)(s, "contention") == 0)
 			kst_clo.analysis = KST_CONTENTION;
 		else if (VG_(strcmp)(s, "falseshare") == 0)
 			kst_clo.analysis = KST_FALSESHARE;
 		else if (VG_(strcmp)(s, "hotspot") == 0)
 			kst_clo.analysis = KST_HOTSPOT;
 		else
-			VG_(fmsg_bad_option)(arg, "expected memcheck, contention, falseshare or "
-					     "hotspot\n");
+			VG_(fmsg_bad_option)(arg, "expected contention, falseshare or hotspot\n");
 	} else if (VG_STR_CLO(arg, "--out", kst_clo.out)) {
 	} else if (VG_BINT_CLO(arg, "--line-size", v, 16, 4096)) {
 		if (v & (v - 1))
 			VG_(fmsg_bad_option)(arg, "the line size must be a power of two\n");
 		kst_clo.line_size = (UInt)v;
-	} else if (VG_BINT_CLO(arg, "--freelist-vol", kst_clo.freelist_vol, 0,
-			       (Long)1 << 40)) {
 	} else if (VG_BINT_CLO(arg, "--min-accesses", v, 1, 1000000000)) {
 		kst_clo.min_accesses = (UInt)v;
 	} else if (VG_BOOL_CLO(arg, "--min-write", kst_clo.min_write)) {
 	} else if (VG_BOOL_CLO(arg, "--pad-smu", kst_clo.pad_smu)) {
 	} else if (VG_BOOL_CLO(arg, "--thread-isolation", kst_clo.thread_isolation)) {
-	} else if (VG_BOOL_CLO(arg, "--leak-check", kst_clo.leak_check)) {
 	} else if (VG_STR_CLO(arg, "--cache", s)) {
 		kst_hot_opt_cache(arg, s);
 	} else if (VG_STR_CLO(arg, "--icache", s)) {
@@ -233,11 +223,9 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 static void kst_print_usage(void)
 {
 	VG_(printf)(
-"    --analysis=memcheck|contention|falseshare|hotspot  what to look for [memcheck]\n"
+"    --analysis=contention|falseshare|hotspot  what to look for [contention]\n"
 "    --out=FILE                findings file, %%p is the pid [findings.%%p.jsonl]\n"
 "    --line-size=N             cache line size, bytes [64]\n"
-"    --freelist-vol=N          bytes of freed blocks kept unusable [20000000]\n"
-"    --leak-check=yes|no       look for leaks at exit [yes]\n"
 "    --min-accesses=N          falseshare: a shared line counts when two threads\n"
 "                              each accessed it N times [100]\n"
 "    --min-write=yes|no        test shadow words before writing them [yes]\n"
@@ -360,9 +348,7 @@ void kst_write_start(void)
 {
 	kst_out_printf("{\"rec\":\"start\",\"analysis\":\"%s\",\"format\":1,\"pid\":%d,"
 		       "\"ppid\":%d,\"exe\":",
-		       kst_clo.analysis == KST_MEMCHECK     ? "memcheck"
-		       : kst_clo.analysis == KST_CONTENTION ? "contention"
-							    : "falseshare",
+		       kst_clo.analysis == KST_CONTENTION ? "contention" : "falseshare",
 		       VG_(getpid)(), VG_(getppid)());
 	kst_out_str(VG_(args_the_exename));
 	kst_out_printf(",\"argv\":[");
@@ -374,21 +360,13 @@ void kst_write_start(void)
 			kst_out_str(*(HChar **)VG_(indexXA)(VG_(args_for_client), i));
 		}
 	}
-	kst_out_printf("],\"line_size\":%u,\"word_size\":%u,\"redzone\":%lu,"
-		       "\"freelist_vol\":%lld,\"options\":{\"min_write\":%s,"
+	kst_out_printf("],\"line_size\":%u,\"word_size\":%u,\"options\":{\"min_write\":%s,"
 		       "\"pad_smu\":%s,\"thread_isolation\":%s}}\n",
 		       kst_clo.line_size,
 		       kst_clo.line_size / 64 > 4 ? kst_clo.line_size / 64 : 4,
-		       kst_redzone, kst_clo.freelist_vol,
 		       kst_clo.min_write ? "true" : "false",
 		       kst_clo.pad_smu ? "true" : "false",
 		       kst_clo.thread_isolation ? "true" : "false");
-}
-
-void kst_child_reset(void)
-{
-	if (kst_clo.analysis == KST_MEMCHECK)
-		kst_mc_reset_errors();
 }
 
 /* How the program ended, from its system calls: Valgrind's exit handler
@@ -420,13 +398,8 @@ static void kst_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 	) {
 		/* With --trace-children=yes the new image runs under this tool
 		 * again and appends to this process's file: this image's
-		 * memcheck errors are written now, for the exec discards the
-		 * tool's memory.  (contention's and falseshare's counts of an
-		 * image that execs are not: they are not findings.) */
-		if (kst_clo.analysis == KST_MEMCHECK) {
-			kst_mc_write_errors();
-			kst_mc_reset_errors();
-		}
+		 * segment ends here.  (contention's and falseshare's counts of
+		 * an image that execs are not written: they are not findings.) */
 		kst_out_exec("{\"rec\":\"end\",\"exit\":{\"how\":\"exec\"}}\n");
 	}
 }
@@ -448,16 +421,12 @@ static void kst_post_clo_init(void)
 	}
 	/* Both read the same options: the start-up decision holds. */
 	tl_assert(!hot_args);
-	kst_redzone = VG_(malloc_effective_client_redzone_size)();
 	if (!kst_out_open())
 		VG_(exit)(1);
 	kst_write_start();
 	kst_out_init_fork();
 	VG_(track_pre_thread_ll_create)(kst_thread_create);
-	if (kst_clo.analysis == KST_MEMCHECK)
-		kst_mc_init();
-	else
-		kst_cache_init();
+	kst_cache_init();
 }
 
 static IRSB *kst_instrument(VgCallbackClosure *closure, IRSB *in,
@@ -466,8 +435,6 @@ static IRSB *kst_instrument(VgCallbackClosure *closure, IRSB *in,
 			    const VexArchInfo *archinfo_host, IRType gWordTy,
 			    IRType hWordTy)
 {
-	if (kst_clo.analysis == KST_MEMCHECK)
-		return kst_mc_instrument(in, layout, gWordTy, hWordTy);
 	if (kst_clo.analysis == KST_HOTSPOT)
 		return kst_hot_instrument(in, layout, gWordTy, hWordTy);
 	return kst_cache_instrument(in, layout, gWordTy, hWordTy);
@@ -479,10 +446,7 @@ static void kst_fini(Int exitcode)
 		kst_hot_fini();
 		return;
 	}
-	if (kst_clo.analysis == KST_MEMCHECK)
-		kst_mc_fini();
-	else
-		kst_cache_fini();
+	kst_cache_fini();
 	/* exitcode is always 0 here: what the system calls said instead. */
 	if (exit_group_seen || exit_seen)
 		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":%d},",
@@ -493,9 +457,7 @@ static void kst_fini(Int exitcode)
 	else
 		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"unknown\"},");
 	kst_heap_write_summary();
-	kst_out_printf(",\"shadow_bytes\":%lu,\"threads\":%u}\n",
-		       (unsigned long)(kst_hs ? ks_hs_shadow_bytes(kst_hs) : 0),
-		       threads_seen);
+	kst_out_printf(",\"threads\":%u}\n", threads_seen);
 	kst_out_close();
 }
 

@@ -154,7 +154,6 @@ static void out_child_after_fork(ThreadId tid)
 	out_fd = -1;
 	out_len = 0;
 	exec_pending = False;
-	kst_child_reset();
 	stacks_reset();
 	if (out_open_file())
 		kst_write_start();

@@ -5,13 +5,13 @@
  * program).
  *
  * The C library's optimized versions read memory in aligned 16- or
- * 32-byte chunks and may read past the end of a string into bytes that
- * were never written, deciding with vector compares that those bytes do
- * not matter.  Followed instruction by instruction, that looks like a
- * branch on uninitialized data.  These replacements read exactly the
- * bytes the function's definition reads, one at a time, so memcheck
- * sees only real uses.  They run on the simulated CPU, so the analyses
- * still see every access they make.
+ * 32-byte chunks and may read past the end of a string into bytes the
+ * function's definition never reads.  These replacements read exactly
+ * the bytes the definition reads, one at a time.  contention and
+ * falseshare skip the code of preload libraries as the tool's own
+ * (kst_cache.c), so with these in place the C library's string routines
+ * are not counted as the program's accesses; dropping them would change
+ * what those analyses count.
  *
  * No libc here: the functions are plain loops (the build disables the
  * compiler's habit of turning such loops back into library calls).

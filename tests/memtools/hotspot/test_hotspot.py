@@ -446,7 +446,7 @@ def test_signal():
 
 def test_options():
     bad = [
-        ("--analysis=hotspots", "expected memcheck, contention, falseshare or hotspot"),
+        ("--analysis=hotspots", "expected contention, falseshare or hotspot"),
         ("--cache=L1=32k:8:48", "LINE must be a power of two"),
         ("--cache=L1=48k:8:64", "is not a power of two"),
         ("--cache=L1=32k:7:64", "multiple of ASSOC*LINE"),
