@@ -45,8 +45,6 @@
 #include "runprog.h"
 #include "vgrun.h"
 
-extern char **environ;
-
 /* Where the system's Valgrind keeps its tools (set by the build from
  * pkg-config; these defaults are Debian's amd64 ones, for targets that
  * compile this file without the build's definitions). */
@@ -114,26 +112,6 @@ static void leak_kinds_text(unsigned bits, char *buf, size_t size)
 		if (bits & (1u << k))
 			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "," : "",
 					      leak_kind_names[k]);
-}
-
-/* kscope's environment less VALGRIND_OPTS and VALGRIND_LIB; the strings
- * are environ's (not owned). */
-static char **build_env(void)
-{
-	size_t n = 0, k = 0;
-	char **envp;
-
-	while (environ[n])
-		n++;
-	envp = calloc(n + 1, sizeof(*envp));
-	if (!envp)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "VALGRIND_OPTS=", 14) &&
-		    strncmp(environ[i], "VALGRIND_LIB=", 13))
-			envp[k++] = environ[i];
-	envp[k] = NULL;
-	return envp;
 }
 
 static int build_argv(const struct ks_mc_opts *o, const char *valgrind, const char *rundir,
@@ -389,7 +367,7 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 {
 	char tool[PATH_MAX];
 	char *prog = NULL, *valgrind = NULL;
-	char **envp = NULL;
+	char **envp = NULL, *envvar = NULL;
 	struct ks_argv av = { 0 };
 	struct ks_rundir rd = { 0 };
 	struct ks_mcx_doc *docs = NULL;
@@ -428,7 +406,7 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 			 "scripts/install-deps.sh)", tool, strerror(errno));
 		goto out;
 	}
-	if (!(envp = build_env())) {
+	if (!(envp = ks_vg_env(NULL, &envvar))) {
 		ks_error("out of memory");
 		goto out;
 	}
@@ -576,6 +554,7 @@ out:
 		ks_rundir_close(&rd);
 	ks_argv_free(&av);
 	free(envp);
+	free(envvar);
 	free(valgrind);
 	free(prog);
 	return code;

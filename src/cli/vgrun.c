@@ -192,9 +192,7 @@ void ks_argv_free(struct ks_argv *a)
 }
 
 
-/* The environment: kscope's own with VALGRIND_LIB set and VALGRIND_OPTS
- * removed (its options could change what the tool is told). */
-static char **build_env(const char *vglib, char **owned)
+char **ks_vg_env(const char *vglib, char **owned)
 {
 	size_t n = 0, k = 0;
 	char **envp;
@@ -210,11 +208,14 @@ static char **build_env(const char *vglib, char **owned)
 			continue;
 		envp[k++] = environ[i];
 	}
-	if (asprintf(owned, "VALGRIND_LIB=%s", vglib) < 0) {
-		free(envp);
-		return NULL;
+	*owned = NULL;
+	if (vglib) {
+		if (asprintf(owned, "VALGRIND_LIB=%s", vglib) < 0) {
+			free(envp);
+			return NULL;
+		}
+		envp[k++] = *owned;
 	}
-	envp[k++] = *owned;
 	envp[k] = NULL;
 	return envp;
 }
@@ -237,7 +238,7 @@ int ks_vg_open(struct ks_vg *vg, struct ks_err *err)
 	if ((rc = find_tool_dir(tooldir, sizeof(tooldir), err)) ||
 	    (rc = make_vglib(tooldir, &vg->vglib, err)))
 		goto fail;
-	if (!(vg->envp = build_env(vg->vglib, &vg->envvar))) {
+	if (!(vg->envp = ks_vg_env(vg->vglib, &vg->envvar))) {
 		rc = ks_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}

@@ -47,6 +47,13 @@ void ks_vg_close(struct ks_vg *vg);
  * it is given); malloc'd, NULL when out of memory. */
 char *ks_vg_escape_percent(const char *path);
 
+/* The environment to run valgrind with: kscope's own less VALGRIND_OPTS
+ * (its options could change what the tool is told) and VALGRIND_LIB, set
+ * to vglib when it is not NULL (*owned is then that string, malloc'd,
+ * else NULL).  The array is malloc'd, its other strings are environ's;
+ * NULL when out of memory. */
+char **ks_vg_env(const char *vglib, char **owned);
+
 /* 0 when Valgrind can check prog; else says why not on stderr (a
  * statically linked program never loads Valgrind's malloc replacement:
  * memcheck would not check its heap, contention and falseshare could not

@@ -490,9 +490,7 @@ static Bool trace_full;           /* n_trace reached --trace-limit */
  * signal from outside that ends a running program shows up there; one
  * that arrives during a blocking system call does not, and is reported
  * as signal 0). */
-static Bool exit_group_seen, exit_seen;
-static Int exit_group_code, exit_code;
-static Int self_signal;           /* last signal the program sent itself */
+static struct kst_exit_seen ended;
 static Int pending_signal;        /* last terminating signal seen pending */
 
 static struct hthread *thread_new(ThreadId tid)
@@ -583,8 +581,8 @@ static void pre_deliver_signal(ThreadId tid, Int sig, Bool alt_stack)
 {
 	if (sig == pending_signal)
 		pending_signal = 0;
-	if (sig == self_signal)
-		self_signal = 0;
+	if (sig == ended.self_signal)
+		ended.self_signal = 0;
 }
 
 void kst_hot_thread_create(ThreadId parent, ThreadId child)
@@ -1550,22 +1548,7 @@ void kst_hot_init(void)
 
 void kst_hot_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
 {
-	Int pid = VG_(getpid)();
-
-	if (sysno == __NR_exit_group) {
-		exit_group_seen = True;
-		exit_group_code = (Int)(args[0] & 0xFF);
-	} else if (sysno == __NR_exit) {
-		/* The last thread's exit ends the program with its status. */
-		exit_seen = True;
-		exit_code = (Int)(args[0] & 0xFF);
-	} else if (sysno == __NR_kill && ((Int)args[0] == pid || args[0] == 0) && args[1]) {
-		self_signal = (Int)args[1];
-	} else if (sysno == __NR_tgkill && (Int)args[0] == pid && args[2]) {
-		self_signal = (Int)args[2];
-	} else if (sysno == __NR_tkill && args[1]) {
-		self_signal = (Int)args[1];
-	}
+	kst_exit_note(&ended, sysno, args);
 }
 
 void kst_hot_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs, SysRes res)
@@ -1746,13 +1729,13 @@ void kst_hot_fini(void)
 
 	/* A thread's exit is the program's only when it was the last one:
 	 * evidence of a signal wins over it. */
-	if (exit_group_seen)
-		VG_(fprintf)(out, "end\texit\t%d\t%llu\n", exit_group_code, trace_dropped);
-	else if (self_signal || pending_signal)
+	if (ended.group_seen)
+		VG_(fprintf)(out, "end\texit\t%d\t%llu\n", ended.group_code, trace_dropped);
+	else if (ended.self_signal || pending_signal)
 		VG_(fprintf)(out, "end\tsignal\t%d\t%llu\n",
-			     self_signal ? self_signal : pending_signal, trace_dropped);
-	else if (exit_seen)
-		VG_(fprintf)(out, "end\texit\t%d\t%llu\n", exit_code, trace_dropped);
+			     ended.self_signal ? ended.self_signal : pending_signal, trace_dropped);
+	else if (ended.exit_seen)
+		VG_(fprintf)(out, "end\texit\t%d\t%llu\n", ended.exit_code, trace_dropped);
 	else
 		VG_(fprintf)(out, "end\tsignal\t0\t%llu\n", trace_dropped);
 	VG_(fclose)(out);

@@ -109,6 +109,15 @@ IRSB *kst_hot_instrument(IRSB *in, const VexGuestLayout *layout,
 			 IRType gWordTy, IRType hWordTy);
 void kst_hot_fini(void);
 void kst_hot_thread_create(ThreadId parent, ThreadId child);
+/* How the program ended, as its system calls say: Valgrind's exit
+ * handler is always told 0, and a fatal signal makes no exit call. */
+struct kst_exit_seen {
+	Bool group_seen, exit_seen; /* exit_group, and a thread's exit */
+	Int group_code, exit_code;
+	Int self_signal;            /* last signal the program sent itself */
+};
+/* Notes an exit, exit_group, or a signal the process sends itself. */
+void kst_exit_note(struct kst_exit_seen *x, UInt sysno, const UWord *args);
 /* The program's exit status, from its exit system calls. */
 void kst_hot_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs);
 void kst_hot_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs,

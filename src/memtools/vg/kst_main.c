@@ -369,29 +369,33 @@ void kst_write_start(void)
 		       kst_clo.thread_isolation ? "true" : "false");
 }
 
-/* How the program ended, from its system calls: Valgrind's exit handler
- * is not told (it gets 0), and a fatal signal makes no exit call. */
-static Bool exit_group_seen, exit_seen;
-static Int exit_group_code, exit_code, self_signal;
-
-static void kst_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
+void kst_exit_note(struct kst_exit_seen *x, UInt sysno, const UWord *args)
 {
 	Int pid = VG_(getpid)();
 
 	if (sysno == __NR_exit_group) {
-		exit_group_seen = True;
-		exit_group_code = (Int)(args[0] & 0xFF);
+		x->group_seen = True;
+		x->group_code = (Int)(args[0] & 0xFF);
 	} else if (sysno == __NR_exit) {
 		/* The last thread's exit ends the program with its status. */
-		exit_seen = True;
-		exit_code = (Int)(args[0] & 0xFF);
+		x->exit_seen = True;
+		x->exit_code = (Int)(args[0] & 0xFF);
 	} else if (sysno == __NR_kill && ((Int)args[0] == pid || args[0] == 0) && args[1]) {
-		self_signal = (Int)args[1];
+		x->self_signal = (Int)args[1];
 	} else if (sysno == __NR_tgkill && (Int)args[0] == pid && args[2]) {
-		self_signal = (Int)args[2];
+		x->self_signal = (Int)args[2];
 	} else if (sysno == __NR_tkill && args[1]) {
-		self_signal = (Int)args[1];
-	} else if (sysno == __NR_execve
+		x->self_signal = (Int)args[1];
+	}
+}
+
+/* How the program ended (kst_exit_note). */
+static struct kst_exit_seen ended;
+
+static void kst_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
+{
+	kst_exit_note(&ended, sysno, args);
+	if (sysno == __NR_execve
 #ifdef __NR_execveat
 		   || sysno == __NR_execveat
 #endif
@@ -448,12 +452,12 @@ static void kst_fini(Int exitcode)
 	}
 	kst_cache_fini();
 	/* exitcode is always 0 here: what the system calls said instead. */
-	if (exit_group_seen || exit_seen)
+	if (ended.group_seen || ended.exit_seen)
 		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":%d},",
-			       exit_group_seen ? exit_group_code : exit_code);
-	else if (self_signal)
+			       ended.group_seen ? ended.group_code : ended.exit_code);
+	else if (ended.self_signal)
 		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"signal\",\"signal\":%d},",
-			       self_signal);
+			       ended.self_signal);
 	else
 		kst_out_printf("{\"rec\":\"end\",\"exit\":{\"how\":\"unknown\"},");
 	kst_heap_write_summary();
