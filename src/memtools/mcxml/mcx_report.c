@@ -469,20 +469,8 @@ int ks_mcx_report(const struct ks_mcx_doc *docs, size_t ndocs,
 	}
 	if ((rc = build(r, docs, ndocs, o, err)))
 		goto out;
-	snprintf(sum->analysis, sizeof(sum->analysis), "memcheck");
-	sum->errors = r->nreported;
-	sum->filtered = r->nfiltered;
-	sum->truncated = r->truncated;
-	sum->processes = r->nprocs;
-	for (size_t i = 0; i < r->nprocs; i++)
-		sum->truncated_procs += r->procs[i].truncated;
-	if (!rd)
-		goto out; /* counting only (the fuzz target) */
-	rc = ks_mtr_write_text(r, &o->mtr, rd, text, err);
-	if (!rc)
-		rc = ks_mtr_write_json(r, &o->mtr, rd, err);
-	if (!rc)
-		rc = ks_mtr_write_sarif(r, &o->mtr, rd, err);
+	/* rd NULL: counting only (the fuzz target) */
+	rc = ks_mtr_finish(r, &o->mtr, rd, text, sum, err);
 out:
 	ks_mtr_run_free(r);
 	free(r);

@@ -14,6 +14,31 @@
 
 #include "mtreport_int.h"
 
+int ks_mtr_finish(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		  struct ks_rundir *rd, FILE *text, struct ks_mtr_summary *sum,
+		  struct ks_err *err)
+{
+	int rc;
+
+	snprintf(sum->analysis, sizeof(sum->analysis), "%s",
+		 ks_mtr_analysis_names[r->start.analysis]);
+	sum->errors = r->nreported;
+	sum->filtered = r->nfiltered;
+	sum->false_lines = r->false_lines;
+	sum->truncated = r->truncated;
+	sum->processes = r->nprocs;
+	for (size_t i = 0; i < r->nprocs; i++)
+		sum->truncated_procs += r->procs[i].truncated;
+	if (!rd)
+		return 0;
+	rc = ks_mtr_write_text(r, o, rd, text, err);
+	if (!rc)
+		rc = ks_mtr_write_json(r, o, rd, err);
+	if (!rc)
+		rc = ks_mtr_write_sarif(r, o, rd, err);
+	return rc;
+}
+
 int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 		 const struct ks_mtr_opts *o, FILE *text,
 		 struct ks_mtr_summary *sum, struct ks_err *err)
@@ -34,21 +59,7 @@ int ks_mtr_write(const char *findings_path, struct ks_rundir *rd,
 	if (rc)
 		goto out;
 
-	snprintf(sum->analysis, sizeof(sum->analysis), "%s",
-		 ks_mtr_analysis_names[r->start.analysis]);
-	sum->errors = r->nreported;
-	sum->filtered = r->nfiltered;
-	sum->false_lines = r->false_lines;
-	sum->truncated = r->truncated;
-	sum->processes = r->nprocs;
-	for (size_t i = 0; i < r->nprocs; i++)
-		sum->truncated_procs += r->procs[i].truncated;
-
-	rc = ks_mtr_write_text(r, o, rd, text, err);
-	if (!rc)
-		rc = ks_mtr_write_json(r, o, rd, err);
-	if (!rc)
-		rc = ks_mtr_write_sarif(r, o, rd, err);
+	rc = ks_mtr_finish(r, o, rd, text, sum, err);
 out:
 	ks_mtr_run_free(r);
 	free(r);

@@ -534,6 +534,13 @@ int ks_mtr_write_json(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 int ks_mtr_write_sarif(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
 		       struct ks_rundir *rd, struct ks_err *err);
 
+/* The summary of a run whose views are built, then (rd not NULL)
+ * report.txt (also to text), report.json and findings.sarif: what
+ * findings.jsonl and Memcheck's XML end in alike. */
+int ks_mtr_finish(const struct ks_mtr_run *r, const struct ks_mtr_opts *o,
+		  struct ks_rundir *rd, FILE *text, struct ks_mtr_summary *sum,
+		  struct ks_err *err);
+
 /* Opens name in rd with o writing to it; commit closes it for good. */
 int ks_mtr_out_open(struct ks_mtr_out *o, struct ks_outfile *of, FILE *tee,
 		    struct ks_rundir *rd, const char *name, struct ks_err *err);
