@@ -7,6 +7,7 @@
 #   usage: bench/memtools.sh [--quick] [--no-ablation] [--modes LIST] [-r RUNS] [WORKLOAD...]
 #          bench/memtools.sh --vs-valgrind [--quick] [-r RUNS] [WORKLOAD...]
 #          bench/memtools.sh --redzones LIST [--quick] [-r RUNS] [WORKLOAD...]
+#          bench/memtools.sh --vs-asan [--quick] [-r RUNS] [WORKLOAD...]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # Workloads (bench/workloads, multi-threaded, 4 threads, built into
@@ -55,6 +56,18 @@
 # whether Memcheck ran to the end ("ok") or aborted ("DIED"), with the
 # invalid-write contexts and bytes it reported ("ok 5/52").  Measures
 # only, no target.
+#
+# --vs-asan, instead of the above: kscope memcheck's AddressSanitizer
+# engine against the ASan binary run alone.  The workloads and
+# examples/memory's oob, uaf, leak, doublefree and far_overflow are built
+# here with gcc -fsanitize=address -fsanitize-recover=address (-O2 for
+# the workloads, -O0 for the examples); the ASan binary alone runs with
+# ASAN_OPTIONS=halt_on_error=0:exitcode=0 (what kscope gives it, so that
+# both do the same work), its reports on stderr.  RUNS runs of each
+# (default 5), the two alternating; medians of wall time and peak RSS,
+# the ratio kscope / ASan alone, and the findings: kscope's report.json
+# (contexts reported plus filtered) against ASan's own error and leak
+# records on stderr, which must be equal.  Target: ratio <= 1.05.
 set -uo pipefail
 
 usage() {
@@ -79,6 +92,7 @@ while (($#)); do
 	--no-ablation) ABLATION=no ;;
 	--modes) [[ -n ${2:-} ]] || usage; ONLY=$2; shift ;;
 	--vs-valgrind) SECTION=vs-valgrind ;;
+	--vs-asan) SECTION=vs-asan ;;
 	--redzones) [[ ${2:-} =~ ^[0-9]+(,[0-9]+)*$ ]] || usage; SECTION=redzones; REDZONES=${2//,/ }; shift ;;
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
 	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
@@ -90,7 +104,7 @@ while (($#)); do
 done
 if [[ -z $RUNS ]]; then
 	case $SECTION in
-	vs-valgrind) RUNS=5 ;;
+	vs-valgrind | vs-asan) RUNS=5 ;;
 	redzones) RUNS=3 ;;
 	*) [[ $QUICK == yes ]] && RUNS=1 || RUNS=3 ;;
 	esac
@@ -389,8 +403,91 @@ PY
 	exit 0
 }
 
+# asan_records FILE: ASan's error reports plus LeakSanitizer's leak
+# records in FILE (the ASan binary's stderr).
+asan_records() {
+	grep -cE '==[0-9]+==ERROR: AddressSanitizer|^(Direct|Indirect) leak of' "$1"
+}
+
+vs_asan() {
+	local progs=() name r nmiss=0 nfail=0 src bin
+	local -A CMD=() T=() M=() KERR=() AERR=() FAIL=()
+	command -v gcc >/dev/null || { echo "bench: gcc is not installed" >&2; exit 1; }
+	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
+	mkdir -p "$work/bin"
+	for w in "${WORKLOADS[@]}"; do
+		bin=${CMDS[$w]%% *}
+		src=$ROOT/bench/workloads/$(basename "$bin").c
+		gcc -O2 -g -pthread -fsanitize=address -fsanitize-recover=address "$src" \
+			-o "$work/bin/$(basename "$bin")" -lm ||
+			{ echo "bench: cannot build $src with -fsanitize=address" >&2; exit 1; }
+		progs+=("$w")
+		CMD[$w]="$work/bin/$(basename "$bin") ${CMDS[$w]#* }"
+	done
+	for name in oob uaf leak doublefree far_overflow; do
+		gcc -O0 -g -w -fsanitize=address -fsanitize-recover=address \
+			"$ROOT/examples/memory/$name.c" -o "$work/bin/$name" || continue
+		progs+=("$name")
+		CMD[$name]=$work/bin/$name
+	done
+	for r in $(seq "$RUNS"); do
+		for name in "${progs[@]}"; do
+			for tool in kscope asan; do
+				[[ -n ${FAIL[$name.$tool]:-} ]] && continue
+				echo "bench: $name, $tool (run $r of $RUNS)" >&2
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				if [[ $tool == kscope ]]; then
+					# shellcheck disable=SC2086
+					timed "$work/out" env -u ASAN_OPTIONS "$KSCOPE" memcheck \
+						--output "$work/out" --error-exitcode 0 -- ${CMD[$name]}
+				else
+					# shellcheck disable=SC2086
+					timed "$work/out" env ASAN_OPTIONS=halt_on_error=0:exitcode=0 ${CMD[$name]}
+				fi
+				if [[ $tool == kscope ]] && ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
+					FAIL[$name.$tool]="exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
+					continue
+				fi
+				T[$name.$tool]+="$TIME "
+				M[$name.$tool]+="$RSS "
+				if [[ $tool == kscope ]]; then
+					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
+				else
+					AERR[$name]=$(asan_records "$work/stderr")
+				fi
+			done
+		done
+	done
+	echo
+	echo "kscope memcheck (ASan engine) / the ASan binary alone (medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
+	printf '%-12s %9s %9s %7s %10s %10s %7s %8s %8s  %s\n' program 'kscope s' 'asan s' ratio \
+		'kscope MB' 'asan MB' ratio 'k errs' 'a errs' verdict
+	for name in "${progs[@]}"; do
+		printf '%-12s ' "$name"
+		if [[ -n ${FAIL[$name.kscope]:-}${FAIL[$name.asan]:-} ]]; then
+			echo "FAILED: ${FAIL[$name.kscope]:-}${FAIL[$name.asan]:-}"
+			nfail=$((nfail + 1))
+			continue
+		fi
+		local kt at km am tr v
+		kt=$(med "${T[$name.kscope]}"); at=$(med "${T[$name.asan]}")
+		km=$(med "${M[$name.kscope]}"); am=$(med "${M[$name.asan]}")
+		tr=$(ratio3 "$kt" "$at")
+		v=$(awk -v t="$tr" 'BEGIN {print (t <= 1.05) ? "PASS" : "MISS"}')
+		[[ ${KERR[$name]} == "${AERR[$name]}" ]] || v="MISS (findings differ)"
+		[[ $v == PASS ]] || nmiss=$((nmiss + 1))
+		printf '%9.3f %9.3f %7s %10.1f %10.1f %7s %8s %8s  %s\n' "$kt" "$at" "$tr" \
+			"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(awk -v k="$am" 'BEGIN {print k / 1024}')" \
+			"$(ratio3 "$km" "$am")" "${KERR[$name]}" "${AERR[$name]}" "$v"
+	done
+	((nfail || nmiss)) && exit 1
+	exit 0
+}
+
 case $SECTION in
 vs-valgrind) vs_valgrind ;;
+vs-asan) vs_asan ;;
 redzones) redzones ;;
 esac
 

@@ -9,8 +9,10 @@ set -euo pipefail
 
 # Build: compilers (gcc is the default, clang builds the sanitizer and fuzz
 # configuration), CMake and pkg-config; libc6-dev's libc.a links the
-# statically linked test program of the memory tools (tests/memtools/procs).
-BUILD_PKGS="build-essential libc6-dev cmake pkg-config clang libclang-rt-14-dev"
+# statically linked test program of the memory tools (tests/memtools/procs);
+# libasan8 and libclang-rt-14-dev are gcc's and clang's AddressSanitizer
+# runtimes (kscope memcheck's ASan engine is tested with both).
+BUILD_PKGS="build-essential libc6-dev cmake pkg-config clang libclang-rt-14-dev libasan8"
 # Libraries kscope links (docs/architecture.md says why each): jansson
 # (JSON), libunwind (stack walking in the sampler), elfutils' libdw and
 # libelf (symbols, lines, inlined frames), SQLite (profile.db), capstone

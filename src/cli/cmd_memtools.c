@@ -65,6 +65,7 @@ struct mt_opts {
 	int64_t freelist_vol;
 	bool no_leak_check;
 	int leak_check;          /* ks_mc_leak_check_choices */
+	int engine;              /* ks_mc_engine_choices */
 	bool track_origins;
 	char *show_leak_kinds, *errors_for_leak_kinds;
 	struct ks_strlist suppressions;
@@ -165,6 +166,10 @@ static const struct ks_opt memcheck_opts[] = {
 	{ .name = "no-filter", .type = KS_OPT_FLAG, .env = "KSCOPE_NO_FILTER",
 	  .help = "also report errors whose top three frames have no line "
 		  "information", OPT(no_filter) },
+	{ .name = "engine", .type = KS_OPT_ENUM, .metavar = "ENGINE", .def = "auto",
+	  .env = "KSCOPE_ENGINE", .choices = ks_mc_engine_choices,
+	  .help = "auto (AddressSanitizer for a program built with it, else "
+		  "Valgrind's Memcheck), memcheck or asan", OPT(engine) },
 	{ .name = "xml", .type = KS_OPT_FLAG, .env = "KSCOPE_XML",
 	  .help = "keep Memcheck's XML (protocol 4): memcheck.xml, memcheck.<pid>.xml "
 		  "for child processes", OPT(xml) },
@@ -540,7 +545,14 @@ out:
 	return code;
 }
 
-/* kscope memcheck runs Valgrind's Memcheck (memcheck_mc.c). */
+/* Whether the option was set on the command line or in the environment. */
+static bool given(const struct ks_parsed *ps, const char *name)
+{
+	return ps->given[ks_opt_find(memcheck_opts, name) - memcheck_opts];
+}
+
+/* kscope memcheck runs Valgrind's Memcheck or AddressSanitizer
+ * (memcheck_mc.c, memcheck_asan.c). */
 static int memcheck_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	const struct mt_opts *o = ps->opts;
@@ -561,21 +573,33 @@ static int memcheck_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		.no_filter = o->no_filter,
 		.xml = o->xml,
 		.command = cmd->name,
+		.engine = o->engine,
+		.redzone_given = given(ps, "redzone"),
+		.freelist_given = given(ps, "freelist-vol"),
 	};
+	/* Valgrind's options that AddressSanitizer has no counterpart for. */
+	static const char *const valgrind_only[] = { "track-origins", "suppressions",
+						     "gen-suppressions", "xml", "fair-sched",
+						     "max-threads", NULL };
 
+	for (size_t i = 0; valgrind_only[i] && !mc.not_for_asan; i++)
+		if (given(ps, valgrind_only[i]))
+			mc.not_for_asan = valgrind_only[i];
 	return ks_memcheck_run(&mc, ps->program);
 }
 
 const struct ks_cmd ks_cmd_memcheck = {
 	.name = "memcheck",
-	.summary = "find heap memory defects in any program (Valgrind-based)",
+	.summary = "find memory defects in any program (Valgrind's Memcheck, or ASan)",
 	.usage = "[options] -- PROGRAM [ARGS...]",
 	.description =
 		"Runs PROGRAM under Valgrind's Memcheck and reports invalid reads and\n"
 		"writes, uses after free, uses of uninitialised values where they\n"
 		"matter (a branch, an address, a system call), double, invalid and\n"
 		"mismatched frees, overlapping copies, and leaks at exit, in every\n"
-		"process the program starts.  Each report has its stacks and the\n"
+		"process the program starts.  A program built with -fsanitize=address\n"
+		"runs natively with AddressSanitizer instead (--engine), which also\n"
+		"finds stack and global overflows.  Each report has its stacks and the\n"
 		"place in the program's own code it points at.  Writes report.txt\n"
 		"(also printed, on stderr), report.json, findings.sarif and, with\n"
 		"--xml, Memcheck's memcheck.xml to\n"

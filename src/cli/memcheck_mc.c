@@ -39,6 +39,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "asan.h"
 #include "mcxml.h"
 #include "outdir.h"
 #include "readfile.h"
@@ -56,6 +57,7 @@
 #endif
 
 const char *const ks_mc_leak_check_choices[] = { "full", "summary", "no", NULL };
+const char *const ks_mc_engine_choices[] = { "auto", "memcheck", "asan", NULL };
 
 static const char *const leak_kind_names[] = {
 	[MCX_LEAK_DEFINITE] = "definite",
@@ -363,6 +365,45 @@ static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *doc
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
 
+/* KS_MC_MEMCHECK or KS_MC_ASAN for prog under o->engine, or -1 after
+ * saying why neither can run it. */
+static int choose_engine(const struct ks_mc_opts *o, const char *prog)
+{
+	struct ks_err err;
+	int asan = ks_asan_built_with(prog, &err); /* < 0: not ELF (a script) */
+
+	if (o->engine == KS_MC_MEMCHECK && asan == 1) {
+		ks_error("%s was built with AddressSanitizer, which Valgrind cannot run; "
+			 "leave out --engine memcheck (auto runs it with ASan), or rebuild it "
+			 "without -fsanitize=address", prog);
+		return -1;
+	}
+	if (o->engine == KS_MC_MEMCHECK || (o->engine == KS_MC_AUTO && asan != 1))
+		return KS_MC_MEMCHECK;
+	if (o->not_for_asan) {
+		ks_error("option --%s is Valgrind Memcheck's, and %s runs with AddressSanitizer "
+			 "(%s); leave the option out, or run a build without "
+			 "-fsanitize=address", o->not_for_asan, prog,
+			 asan == 1 ? "it was built with it" : "--engine asan");
+		return -1;
+	}
+	if (o->leak_check == 1) {
+		ks_error("option --leak-check: 'summary' is not available with AddressSanitizer, "
+			 "whose LeakSanitizer lists every leak; accepted with ASan: full or no");
+		return -1;
+	}
+	if (o->redzone_given && (o->redzone < 16 || o->redzone > 2048 ||
+				 (o->redzone & (o->redzone - 1)))) {
+		ks_error("option --redzone: '%" PRId64 "' is not a redzone AddressSanitizer "
+			 "takes; accepted with ASan: a power of two from 16 to 2048", o->redzone);
+		return -1;
+	}
+	if (asan != 1)
+		ks_warn("%s was not built with AddressSanitizer: only the programs built with "
+			"it that it starts are checked (--engine asan)", prog);
+	return KS_MC_ASAN;
+}
+
 int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 {
 	char tool[PATH_MAX];
@@ -389,6 +430,17 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		return KS_EXIT_USAGE;
 	if (ks_find_program(program[0], &prog, &err)) {
 		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	switch (choose_engine(o, prog)) {
+	case KS_MC_MEMCHECK:
+		break;
+	case KS_MC_ASAN:
+		code = ks_memcheck_asan_run(o, prog, program, show, errs);
+		free(prog);
+		return code;
+	default:
+		free(prog);
 		return KS_EXIT_USAGE;
 	}
 	if (ks_vg_check_program(prog, "memcheck")) {

@@ -25,7 +25,17 @@ struct ks_mc_opts {
 	bool no_filter;
 	bool xml;                        /* keep Memcheck's XML in the run directory */
 	const char *command;             /* "memcheck", for the reports' headers */
+	int engine;                      /* index into ks_mc_engine_choices */
+	bool redzone_given, freelist_given;
+	/* An option given that the ASan engine has no counterpart for
+	 * ("--track-origins"), or NULL. */
+	const char *not_for_asan;
 };
+
+/* --engine's values: "auto" (ASan for a program built with it, else
+ * Memcheck), "memcheck", "asan". */
+extern const char *const ks_mc_engine_choices[];
+enum { KS_MC_AUTO, KS_MC_MEMCHECK, KS_MC_ASAN };
 
 /* --leak-check's values: "full", "summary", "no". */
 extern const char *const ks_mc_leak_check_choices[];
@@ -34,5 +44,11 @@ extern const char *const ks_mc_leak_check_choices[];
  * (cli.h: 2 for bad input, 1 when the analysis failed, --error-exitcode
  * when Memcheck found errors, else the program's status). */
 int ks_memcheck_run(const struct ks_mc_opts *o, char **program);
+
+/* The ASan engine (memcheck_asan.c): runs program natively, reads ASan's
+ * reports; show and errs are the leak kinds listed and counted as errors
+ * (bits 1 << MCX_LEAK_*).  Returns as ks_memcheck_run. */
+int ks_memcheck_asan_run(const struct ks_mc_opts *o, const char *prog, char **program,
+			 unsigned show, unsigned errs);
 
 #endif

@@ -21,31 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwsym.h"
 #include "raw_read.h"
-
-/* From libstdc++: the C++ ABI's demangler. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-#define MAX_INLINE 16 /* inlined frames kept per address */
 
 /* ------------------------------------------------------------------ */
 /* Per-file symbolization                                              */
 /* ------------------------------------------------------------------ */
 
-/* One address range of a compilation unit (module-relative). */
-struct cu_range {
-	Dwarf_Addr lo, hi;
-	Dwarf_Die cu;
-};
-
 struct module {
 	uint64_t base, low, high;
-	struct cu_range *cus;  /* when libdw's own lookup fails: see find_cu */
-	size_t ncus, capcus;
-	bool cus_indexed;
 	const char *path;      /* inside the mapped raw file */
 	uint32_t name;         /* string id */
-	Dwfl_Module *dwfl;     /* NULL if libdw could not load it */
+	struct ks_dwsym_mod sym; /* sym.dwfl NULL if libdw could not load it */
 	bool kscope;           /* kscope's own runtime: its frames are dropped */
 };
 
@@ -68,73 +55,12 @@ struct symtab {
 	struct ks_post_stats *stats;
 };
 
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
-static char *demangle(const char *name)
-{
-	int status = -1;
-	char *d;
-
-	if (!name || strncmp(name, "_Z", 2) != 0)
-		return NULL;
-	d = __cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(d);
-		return NULL;
-	}
-	return d;
-}
-
-/* Cuts GCC's clone suffixes off name (in place): "heavy.constprop.0",
- * "f.isra.0", "g.part.1", "h.cold" are all code of the function the
- * programmer wrote, and a source-level profile counts them there. */
-static void strip_clone_suffix(char *name)
-{
-	static const char *const kinds[] = { "constprop", "isra", "part", "cold",
-					     "lto_priv", "localalias", "clone", NULL };
-	char *dot = strchr(name, '.');
-
-	while (dot && dot != name) {
-		bool known = false;
-
-		for (int i = 0; kinds[i]; i++) {
-			size_t n = strlen(kinds[i]);
-
-			if (strncmp(dot + 1, kinds[i], n) == 0 &&
-			    (dot[1 + n] == '\0' || dot[1 + n] == '.')) {
-				known = true;
-				break;
-			}
-		}
-		if (known) {
-			*dot = '\0';
-			return;
-		}
-		dot = strchr(dot + 1, '.');
-	}
-}
-
 static uint32_t intern_name(struct ks_profile *p, const char *name)
 {
-	const char *at = strchr(name, '@');
-	char plain[512], *d;
-	size_t len = at && at != name ? (size_t)(at - name) : strlen(name);
-	uint32_t id;
+	char *clean = ks_dwsym_name(name);
+	uint32_t id = clean ? ks_profile_intern(p, clean) : KS_NONE;
 
-	/* "memcpy@@GLIBC_2.14": the symbol version is not part of the name. */
-	if (len < sizeof(plain)) {
-		memcpy(plain, name, len);
-		plain[len] = '\0';
-		strip_clone_suffix(plain);
-		name = plain;
-	}
-	d = demangle(name);
-	id = ks_profile_intern(p, d ? d : name);
-	free(d);
+	free(clean);
 	return id;
 }
 
@@ -145,25 +71,13 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
-		return dwarf_formstring(&a);
-	if (dwarf_attr_integrate(die, DW_AT_name, &a))
-		return dwarf_formstring(&a);
-	return NULL;
-}
-
 static int symtab_init(struct symtab *st, struct ks_profile *p,
 		       struct ks_post_stats *stats)
 {
 	memset(st, 0, sizeof(*st));
 	st->p = p;
 	st->stats = stats;
-	st->dwfl = dwfl_begin(&dwfl_callbacks);
+	st->dwfl = dwfl_begin(&ks_dwsym_callbacks);
 	if (!st->dwfl)
 		return -ENOMEM;
 	dwfl_report_begin(st->dwfl);
@@ -175,7 +89,7 @@ static void symtab_free(struct symtab *st)
 	if (st->dwfl)
 		dwfl_end(st->dwfl);
 	for (size_t i = 0; i < st->nmods; i++)
-		free(st->mods[i].cus);
+		ks_dwsym_mod_free(&st->mods[i].sym);
 	free(st->mods);
 	free(st->slots);
 	free(st->ids);
@@ -202,7 +116,7 @@ static int symtab_add_module(struct symtab *st, const struct ks_raw_module *m,
 	 * thread's function: it is kscope's, not the program's. */
 	mod->kscope = strcmp(basename_of(path), "libkscope.so") == 0;
 	if (path[0] == '/')
-		mod->dwfl = dwfl_report_elf(st->dwfl, basename_of(path), path, -1,
+		mod->sym.dwfl = dwfl_report_elf(st->dwfl, basename_of(path), path, -1,
 					    m->base, false);
 	return mod->name == KS_NONE ? -ENOMEM : 0;
 }
@@ -213,52 +127,6 @@ static struct module *find_module(struct symtab *st, uint64_t pc)
 		if (pc >= st->mods[i].low && pc < st->mods[i].high)
 			return &st->mods[i];
 	return NULL;
-}
-
-/* The compilation unit holding look, for modules where libdw finds none.
- * libdw maps addresses to units through .debug_aranges, which gcc writes
- * and clang does not; without it, clang-built code would have no lines.
- * So the units' own address ranges (DW_AT_low_pc/high_pc or DW_AT_ranges,
- * any DWARF version) are indexed once per module and searched here. */
-static bool find_cu(struct module *mod, Dwarf_Addr look, Dwarf_Die *cu,
-		    Dwarf_Addr *bias)
-{
-	Dwarf *dw = dwfl_module_getdwarf(mod->dwfl, bias);
-	Dwarf_Addr a;
-
-	if (!dw)
-		return false;
-	if (!mod->cus_indexed) {
-		Dwarf_CU *unit = NULL;
-		Dwarf_Die cudie;
-		uint8_t unit_type;
-		Dwarf_Half version;
-
-		mod->cus_indexed = true;
-		while (dwarf_get_units(dw, unit, &unit, &version, &unit_type, &cudie,
-				       NULL) == 0) {
-			Dwarf_Addr base, lo, hi;
-			ptrdiff_t off = 0;
-
-			while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
-				struct cu_range *r = ks_profile_grow((void **)&mod->cus,
-								     &mod->ncus, &mod->capcus,
-								     sizeof(*r));
-				if (!r)
-					return false;
-				r->lo = lo;
-				r->hi = hi;
-				r->cu = cudie;
-			}
-		}
-	}
-	a = look - *bias;
-	for (size_t i = 0; i < mod->ncus; i++)
-		if (a >= mod->cus[i].lo && a < mod->cus[i].hi) {
-			*cu = mod->cus[i].cu;
-			return true;
-		}
-	return false;
 }
 
 static int push_id(struct symtab *st, uint32_t id)
@@ -274,15 +142,31 @@ static int push_id(struct symtab *st, uint32_t id)
 	return 0;
 }
 
-/* Source file name for an index of the CU's file table. */
-static const char *cu_file(Dwarf_Die *cudie, Dwarf_Word idx)
-{
-	Dwarf_Files *files;
-	size_t nfiles;
+struct sym_ctx {
+	struct symtab *st;
+	struct module *mod;
+	struct ks_pframe f;
+};
 
-	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || idx >= nfiles)
-		return NULL;
-	return dwarf_filesrc(files, idx, NULL, NULL);
+/* One frame of ks_dwsym_frames into the profile. */
+static int add_frame(void *ctx, const struct ks_dwsym_frame *d)
+{
+	struct sym_ctx *c = ctx;
+	struct ks_profile *p = c->st->p;
+	struct ks_pframe f = c->f;
+
+	if (d->function)
+		f.function = intern_name(p, d->function);
+	else if (d->inlined)
+		f.function = intern_name(p, "[inlined]");
+	else /* no symbol: the sample counts under the module's name */
+		f.function = ks_profile_intern(p, basename_of(c->mod->path));
+	f.file = d->file ? ks_profile_intern(p, d->file) : KS_NONE;
+	f.line = (uint32_t)(d->line > 0 ? d->line : 0);
+	f.inlined = d->inlined;
+	if (f.function == KS_NONE || (d->file && f.file == KS_NONE))
+		return -ENOMEM;
+	return push_id(c->st, ks_profile_frame(p, &f));
 }
 
 /* Symbolizes pc (lookup at pc - adjust: return addresses point after the
@@ -290,98 +174,25 @@ static const char *cu_file(Dwarf_Die *cudie, Dwarf_Word idx)
 static int symbolize(struct symtab *st, uint64_t pc, uint64_t adjust)
 {
 	struct ks_profile *p = st->p;
-	struct module *mod = find_module(st, pc);
-	uint64_t look = pc - adjust;
-	struct ks_pframe f;
-	int rc;
+	struct sym_ctx c = { .st = st, .mod = find_module(st, pc) };
 
-	memset(&f, 0, sizeof(f));
-	f.file = KS_NONE;
-	if (!mod) {
+	memset(&c.f, 0, sizeof(c.f));
+	c.f.file = KS_NONE;
+	if (!c.mod) {
 		char hex[32];
 
 		st->stats->unknown++;
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, pc);
-		f.function = ks_profile_intern(p, hex);
-		f.module = ks_profile_intern(p, "[unknown]");
-		f.address = pc;
-		return push_id(st, ks_profile_frame(p, &f));
+		c.f.function = ks_profile_intern(p, hex);
+		c.f.module = ks_profile_intern(p, "[unknown]");
+		c.f.address = pc;
+		return push_id(st, ks_profile_frame(p, &c.f));
 	}
-	if (mod->kscope)
+	if (c.mod->kscope)
 		return 0; /* no frame: the path goes straight to the caller */
-	f.module = mod->name;
-	f.address = pc - mod->base;
-	if (mod->dwfl) {
-		GElf_Off off;
-		GElf_Sym sym;
-		const char *symname = dwfl_module_addrinfo(mod->dwfl, look, &off, &sym,
-							   NULL, NULL, NULL);
-		Dwfl_Line *line = dwfl_module_getsrc(mod->dwfl, look);
-		const char *file = NULL;
-		int lineno = 0;
-		Dwarf_Addr bias = 0;
-		Dwarf_Die *cudie = dwfl_module_addrdie(mod->dwfl, look, &bias);
-		Dwarf_Die cu_found, *scopes = NULL;
-		int nscopes, emitted = 0;
-
-		if (!cudie && find_cu(mod, look, &cu_found, &bias))
-			cudie = &cu_found;
-		nscopes = cudie ? dwarf_getscopes(cudie, look - bias, &scopes) : 0;
-		if (line) {
-			file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-		} else if (cudie) {
-			Dwarf_Line *dl = dwarf_getsrc_die(cudie, look - bias);
-
-			if (dl) {
-				file = dwarf_linesrc(dl, NULL, NULL);
-				if (dwarf_lineno(dl, &lineno) != 0)
-					lineno = 0;
-			}
-		}
-		/* Inlined calls: each DW_TAG_inlined_subroutine scope is a
-		 * frame; its call_file/call_line place the next one out. */
-		for (int i = 0; i < nscopes && emitted < MAX_INLINE; i++) {
-			int tag = dwarf_tag(&scopes[i]);
-			Dwarf_Attribute a;
-			Dwarf_Word cf = 0, cl = 0;
-			const char *name;
-
-			if (tag != DW_TAG_inlined_subroutine)
-				continue;
-			name = die_name(&scopes[i]);
-			f.function = intern_name(p, name ? name : "[inlined]");
-			f.file = file ? ks_profile_intern(p, file) : KS_NONE;
-			f.line = (uint32_t)(lineno > 0 ? lineno : 0);
-			f.inlined = true;
-			if ((rc = push_id(st, ks_profile_frame(p, &f))) != 0) {
-				free(scopes);
-				return rc;
-			}
-			emitted++;
-			/* The caller's location is where this was inlined. */
-			file = NULL;
-			lineno = 0;
-			if (dwarf_attr(&scopes[i], DW_AT_call_file, &a) &&
-			    dwarf_formudata(&a, &cf) == 0)
-				file = cu_file(cudie, cf);
-			if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) &&
-			    dwarf_formudata(&a, &cl) == 0)
-				lineno = (int)cl;
-		}
-		free(scopes);
-		f.inlined = false;
-		f.file = file ? ks_profile_intern(p, file) : KS_NONE;
-		f.line = (uint32_t)(lineno > 0 ? lineno : 0);
-		if (symname) {
-			f.function = intern_name(p, symname);
-		} else {
-			/* No symbol: the sample counts under the module's name. */
-			f.function = ks_profile_intern(p, basename_of(mod->path));
-		}
-	} else {
-		f.function = ks_profile_intern(p, basename_of(mod->path));
-	}
-	return push_id(st, ks_profile_frame(p, &f));
+	c.f.module = c.mod->name;
+	c.f.address = pc - c.mod->base;
+	return ks_dwsym_frames(&c.mod->sym, pc - adjust, add_frame, &c);
 }
 
 /* The frames of pc (cached): *first indexes st->ids, *count frames. */

@@ -23,7 +23,7 @@
  *     definitely_lost{bytes,
  *     blocks}, possibly_lost, indirectly_lost, still_reachable{...}};
  *     errors[] {kind (the findings kind), xml_kind (Valgrind's), what,
- *     tid, count, size?, addr?, access?, syscall?, param?, location?
+ *     tid (null when not known), count, size?, addr?, access?, syscall?, param?, location?
  *     (the frame in the user's code), stack[], auxwhat? (the block
  *     sentence), aux[]? {what?, stack[]?} (Memcheck's auxiliary
  *     descriptions), block? {addr, size, offset, state, alloc_stack[],
@@ -284,7 +284,10 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 		ks_mtr_error_what(e, buf, sizeof(buf));
 		ks_mtr_jw_str(w, "what", buf);
 		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, e->proc));
-		ks_mtr_jw_int(w, "tid", e->tid);
+		if (e->tid > 0)
+			ks_mtr_jw_int(w, "tid", e->tid);
+		else /* not known */
+			ks_mtr_jw_put(w, "tid", json_null());
 		ks_mtr_jw_uint(w, "count", e->count);
 		if (e->has_size)
 			ks_mtr_jw_uint(w, "size", e->size);

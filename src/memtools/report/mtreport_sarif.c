@@ -295,7 +295,10 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 		ks_mtr_jw_uint(w, "occurrenceCount", e->count);
 		ks_mtr_jw_object(w, "properties");
 		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, e->proc));
-		ks_mtr_jw_int(w, "tid", e->tid);
+		if (e->tid > 0)
+			ks_mtr_jw_int(w, "tid", e->tid);
+		else /* not known */
+			ks_mtr_jw_put(w, "tid", json_null());
 		ks_mtr_jw_end(w);
 		ks_mtr_jw_end(w);
 	}

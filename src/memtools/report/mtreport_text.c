@@ -198,14 +198,19 @@ static void write_memcheck(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		if (e->filtered)
 			continue;
 		/* Valgrind names the thread when it changes; kscope the
-		 * process too, when there are several. */
-		if (e->proc != last_proc) {
+		 * process too, when there are several.
+		 * A thread of 0 is not known (ASan does not name it for
+		 * every report). */
+		if (e->proc != last_proc && e->tid > 0) {
 			ks_mtr_printf(o, "Process %lld, thread %lld:\n", ks_mtr_pid(r, e->proc),
 				      e->tid);
-		} else if (e->tid != last_tid) {
+		} else if (e->proc != last_proc) {
+			ks_mtr_printf(o, "Process %lld:\n", ks_mtr_pid(r, e->proc));
+		} else if (e->tid > 0 && e->tid != last_tid) {
 			ks_mtr_printf(o, "Thread %lld:\n", e->tid);
 		}
-		last_tid = e->tid;
+		if (e->tid > 0)
+			last_tid = e->tid;
 		last_proc = e->proc;
 		put_error(o, r, e, max);
 		ks_mtr_puts(o, "\n");

@@ -1,0 +1,59 @@
+/*
+ * Source-level names of machine addresses with elfutils' libdw: the
+ * function, file and line of an address in a loaded ELF module, inlined
+ * calls expanded, C++ names demangled.  kscope sample symbolizes its
+ * samples with it (src/sample/post.c), kscope memcheck the stacks of
+ * AddressSanitizer's reports (src/memtools/asan).
+ *
+ * A module is reported to a Dwfl by its user (dwfl_report_elf); this
+ * file adds what libdw lacks: a lookup of compilation units by their own
+ * address ranges for code without .debug_aranges (clang writes none), and
+ * the walk through DW_TAG_inlined_subroutine scopes.
+ */
+#ifndef KS_DWSYM_H
+#define KS_DWSYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <elfutils/libdwfl.h>
+
+#define KS_DWSYM_MAX_INLINE 16 /* inlined frames given per address */
+
+/* One module: its Dwfl_Module and the unit index built on first need. */
+struct ks_dwsym_mod {
+	Dwfl_Module *dwfl;            /* NULL: nothing is known of it */
+	struct ks_dwsym_cu *cus;
+	size_t ncus, capcus;
+	bool cus_indexed;
+};
+
+/* One frame at an address, innermost first.  The strings belong to libdw
+ * (valid while the Dwfl lives): function is the raw symbol or DIE name
+ * (clean it with ks_dwsym_name), NULL when unknown; file NULL and line 0
+ * when the address has no line information. */
+struct ks_dwsym_frame {
+	const char *function;
+	const char *file;
+	int line;
+	bool inlined;
+};
+
+/* The callbacks kscope's Dwfl sessions use (offline, ELF files by path,
+ * separate debug info where the system keeps it). */
+extern const Dwfl_Callbacks ks_dwsym_callbacks;
+
+/* Calls fn for each frame at address look (module-relative to the Dwfl's
+ * addresses, as dwfl_module_getsrc takes it): the inlined calls from the
+ * innermost out, then the function.  Stops at fn's first non-zero return
+ * and returns it; 0 otherwise. */
+int ks_dwsym_frames(struct ks_dwsym_mod *m, Dwarf_Addr look,
+		    int (*fn)(void *ctx, const struct ks_dwsym_frame *f), void *ctx);
+
+/* A symbol as people read it, malloc'd: "memcpy@@GLIBC_2.14" without its
+ * version, GCC's clone suffixes cut ("f.constprop.0" is f), C++ names
+ * demangled.  NULL when memory runs out. */
+char *ks_dwsym_name(const char *raw);
+
+void ks_dwsym_mod_free(struct ks_dwsym_mod *m);
+
+#endif
