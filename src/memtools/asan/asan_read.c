@@ -103,6 +103,7 @@ static struct sym_mod *sym_module(struct ks_asan_sym *s, const char *path)
 /* ------------------------------------------------------------------ */
 
 enum aux_role { AUX_DESC, AUX_ALLOC, AUX_FREE, AUX_PREV_ALLOC, AUX_OTHER };
+enum { TARGET_NONE = -2, TARGET_MAIN = -1 };
 
 struct raw_aux {
 	enum aux_role role;
@@ -126,7 +127,10 @@ struct ctx {
 	struct ks_mcx_stack stack;
 	struct raw_aux *aux;
 	size_t naux;
-	struct ks_mcx_stack *target; /* where frames go; NULL: nowhere */
+	/* Where frames go: TARGET_NONE, TARGET_MAIN (the report's or the
+	 * leak record's stack), or an index into aux (which moves when it
+	 * grows, so no pointer). */
+	long target;
 	/* The leak record being read (leak reports). */
 	bool in_leak, direct;
 	uint64_t leak_bytes, leak_blocks;
@@ -161,7 +165,7 @@ static void pending_clear(struct ctx *c)
 	c->has_size = false;
 	c->size = 0;
 	c->tid = 0;
-	c->target = NULL;
+	c->target = TARGET_NONE;
 	c->active = false;
 	c->in_leak = false;
 }
@@ -376,35 +380,42 @@ static void finish_error(struct ctx *c)
 
 		if (!st)
 			st = find_role(c, AUX_PREV_ALLOC);
-		if (!(a = aux_push(c, e)) || !(a->what = strdup(sentence)))
-			return oom(c);
+		if (!(a = aux_push(c, e)) || !(a->what = strdup(sentence))) {
+			oom(c);
+			return;
+		}
 		if (st)
 			move_stack(&a->stack, &st->stack);
 		if (freed && (st = find_role(c, AUX_PREV_ALLOC))) {
-			if (!(a = aux_push(c, e)) || !(a->what = strdup("Block was alloc'd at")))
-				return oom(c);
+			if (!(a = aux_push(c, e)) || !(a->what = strdup("Block was alloc'd at"))) {
+				oom(c);
+				return;
+			}
 			move_stack(&a->stack, &st->stack);
 		}
-		desc->role = AUX_OTHER; /* said */
-		for (size_t i = 0; i < c->naux; i++)
-			if (c->aux[i].role == AUX_ALLOC || c->aux[i].role == AUX_FREE ||
-			    c->aux[i].role == AUX_PREV_ALLOC)
-				c->aux[i].role = AUX_OTHER, free(c->aux[i].what),
-				c->aux[i].what = NULL;
-		desc->what[0] = '\0';
+		/* Said: the description and the block's stacks are not
+		 * repeated below (their stacks were moved). */
+		for (size_t i = 0; i < c->naux; i++) {
+			struct raw_aux *r = &c->aux[i];
+
+			if (r == desc || r->role == AUX_ALLOC || r->role == AUX_FREE ||
+			    r->role == AUX_PREV_ALLOC) {
+				free(r->what);
+				r->what = NULL;
+				stack_clear(&r->stack);
+			}
+		}
 	}
 	/* Everything else in ASan's words, in its order. */
 	for (size_t i = 0; i < c->naux; i++) {
 		struct raw_aux *r = &c->aux[i];
 		struct ks_mcx_aux *a;
 
-		if (!r->what || (!r->what[0] && !r->stack.n))
+		if (!r->what)
 			continue;
 		if (!(a = aux_push(c, e)))
 			return;
-		a->what = r->what[0] ? r->what : NULL;
-		if (!r->what[0])
-			free(r->what);
+		a->what = r->what;
 		r->what = NULL;
 		move_stack(&a->stack, &r->stack);
 	}
@@ -418,7 +429,7 @@ static void finish_leak(struct ctx *c)
 	char buf[128];
 
 	c->in_leak = false;
-	c->target = NULL;
+	c->target = TARGET_NONE;
 	if (!(c->o->show_leaks & bit)) {
 		stack_clear(&c->stack);
 		return;
@@ -576,7 +587,9 @@ static int add_sym_frame(void *ctx, const struct ks_dwsym_frame *d)
  * "    #3 0x... in main /path/prog.c:7:3" and "    #3 0x... in f (/lib+0x10)". */
 static void frame_line(struct ctx *c, const char *s)
 {
-	struct ks_mcx_stack *st = c->target;
+	struct ks_mcx_stack *st = c->target == TARGET_MAIN ? &c->stack
+				  : c->target >= 0   ? &c->aux[c->target].stack
+						     : NULL;
 	unsigned long long ip;
 	const char *p = s, *open, *plus;
 	char *end, *in_fn = NULL;
@@ -603,8 +616,10 @@ static void frame_line(struct ctx *c, const char *s)
 			in_fn = strndup(fn, (size_t)(last - fn));
 			p = last + 1;
 		}
-		if (!in_fn)
-			return oom(c);
+		if (!in_fn) {
+			oom(c);
+			return;
+		}
 	}
 	open = *p == '(' ? p : NULL;
 	plus = open ? strstr(open, "+0x") : NULL;
@@ -614,8 +629,10 @@ static void frame_line(struct ctx *c, const char *s)
 		struct sym_mod *m;
 		struct add_ctx a = { .c = c, .s = st, .ip = ip, .obj = obj };
 
-		if (!obj)
-			return oom(c);
+		if (!obj) {
+			oom(c);
+			return;
+		}
 		m = sym_module(c->o->sym, obj);
 		if (!m)
 			oom(c);
@@ -640,8 +657,10 @@ static void frame_line(struct ctx *c, const char *s)
 			/* "/path/prog.c:7:3" */
 			char *path = strdup(p), *colon;
 
-			if (!path)
-				return oom(c);
+			if (!path) {
+				oom(c);
+				return;
+			}
 			for (int k = 0; k < 2 && (colon = strrchr(path, ':')); k++) {
 				char *e2;
 				unsigned long v = strtoul(colon + 1, &e2, 10);
@@ -673,11 +692,13 @@ static void error_start(struct ctx *c, const char *headline)
 
 	finish(c);
 	c->active = true;
-	c->target = &c->stack;
+	c->target = TARGET_MAIN;
 	/* Without the registers: " at pc 0x... bp 0x... sp 0x...". */
 	h = strdup(headline);
-	if (!h)
-		return oom(c);
+	if (!h) {
+		oom(c);
+		return;
+	}
 	if ((sp = strstr(h, " at pc 0x")))
 		h[sp - h] = '\0';
 	if ((sp = strstr(h, " (pc 0x")))
@@ -730,11 +751,11 @@ static void line(struct ctx *c, const char *s)
 		if (c->active && !c->leak)
 			snprintf(c->bug, sizeof(c->bug), "%.*s", (int)strcspn(s + 27, " "),
 				 s + 27);
-		c->target = NULL;
+		c->target = TARGET_NONE;
 		return;
 	}
 	if (!strncmp(s, "Shadow bytes around", 19)) {
-		c->target = NULL;
+		c->target = TARGET_NONE;
 		return;
 	}
 	if (c->leak) {
@@ -750,7 +771,7 @@ static void line(struct ctx *c, const char *s)
 			c->leak_bytes = strtoull(p, &end, 10);
 			p = strstr(end, " in ");
 			c->leak_blocks = p ? strtoull(p + 4, NULL, 10) : 0;
-			c->target = &c->stack;
+			c->target = TARGET_MAIN;
 			return;
 		}
 		if (c->in_leak)
@@ -780,7 +801,7 @@ static void line(struct ctx *c, const char *s)
 		} else if (!(r->what = strdup(s))) {
 			oom(c);
 		}
-		c->target = &r->stack;
+		c->target = (long)(r - c->aux);
 		return;
 	}
 	if (strstr(s, " by thread T") && strstr(s, " here:")) {
@@ -791,18 +812,18 @@ static void line(struct ctx *c, const char *s)
 		struct raw_aux *r = raw_aux_push(c, role, s);
 
 		if (r)
-			c->target = &r->stack;
+			c->target = (long)(r - c->aux);
 		return;
 	}
 	if (!strncmp(s, "Thread T", 8) && strstr(s, " created by ")) {
 		struct raw_aux *r = raw_aux_push(c, AUX_OTHER, s);
 
 		if (r)
-			c->target = &r->stack;
+			c->target = (long)(r - c->aux);
 		return;
 	}
 	if (strstr(s, "This frame has ")) {
-		c->target = NULL;
+		c->target = TARGET_NONE;
 		return;
 	}
 	/* "    [32, 36) 'a' (line 4) <== Memory access at offset 36 overflows
@@ -817,11 +838,13 @@ static void line(struct ctx *c, const char *s)
 			}
 		if (r && r->what) {
 			const char *var = strchr(s, '\'');
-			const char *arrow = strstr(s, "<== ");
+			const char *arrow = strstr(s, "<==");
 			char *w;
 
-			if (var && asprintf(&w, "%s; variable %.*s[%llu, %llu): %s", r->what,
-					    (int)(arrow - var), var, a, b, arrow + 4) >= 0) {
+			if (var && var < arrow &&
+			    asprintf(&w, "%s; variable %.*s[%llu, %llu): %s", r->what,
+				     (int)(arrow - var), var, a, b,
+				     arrow + 3 + strspn(arrow + 3, " ")) >= 0) {
 				free(r->what);
 				r->what = w;
 			}
@@ -838,7 +861,7 @@ static void line(struct ctx *c, const char *s)
 int ks_asan_read_mem(struct ks_mcx_doc *d, struct ks_asan_info *info, const char *data,
 		     size_t size, const struct ks_asan_read_opts *o, struct ks_err *err)
 {
-	struct ctx c = { .d = d, .info = info, .o = o };
+	struct ctx c = { .d = d, .info = info, .o = o, .target = TARGET_NONE };
 	const char *p = data, *end = data + size;
 	char *buf = NULL;
 	size_t cap = 0;
