@@ -253,9 +253,42 @@ PY
 
 med() { tr ' ' '\n' <<<"$1" | grep . | median; }
 
+# vs_table OTHER LABEL: the table of kscope memcheck against OTHER (the
+# tool's key in T, M and FAIL: valgrind, asan), from the caller's progs,
+# T, M (time and peak RSS per "prog.tool"), KERR and OERR (findings per
+# program), FAIL; exits 1 when a program failed, missed 1.05x or differs
+# in findings.
+vs_table() {
+	local other=$1 label=$2 name kt ot km om tr v nfail=0 nmiss=0
+	printf '%-12s %9s %9s %7s %10s %10s %7s %8s %8s  %s\n' program 'kscope s' "$label s" ratio \
+		'kscope MB' "$label MB" ratio 'k errs' "$label errs" verdict
+	for name in "${progs[@]}"; do
+		printf '%-12s ' "$name"
+		if [[ -n ${FAIL[$name.kscope]:-}${FAIL[$name.$other]:-} ]]; then
+			echo "FAILED: ${FAIL[$name.kscope]:-}${FAIL[$name.$other]:-}"
+			nfail=$((nfail + 1))
+			continue
+		fi
+		kt=$(med "${T[$name.kscope]}"); ot=$(med "${T[$name.$other]}")
+		km=$(med "${M[$name.kscope]}"); om=$(med "${M[$name.$other]}")
+		tr=$(ratio3 "$kt" "$ot")
+		v=$(awk -v t="$tr" 'BEGIN {print (t <= 1.05) ? "PASS" : "MISS"}')
+		[[ ${KERR[$name]} == "${OERR[$name]}" ]] || v="$v, FINDINGS DIFFER"
+		[[ $v == PASS ]] || nmiss=$((nmiss + 1))
+		printf '%9.3f %9.3f %6sx %10.1f %10.1f %6sx %8s %8s  %s\n' "$kt" "$ot" "$tr" \
+			"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(awk -v k="$om" 'BEGIN {print k / 1024}')" \
+			"$(ratio "$km" "$om")" "${KERR[$name]}" "${OERR[$name]}" "$v"
+	done
+	echo
+	if ((nfail + nmiss)); then
+		echo "bench: $nfail program(s) failed, $nmiss missed the 1.05x target or differ in findings"
+		exit 1
+	fi
+}
+
 vs_valgrind() {
-	local rz=${VS_REDZONE:-128} progs=() name cmd r rc nmiss=0 nfail=0
-	local -A CMD=() T=() M=() KERR=() VERR=() FAIL=()
+	local rz=${VS_REDZONE:-128} progs=() name cmd r rc
+	local -A CMD=() T=() M=() KERR=() OERR=() FAIL=()
 	command -v valgrind >/dev/null || { echo "bench: valgrind is not installed" >&2; exit 1; }
 	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
 	for w in "${WORKLOADS[@]}"; do progs+=("$w"); CMD[$w]=${CMDS[$w]}; done
@@ -291,38 +324,14 @@ vs_valgrind() {
 				if [[ $tool == kscope ]]; then
 					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
 				else
-					VERR[$name]=$(vg_errors "$work/out")
+					OERR[$name]=$(vg_errors "$work/out")
 				fi
 			done
 		done
 	done
 	echo
 	echo "kscope memcheck / valgrind --tool=memcheck with kscope's options (--redzone $rz; medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
-	printf '%-12s %9s %9s %7s %10s %10s %7s %8s %8s  %s\n' program 'kscope s' 'vg s' ratio \
-		'kscope MB' 'vg MB' ratio 'k errs' 'vg errs' verdict
-	for name in "${progs[@]}"; do
-		printf '%-12s ' "$name"
-		if [[ -n ${FAIL[$name.kscope]:-}${FAIL[$name.valgrind]:-} ]]; then
-			echo "FAILED: ${FAIL[$name.kscope]:-}${FAIL[$name.valgrind]:-}"
-			nfail=$((nfail + 1))
-			continue
-		fi
-		local kt vt km vm tr v
-		kt=$(med "${T[$name.kscope]}"); vt=$(med "${T[$name.valgrind]}")
-		km=$(med "${M[$name.kscope]}"); vm=$(med "${M[$name.valgrind]}")
-		tr=$(ratio3 "$kt" "$vt")
-		v=$(awk -v t="$tr" 'BEGIN {print (t <= 1.05) ? "PASS" : "MISS"}')
-		[[ ${KERR[$name]} == "${VERR[$name]}" ]] || v="$v, ERRORS DIFFER"
-		[[ $v == PASS ]] || nmiss=$((nmiss + 1))
-		printf '%9.3f %9.3f %6sx %10.1f %10.1f %6sx %8s %8s  %s\n' "$kt" "$vt" "$tr" \
-			"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(awk -v k="$vm" 'BEGIN {print k / 1024}')" \
-			"$(ratio "$km" "$vm")" "${KERR[$name]}" "${VERR[$name]}" "$v"
-	done
-	echo
-	if ((nfail + nmiss)); then
-		echo "bench: $nfail program(s) failed, $nmiss missed the 1.05x target or differ in errors"
-		exit 1
-	fi
+	vs_table valgrind vg
 	echo "bench: every program within 1.05x of valgrind's time, with the same errors"
 	exit 0
 }
@@ -410,8 +419,8 @@ asan_records() {
 }
 
 vs_asan() {
-	local progs=() name r nmiss=0 nfail=0 src bin
-	local -A CMD=() T=() M=() KERR=() AERR=() FAIL=()
+	local progs=() name r src bin
+	local -A CMD=() T=() M=() KERR=() OERR=() FAIL=()
 	command -v gcc >/dev/null || { echo "bench: gcc is not installed" >&2; exit 1; }
 	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
 	mkdir -p "$work/bin"
@@ -454,34 +463,15 @@ vs_asan() {
 				if [[ $tool == kscope ]]; then
 					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
 				else
-					AERR[$name]=$(asan_records "$work/stderr")
+					OERR[$name]=$(asan_records "$work/stderr")
 				fi
 			done
 		done
 	done
 	echo
 	echo "kscope memcheck (ASan engine) / the ASan binary alone (medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
-	printf '%-12s %9s %9s %7s %10s %10s %7s %8s %8s  %s\n' program 'kscope s' 'asan s' ratio \
-		'kscope MB' 'asan MB' ratio 'k errs' 'a errs' verdict
-	for name in "${progs[@]}"; do
-		printf '%-12s ' "$name"
-		if [[ -n ${FAIL[$name.kscope]:-}${FAIL[$name.asan]:-} ]]; then
-			echo "FAILED: ${FAIL[$name.kscope]:-}${FAIL[$name.asan]:-}"
-			nfail=$((nfail + 1))
-			continue
-		fi
-		local kt at km am tr v
-		kt=$(med "${T[$name.kscope]}"); at=$(med "${T[$name.asan]}")
-		km=$(med "${M[$name.kscope]}"); am=$(med "${M[$name.asan]}")
-		tr=$(ratio3 "$kt" "$at")
-		v=$(awk -v t="$tr" 'BEGIN {print (t <= 1.05) ? "PASS" : "MISS"}')
-		[[ ${KERR[$name]} == "${AERR[$name]}" ]] || v="MISS (findings differ)"
-		[[ $v == PASS ]] || nmiss=$((nmiss + 1))
-		printf '%9.3f %9.3f %7s %10.1f %10.1f %7s %8s %8s  %s\n' "$kt" "$at" "$tr" \
-			"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(awk -v k="$am" 'BEGIN {print k / 1024}')" \
-			"$(ratio3 "$km" "$am")" "${KERR[$name]}" "${AERR[$name]}" "$v"
-	done
-	((nfail || nmiss)) && exit 1
+	vs_table asan asan
+	echo "bench: every program within 1.05x of the ASan binary's time alone, with the same findings"
 	exit 0
 }
 

@@ -43,8 +43,10 @@ def start(kscope, path):
         p.kill()
         err = p.stderr.read()
         raise RuntimeError("kscope view %s did not start: %r %s" % (path, line, err))
-    hostport = line[len(prefix):].split("/", 1)[0]
+    hostport, rest = line[len(prefix):].split("/", 1)
     host, port = hostport.rsplit(":", 1)
+    # the run's token, which every request carries
+    Client.token = rest.split("?token=", 1)[1].split()[0] if "?token=" in rest else None
     return p, host, int(port), secs
 
 
@@ -61,6 +63,8 @@ def stop(p):
 
 
 class Client:
+    token = None
+
     def __init__(self, host, port):
         self.c = http.client.HTTPConnection(host, port, timeout=60)
         self.n = 0
@@ -71,7 +75,10 @@ class Client:
         body = json.dumps({"id": self.n, "moduleName": "timeline", "type": "request",
                            "command": command, "params": params}).encode()
         t0 = time.perf_counter()
-        self.c.request("POST", "/api", body, {"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        self.c.request("POST", "/api", body, headers)
         r = self.c.getresponse()
         data = r.read()
         ms = (time.perf_counter() - t0) * 1e3

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "argcheck.h"
@@ -30,6 +31,9 @@ struct view_opts {
 	struct ks_common_opts common;
 	char *host;
 	int64_t port;
+	char *token;
+	bool no_token;
+	struct ks_strlist source_dirs;
 };
 
 #define OPT(f) .offset = offsetof(struct view_opts, f)
@@ -43,6 +47,19 @@ static const struct ks_opt view_opts[] = {
 	{ .name = "port", .type = KS_OPT_INT, .metavar = "N", .def = "8080",
 	  .env = "KSCOPE_VIEW_PORT", .help = "the port to listen on; 0 picks a free one",
 	  OPT(port), .min = 0, .max = 65535 },
+	{ .name = "token", .type = KS_OPT_STRING, .metavar = "TOKEN",
+	  .env = "KSCOPE_VIEW_TOKEN",
+	  .help = "the secret every request must carry (default: a random one, in "
+		  "the printed URL): 16 to 128 letters, digits, '-', '_', '.', '~'",
+	  OPT(token), .max_len = KS_VIEW_TOKEN_MAX },
+	{ .name = "no-token", .type = KS_OPT_FLAG, .env = "KSCOPE_VIEW_NO_TOKEN",
+	  .help = "ask no token: anyone on this machine can read the results "
+		  "(loopback --host only)", OPT(no_token) },
+	{ .name = "source-dir", .type = KS_OPT_PATH, .metavar = "DIR",
+	  .env = "KSCOPE_VIEW_SOURCE_DIR",
+	  .flags = KS_OPT_REPEAT | KS_PATH_DIR | KS_PATH_READ,
+	  .help = "also serve source files the results name under DIR (PATH's own "
+		  "directory always)", OPT(source_dirs) },
 	KS_COMMON_OPTS(struct view_opts),
 	KS_OPT_END
 };
@@ -101,6 +118,40 @@ static int page_dir(char *buf, size_t size)
 	return KS_EXIT_OK;
 }
 
+/* A token from the command line: 16 to 128 characters that need no
+ * escaping in a URL or a cookie. */
+static bool token_valid(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n < 16 || n > KS_VIEW_TOKEN_MAX)
+		return false;
+	for (const char *c = t; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("-_.~", *c)))
+			return false;
+	return true;
+}
+
+/* 24 random bytes from the kernel, in hex: buf holds 49 bytes. */
+static int random_token(char *buf)
+{
+	unsigned char r[24];
+	size_t got = 0;
+
+	while (got < sizeof r) {
+		ssize_t n = getrandom(r + got, sizeof r - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(buf + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
 static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 {
 	const struct view_opts *o = p->opts;
@@ -110,7 +161,8 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_err err;
 	struct in_addr addr;
 	struct timespec t1;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], token[KS_VIEW_TOKEN_MAX + 1] = "";
+	struct ks_view_import_opts io = { 0 };
 	sigset_t set;
 	int sig = 0, rc;
 
@@ -124,14 +176,37 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			 "interface)", q);
 		return KS_EXIT_USAGE;
 	}
+	if (o->no_token && o->token) {
+		ks_error("options --no-token and --token contradict each other: give one");
+		return KS_EXIT_USAGE;
+	}
+	if (o->no_token && !ks_view_host_is_loopback(o->host)) {
+		ks_error("option --no-token: only with a loopback --host (127.0.0.1): on %s "
+			 "anyone who reaches this machine could read the results", o->host);
+		return KS_EXIT_USAGE;
+	}
+	if (o->token && !token_valid(o->token)) {
+		ks_error("option --token: not a token kscope view takes; accepted: 16 to %d "
+			 "characters among letters, digits, '-', '_', '.' and '~'",
+			 KS_VIEW_TOKEN_MAX);
+		return KS_EXIT_USAGE;
+	}
+	if (o->token)
+		snprintf(token, sizeof token, "%s", o->token);
+	else if (!o->no_token && (rc = random_token(token)) < 0) {
+		ks_error("cannot make a token: getrandom: %s", strerror(-rc));
+		return KS_EXIT_FAIL;
+	}
 	rc = page_dir(dir, sizeof dir);
 	if (rc != KS_EXIT_OK)
 		return rc;
+	io.source_dirs = (const char *const *)o->source_dirs.v;
+	io.nsource_dirs = o->source_dirs.n;
 
 	ks_err_clear(&err);
 	clock_gettime(CLOCK_MONOTONIC, &progress_start);
 	progress_last = progress_start;
-	if (ks_view_import(path, &v, progress, &err) != 0) {
+	if (ks_view_import(path, &io, &v, progress, &err) != 0) {
 		ks_error("%s", err.msg);
 		return err.code == -ENOMEM || err.code == -EIO ? KS_EXIT_FAIL
 							       : KS_EXIT_USAGE;
@@ -147,7 +222,7 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	if (ks_view_serve_start(v, o->host, (int)o->port, dir, &srv, &err) != 0) {
+	if (ks_view_serve_start(v, o->host, (int)o->port, dir, token, &srv, &err) != 0) {
 		ks_error("%s", err.msg);
 		ks_view_free(v);
 		return err.code == -EINVAL ? KS_EXIT_USAGE : KS_EXIT_FAIL;
@@ -157,8 +232,13 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			"this machine can read these results", o->host);
 	ks_debug("view: %zu card%s, %zu page files from %s", v->ncards,
 		 v->ncards == 1 ? "" : "s", ks_view_server_files(srv), dir);
-	printf("kscope: view: http://%s:%d/ (Ctrl+C stops)\n", o->host,
-	       ks_view_server_port(srv));
+	if (o->no_token)
+		ks_warn("--no-token: every user of this machine can read these results "
+			"at this address");
+	/* 0.0.0.0 is no address to open: this machine's own is. */
+	printf("kscope: view: http://%s:%d/%s%s (Ctrl+C stops)\n",
+	       strcmp(o->host, "0.0.0.0") ? o->host : "127.0.0.1", ks_view_server_port(srv),
+	       token[0] ? "?token=" : "", token);
 	fflush(stdout);
 	ks_log_flush();
 
@@ -173,15 +253,18 @@ static int view_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 const struct ks_cmd ks_cmd_view = {
 	.name = "view",
 	.summary = "show any kscope result in a web page served from this machine",
-	.usage = "[--host ADDR] [--port N] PATH",
+	.usage = "[--host ADDR] [--port N] [--token TOKEN] [--source-dir DIR]... PATH",
 	.description =
 		"Reads PATH once -- a run directory of any kscope command, a\n"
 		"visualize_data.bin, a Chrome trace JSON (Trace Event Format), a\n"
 		"profile.db or a memory tool's report.json -- and serves it, with the\n"
 		"viewer's page, at http://ADDR:N/ until Ctrl+C or SIGTERM; prints the\n"
-		"URL first.  The page shows the timeline, source hot spots, memory and\n"
-		"compute details, the roofline, sampled profiles, memory findings and\n"
-		"predictions, whichever the data has.  Nothing is written.\n"
+		"URL first, with the run's secret token: only who has it can read the\n"
+		"results.  Source files are served from PATH's directory and\n"
+		"--source-dir only.  The page shows the timeline, source hot spots,\n"
+		"memory and compute details, the roofline, sampled profiles, memory\n"
+		"findings and predictions, whichever the data has.  Nothing is\n"
+		"written.\n"
 		"docs/view.md has the page and the JSON API it uses (POST /api,\n"
 		"WebSocket /ws).",
 	.args = {

@@ -7,14 +7,16 @@
  *              --trace-children=yes --child-silent-after-fork=yes
  *              (kscope's options, mapped) PROGRAM ARGS...
  *
- * Every process started by exec writes its own XML (%p); the program's is
- * read first, then the children's, and the reports cover them all
- * (src/memtools/mcxml).  A forked child is silent until it execs:
- * Valgrind 3.19 keeps writing a forked child's XML to its parent's file
- * (it reopens only the text log), which would interleave two documents.
- * A process that execs starts a new Valgrind in the same pid, which opens
- * the same file name again: what the image before the exec found is lost
- * (docs/memtools.md, Limits).
+ * Every process writes its own XML (%p); the program's is read first,
+ * then the children's, and the reports cover them all (src/memtools/mcxml).
+ * A forked child is silent until it execs: Valgrind 3.19 keeps writing a
+ * forked child's XML to its parent's file (it reopens only the text log),
+ * which would interleave two documents.  A process that execs starts a
+ * new Valgrind in the same pid, which opens the same file name again and
+ * truncates it; libkscope-mcexec.so, preloaded into the program, renames
+ * the image's files to memcheck.<pid>.<k>.xml and valgrind.<pid>.<k>.log
+ * just before each exec (src/memtools/mcexec), and they are read here as
+ * the process's earlier images.
  *
  * The environment is kscope's without VALGRIND_OPTS (options kscope did
  * not choose would change what is reported) and without VALGRIND_LIB
@@ -161,22 +163,45 @@ static int build_argv(const struct ks_mc_opts *o, const char *valgrind, const ch
 /* Memcheck's files                                                    */
 /* ------------------------------------------------------------------ */
 
-static int cmp_pid(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
+/* One XML file of the run: memcheck.<pid>.xml (seq -1: the process's last
+ * image) or memcheck.<pid>.<seq>.xml (an image that exec'd, set aside). */
+struct xml_file {
+	long pid;
+	long seq;
+	bool main;         /* the program's own process */
+};
 
-	return x < y ? -1 : x > y;
+static int cmp_xml(const void *a, const void *b)
+{
+	const struct xml_file *x = a, *y = b;
+
+	if (x->main != y->main)
+		return x->main ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	/* the images in their order, the last (seq -1) at the end */
+	if (x->seq != y->seq)
+		return x->seq == -1 ? 1 : y->seq == -1 ? -1 : x->seq < y->seq ? -1 : 1;
+	return 0;
 }
 
-/* The pids of the memcheck.<pid>.xml files in the run directory, the
- * program's first; *n of them, malloc'd. */
-static int find_xml(struct ks_rundir *rd, pid_t main_pid, long **pids, size_t *n)
+static void xml_name(const struct xml_file *f, char *buf, size_t size)
+{
+	if (f->seq < 0)
+		snprintf(buf, size, "memcheck.%ld.xml", f->pid);
+	else
+		snprintf(buf, size, "memcheck.%ld.%ld.xml", f->pid, f->seq);
+}
+
+/* The memcheck.<pid>[.<seq>].xml files in the run directory: the
+ * program's first, each process's images in order; *n of them. */
+static int find_xml(struct ks_rundir *rd, pid_t main_pid, struct xml_file **out, size_t *n)
 {
 	int fd = dup(rd->dirfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	size_t cap = 0;
-	long *v = NULL;
+	struct xml_file *v = NULL;
 
 	*n = 0;
 	if (!d) {
@@ -187,15 +212,22 @@ static int find_xml(struct ks_rundir *rd, pid_t main_pid, long **pids, size_t *n
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		char *end;
-		long pid;
+		long pid, seq = -1;
 
 		if (strncmp(de->d_name, "memcheck.", 9))
 			continue;
 		pid = strtol(de->d_name + 9, &end, 10);
-		if (end == de->d_name + 9 || strcmp(end, ".xml") || pid <= 0)
+		if (end == de->d_name + 9 || pid <= 0)
+			continue;
+		if (*end == '.' && end[1] >= '0' && end[1] <= '9') {
+			seq = strtol(end + 1, &end, 10);
+			if (seq < 0)
+				continue;
+		}
+		if (strcmp(end, ".xml"))
 			continue;
 		if (*n == cap) {
-			long *w = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+			struct xml_file *w = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
 
 			if (!w) {
 				free(v);
@@ -204,25 +236,23 @@ static int find_xml(struct ks_rundir *rd, pid_t main_pid, long **pids, size_t *n
 			}
 			v = w;
 		}
-		v[(*n)++] = pid;
+		v[*n].pid = pid;
+		v[*n].seq = seq;
+		v[*n].main = pid == (long)main_pid;
+		(*n)++;
 	}
 	closedir(d);
 	if (*n)
-		qsort(v, *n, sizeof(*v), cmp_pid);
-	/* The program's own first. */
-	for (size_t i = 0; i < *n; i++)
-		if (v[i] == (long)main_pid) {
-			memmove(v + 1, v, i * sizeof(*v));
-			v[0] = (long)main_pid;
-			break;
-		}
-	*pids = v;
+		qsort(v, *n, sizeof(*v), cmp_xml);
+	*out = v;
 	return 0;
 }
 
-/* Valgrind's log of the program becomes valgrind.log; an empty log of a
- * child is removed, a non-empty one kept as valgrind.<pid>.log. */
-static void adopt_logs(struct ks_rundir *rd, pid_t main_pid, const long *pids, size_t n)
+/* Valgrind's log of the program's last image becomes valgrind.log; an
+ * empty log of another process or image is removed, a non-empty one kept
+ * as valgrind.<pid>[.<seq>].log. */
+static void adopt_logs(struct ks_rundir *rd, pid_t main_pid, const struct xml_file *files,
+		       size_t n)
 {
 	char name[64];
 	struct stat st;
@@ -231,9 +261,13 @@ static void adopt_logs(struct ks_rundir *rd, pid_t main_pid, const long *pids, s
 	if (!renameat(rd->dirfd, name, rd->dirfd, "valgrind.log"))
 		fchmodat(rd->dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
 	for (size_t i = 0; i < n; i++) {
-		if (pids[i] == (long)main_pid)
+		if (files[i].main && files[i].seq < 0)
 			continue;
-		snprintf(name, sizeof(name), "valgrind.%ld.log", pids[i]);
+		if (files[i].seq < 0)
+			snprintf(name, sizeof(name), "valgrind.%ld.log", files[i].pid);
+		else
+			snprintf(name, sizeof(name), "valgrind.%ld.%ld.log", files[i].pid,
+				 files[i].seq);
 		if (fstatat(rd->dirfd, name, &st, 0))
 			continue;
 		if (!st.st_size)
@@ -314,20 +348,21 @@ static bool log_engine_died(struct ks_rundir *rd, char *what, size_t size, bool 
 	return yes;
 }
 
-/* With --xml: the program's well-formed XML becomes memcheck.xml, the
- * rest stay memcheck.<pid>.xml; without, all are removed. */
+/* With --xml: the XML of the program's last image, when it is well
+ * formed, becomes memcheck.xml, the rest keep their names; without, all
+ * are removed. */
 static void adopt_xml(struct ks_rundir *rd, const struct ks_mc_opts *o,
-		      const struct ks_mcx_doc *docs, const long *pids, size_t n, pid_t main_pid)
+		      const struct ks_mcx_doc *docs, const struct xml_file *files, size_t n)
 {
 	char name[64];
 
 	for (size_t i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "memcheck.%ld.xml", pids[i]);
+		xml_name(&files[i], name, sizeof(name));
 		if (!o->xml) {
 			unlinkat(rd->dirfd, name, 0);
 			continue;
 		}
-		if (pids[i] == (long)main_pid && docs[i].complete && !docs[i].damaged &&
+		if (files[i].main && files[i].seq < 0 && docs[i].complete && !docs[i].damaged &&
 		    !docs[i].trailing && !renameat(rd->dirfd, name, rd->dirfd, "memcheck.xml"))
 			snprintf(name, sizeof(name), "memcheck.xml");
 		fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
@@ -364,6 +399,51 @@ static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *doc
 /* ------------------------------------------------------------------ */
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
+
+/* The program's environment under Memcheck: kscope's without
+ * VALGRIND_OPTS and VALGRIND_LIB (ks_vg_env), with libkscope-mcexec.so
+ * first in LD_PRELOAD and KSCOPE_MC_RUNDIR naming the run directory
+ * (src/memtools/mcexec).  owned[0..2] are the strings to free. */
+static char **mc_env(const char *mcexec, const char *rundir, char *owned[3])
+{
+	char **base = ks_vg_env(NULL, &owned[0]), **envp;
+	const char *pre = NULL;
+	char real[PATH_MAX];
+	size_t n = 0, k = 0;
+
+	if (!base)
+		return NULL;
+	while (base[n])
+		n++;
+	envp = calloc(n + 3, sizeof(*envp));
+	if (!envp) {
+		free(base);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(base[i], "LD_PRELOAD=", 11))
+			pre = base[i] + 11;
+		else if (strncmp(base[i], "KSCOPE_MC_RUNDIR=", 17))
+			envp[k++] = base[i];
+	}
+	free(base);
+	if (asprintf(&owned[1], "LD_PRELOAD=%s%s%s", mcexec, pre && *pre ? ":" : "",
+		     pre ? pre : "") < 0) {
+		owned[1] = NULL;
+		free(envp);
+		return NULL;
+	}
+	if (asprintf(&owned[2], "KSCOPE_MC_RUNDIR=%s",
+		     realpath(rundir, real) ? real : rundir) < 0) {
+		owned[2] = NULL;
+		free(envp);
+		return NULL;
+	}
+	envp[k++] = owned[1];
+	envp[k++] = owned[2];
+	envp[k] = NULL;
+	return envp;
+}
 
 /* KS_MC_MEMCHECK or KS_MC_ASAN for prog under o->engine, or -1 after
  * saying why neither can run it. */
@@ -406,9 +486,9 @@ static int choose_engine(const struct ks_mc_opts *o, const char *prog)
 
 int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 {
-	char tool[PATH_MAX];
+	char tool[PATH_MAX], mcexec[PATH_MAX];
 	char *prog = NULL, *valgrind = NULL;
-	char **envp = NULL, *envvar = NULL;
+	char **envp = NULL, *owned[3] = { NULL, NULL, NULL };
 	struct ks_argv av = { 0 };
 	struct ks_rundir rd = { 0 };
 	struct ks_mcx_doc *docs = NULL;
@@ -416,8 +496,8 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	struct ks_mtr_exit ex;
 	struct ks_mtr_summary sum;
 	struct ks_err err;
-	long *pids = NULL;
-	size_t npids = 0, ndocs = 0;
+	struct xml_file *files = NULL;
+	size_t nfiles = 0, ndocs = 0, last = SIZE_MAX;
 	unsigned show, errs;
 	pid_t pid = 0;
 	int status, code = KS_EXIT_FAIL, exit_code;
@@ -458,8 +538,9 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 			 "scripts/install-deps.sh)", tool, strerror(errno));
 		goto out;
 	}
-	if (!(envp = ks_vg_env(NULL, &envvar))) {
-		ks_error("out of memory");
+	if (ks_find_own_file("libkscope-mcexec.so", R_OK, "kscope memcheck's exec helper "
+			     "libkscope-mcexec.so", mcexec, sizeof(mcexec), &err)) {
+		ks_error("%s", err.msg);
 		goto out;
 	}
 	if (ks_rundir_create(o->output, "memcheck", 0, &rd, &err)) {
@@ -467,6 +548,10 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		goto out;
 	}
 	have_rd = true;
+	if (!(envp = mc_env(mcexec, rd.path, owned))) {
+		ks_error("out of memory");
+		goto out;
+	}
 	if (build_argv(o, valgrind, rd.path, show, errs, program, &av)) {
 		ks_error("out of memory");
 		goto out;
@@ -483,8 +568,8 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		ks_info("the program was ended by signal %d (%s); reporting what was "
 			"found", WTERMSIG(status), strsignal(WTERMSIG(status)));
 
-	if (find_xml(&rd, pid, &pids, &npids) < 0 || !npids || pids[0] != (long)pid) {
-		adopt_logs(&rd, pid, pids, npids);
+	if (find_xml(&rd, pid, &files, &nfiles) < 0 || !nfiles || !files[0].main) {
+		adopt_logs(&rd, pid, files, nfiles);
 		if (log_too_many_threads(&rd)) {
 			ks_vg_error_too_many_threads((long long)o->max_threads, rd.path);
 			code = KS_EXIT_USAGE;
@@ -494,45 +579,55 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		}
 		goto out;
 	}
-	adopt_logs(&rd, pid, pids, npids);
+	adopt_logs(&rd, pid, files, nfiles);
 	if (log_too_many_threads(&rd)) {
 		ks_vg_error_too_many_threads((long long)o->max_threads, rd.path);
 		code = KS_EXIT_USAGE;
 		goto out;
 	}
 	died = log_engine_died(&rd, death, sizeof(death), &heap);
-	if (!(docs = calloc(npids, sizeof(*docs)))) {
+	if (!(docs = calloc(nfiles, sizeof(*docs)))) {
 		ks_error("out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < npids; i++) {
-		char path[PATH_MAX + 64];
+	for (size_t i = 0; i < nfiles; i++) {
+		char path[PATH_MAX + 64], name[64];
 		struct ks_mcx_doc *d = &docs[ndocs];
 
-		snprintf(path, sizeof(path), "%s/memcheck.%ld.xml", rd.path, pids[i]);
+		xml_name(&files[i], name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", rd.path, name);
 		if (ks_mcx_read_file(d, path, &err)) {
-			if (i == 0) {
+			if (files[i].main && files[i].seq < 0) {
 				ks_error("%s", err.msg);
 				if (died)
 					ks_error("Memcheck aborted (valgrind.log: %s)", death);
 				goto out;
 			}
-			ks_warn("%s; that process is left out of the reports", err.msg);
-			memmove(pids + i, pids + i + 1, (npids - i - 1) * sizeof(*pids));
-			npids--;
+			ks_warn("%s; that process image is left out of the reports", err.msg);
+			memmove(files + i, files + i + 1, (nfiles - i - 1) * sizeof(*files));
+			nfiles--;
 			i--;
 			continue;
 		}
+		/* Set aside before an exec: the image ended by exec'ing. */
+		d->execed = files[i].seq >= 0;
 		ndocs++;
 		if (d->damaged)
-			ks_warn("memcheck.%ld.xml is damaged (%s); the %zu errors before that "
-				"are reported", pids[i], d->damage, d->nerrors);
-		else if (!d->complete)
-			ks_warn("memcheck.%ld.xml ends early (Memcheck did not finish it); the "
-				"%zu complete errors in it are reported", pids[i], d->nerrors);
+			ks_warn("%s is damaged (%s); the %zu errors before that are reported", name,
+				d->damage, d->nerrors);
+		else if (!d->complete && !d->execed)
+			ks_warn("%s ends early (Memcheck did not finish it); the %zu complete "
+				"errors in it are reported", name, d->nerrors);
 		if (d->trailing)
-			ks_warn("memcheck.%ld.xml has more after its end (Memcheck aborted "
-				"late); what could be read there is reported", pids[i]);
+			ks_warn("%s has more after its end (Memcheck aborted late); what could be "
+				"read there is reported", name);
+		if (files[i].main && files[i].seq < 0)
+			last = i;
+	}
+	if (last == SIZE_MAX) {
+		ks_error("Memcheck wrote no XML output for the program's last image (see "
+			 "%s/valgrind.log)", rd.path);
+		goto out;
 	}
 
 	memset(&ro, 0, sizeof(ro));
@@ -560,12 +655,13 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		snprintf(incomplete, sizeof(incomplete),
 			 "Memcheck aborted before the program ended (valgrind.log: %s); the %zu "
 			 "errors it had written before are reported, the rest of the run was not "
-			 "checked%s", death, docs[0].nerrors, hint);
+			 "checked%s", death, docs[last].nerrors, hint);
 		ro.incomplete = incomplete;
-	} else if (docs[0].damaged || !docs[0].complete) {
+	} else if (docs[last].damaged || !docs[last].complete) {
 		snprintf(incomplete, sizeof(incomplete),
 			 "Memcheck's XML of the program %s; the %zu errors before that are "
-			 "reported", docs[0].damaged ? "is damaged" : "ends early", docs[0].nerrors);
+			 "reported", docs[last].damaged ? "is damaged" : "ends early",
+			 docs[last].nerrors);
 		ro.incomplete = incomplete;
 	}
 	if (ks_mcx_report(docs, ndocs, &ro, &rd, stderr, &sum, &err)) {
@@ -576,7 +672,7 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	adopt_xml(&rd, o, docs, pids, npids, pid);
+	adopt_xml(&rd, o, docs, files, nfiles);
 	/* On stderr: the program's standard output stays its own. */
 	fprintf(stderr, "results: %s\n", rd.path);
 	if (died) {
@@ -601,12 +697,13 @@ out:
 	for (size_t i = 0; i < ndocs; i++)
 		ks_mcx_free(&docs[i]);
 	free(docs);
-	free(pids);
+	free(files);
 	if (have_rd)
 		ks_rundir_close(&rd);
 	ks_argv_free(&av);
 	free(envp);
-	free(envvar);
+	for (size_t i = 0; i < 3; i++)
+		free(owned[i]);
 	free(valgrind);
 	free(prog);
 	return code;

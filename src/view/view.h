@@ -116,6 +116,13 @@ struct kv_source {
 	size_t len;
 };
 
+/* A file the data names that kscope view did not read, and why ("outside
+ * PATH's directory and --source-dir", "not a regular file"...). */
+struct kv_refused {
+	char *path;
+	char *why;
+};
+
 struct kv_card {
 	char *id;        /* unique: "op/1234/vadd_0", "simulate", ... */
 	char *title;     /* what the page shows */
@@ -131,6 +138,8 @@ struct kv_card {
 				      * not kept (it is tl). */
 	struct kv_source *sources;   /* 0x01 texts and files named by the data */
 	size_t nsources;
+	struct kv_refused *refused;  /* files named by the data, not read */
+	size_t nrefused;
 	struct ks_profile *profile;  /* KV_PROFILE */
 	json_t *findings;            /* KV_FINDINGS: report.json */
 	json_t *predict;             /* KV_PREDICT: {"pipes": [...rows of
@@ -146,11 +155,20 @@ struct ks_view {
 	double import_seconds;
 };
 
-/* Imports PATH.  On failure *out is NULL and err says what was wrong with
- * PATH and what kscope view accepts.  progress, if not NULL, is called
- * now and then with a one-line description of what is being read. */
-int ks_view_import(const char *path, struct ks_view **out,
-		   void (*progress)(const char *line), struct ks_err *err);
+/* Where source files the data names may be read from, besides PATH's
+ * own directory (PATH itself when it is a directory). */
+struct ks_view_import_opts {
+	const char *const *source_dirs;
+	size_t nsource_dirs;
+};
+
+/* Imports PATH (opts may be NULL: sources from PATH's directory only).
+ * On failure *out is NULL and err says what was wrong with PATH and what
+ * kscope view accepts.  progress, if not NULL, is called now and then
+ * with a one-line description of what is being read. */
+int ks_view_import(const char *path, const struct ks_view_import_opts *opts,
+		   struct ks_view **out, void (*progress)(const char *line),
+		   struct ks_err *err);
 void ks_view_free(struct ks_view *v);
 
 /* The card with this id; NULL if none. */
@@ -158,6 +176,8 @@ const struct kv_card *kv_card_find(const struct ks_view *v, const char *id);
 /* A source text by the exact name the data uses, or by the repaired name
  * the page knows it by; NULL if not named. */
 const struct kv_source *kv_source_find(const struct kv_card *c, const char *path);
+/* Why a file the data names was not read (not served), or NULL. */
+const char *kv_source_refused(const struct kv_card *c, const char *path);
 /* The name the page knows a source by: valid UTF-8. */
 static inline const char *kv_source_name(const struct kv_source *s)
 {

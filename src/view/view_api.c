@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,83 @@ static bool known_module(const char *m)
 	return false;
 }
 
+/* ------------------------------------------------------------------ */
+/* Numbers in their shortest form                                      */
+/* ------------------------------------------------------------------ */
+
+/* Rewrites the real number of text[0, len) (jansson's %.17g, which
+ * prints 1146.56 as 1146.5599999999999) as the shortest text that reads
+ * back as the same double, keeping a ".0" where it had one so that a
+ * real stays a real.  The result is never longer; returns its length. */
+static size_t shorten_real(char *text, size_t len)
+{
+	char tok[40], buf[40];
+	double d;
+
+	if (len >= sizeof tok)
+		return len;
+	memcpy(tok, text, len);
+	tok[len] = '\0';
+	d = strtod(tok, NULL);
+	if (!isfinite(d))
+		return len;
+	for (int prec = 1; prec <= 17; prec++) {
+		size_t n;
+
+		snprintf(buf, sizeof buf - 2, "%.*g", prec, d);
+		if (strtod(buf, NULL) != d)
+			continue;
+		n = strlen(buf);
+		if (!strpbrk(buf, ".e")) {
+			memcpy(buf + n, ".0", 3);
+			n += 2;
+		}
+		if (n < len) {
+			memcpy(text, buf, n);
+			return n;
+		}
+		break;
+	}
+	return len;
+}
+
+/*
+ * Every real number of a JSON text (outside strings) in its shortest
+ * form, in place: the page and any other reader see the numbers the
+ * data holds (341.693, not 341.69299999999998).  The text is jansson's
+ * output, so it is well formed; integers are left as they are.
+ */
+static void shorten_reals(char *text)
+{
+	char *r = text, *w = text;
+	bool in_string = false;
+
+	while (*r) {
+		if (in_string) {
+			if (*r == '\\' && r[1]) {
+				*w++ = *r++;
+			} else if (*r == '"') {
+				in_string = false;
+			}
+			*w++ = *r++;
+		} else if (*r == '"') {
+			in_string = true;
+			*w++ = *r++;
+		} else if (*r == '-' || (*r >= '0' && *r <= '9')) {
+			size_t len = strspn(r, "-+0123456789.eE");
+			bool real = memchr(r, '.', len) || memchr(r, 'e', len) ||
+				    memchr(r, 'E', len);
+
+			memmove(w, r, len);
+			r += len;
+			w += real ? shorten_real(w, len) : len;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
 /* The envelope around body; steals body. */
 static char *respond(json_t *request_id, const char *command, const char *module,
 		     bool ok, json_t *body, size_t *len_out)
@@ -267,6 +345,8 @@ static char *respond(json_t *request_id, const char *command, const char *module
 	json_object_set_new(r, "body", body ? body : json_object());
 	text = json_dumps(r, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(r);
+	if (text)
+		shorten_reals(text);
 	if (text && len_out)
 		*len_out = strlen(text);
 	return text;

@@ -111,8 +111,8 @@ static int roofline_charts(const struct ks_view *v, json_t *params, json_t **bod
 	}
 	if (json_array_size(cards) == 0) {
 		json_decref(cards);
-		return kv_fail(e, "the imported data has no roofline data (a 0x0D block, "
-			       "which kscope op writes with --flops and a calibration)");
+		return kv_fail(e, "the imported data has no roofline (kscope op "
+			       "draws one with --flops and a calibration)");
 	}
 	*body = json_pack("{s:o}", "cards", cards);
 	return *body ? 0 : kv_fail(e, "out of memory");

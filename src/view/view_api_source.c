@@ -76,13 +76,32 @@ static json_t *advice_of(const json_t *obj)
 	return json_is_array(a) ? json_deep_copy(a) : json_array();
 }
 
+/* What a block of type t holds, in the words the page uses: messages
+ * reach the user, who knows the tabs, not the block numbers. */
+static const char *block_words(unsigned t)
+{
+	switch (t) {
+	case KS_VB_API_FILES:
+		return "per-line source data";
+	case KS_VB_API_INSTR:
+		return "instruction table";
+	case KS_VB_BASE_INFO:
+		return "basic info";
+	case KS_VB_MEMORY_GRAPH:
+		return "memory heat map";
+	case KS_VB_MEMORY_TABLE:
+		return "memory tables";
+	default:
+		return ks_vb_type_title(t);
+	}
+}
+
 /* The block of type t of card c; -1 with a message when it has none. */
 static int need_block(const struct kv_card *c, unsigned t, const json_t **out,
 		      struct kv_reqerr *e)
 {
 	if (!c->block[t])
-		return kv_fail(e, "card \"%.100s\" has no %s block (0x%02x)", c->id,
-			       ks_vb_type_title(t), t);
+		return kv_fail(e, "card \"%.100s\" has no %s", c->id, block_words(t));
 	*out = c->block[t];
 	return 0;
 }
@@ -203,6 +222,15 @@ static int code_file(const struct ks_view *v, json_t *params, json_t **body,
 		for (size_t i = 0; i < v->ncards && !s; i++)
 			if ((s = kv_source_find(&v->cards[i], name)))
 				c = &v->cards[i];
+	}
+	for (size_t i = 0; !s && i < v->ncards; i++) {
+		const char *why = kv_source_refused(c ? c : &v->cards[i], name);
+
+		if (why)
+			return kv_fail(e, "params.sourceName \"%.200s\" is not served: %s",
+				       name, why);
+		if (c)
+			break;
 	}
 	if (!s) {
 		if (!c)
@@ -407,8 +435,7 @@ static int compute_workload(const struct ks_view *v, json_t *params, json_t **bo
 	graph = c->block[KS_VB_COMPUTE_GRAPH];
 	table = c->block[KS_VB_COMPUTE_TABLE];
 	if (!graph && !table)
-		return kv_fail(e, "card \"%.100s\" has no compute workload blocks (0x06, "
-			       "0x07)", c->id);
+		return kv_fail(e, "card \"%.100s\" has no compute workload", c->id);
 	ids = json_array();
 	collect_ids(ids, json_object_get(graph, "subblock_detail"), "block_id");
 	collect_ids(ids, json_object_get(table, "subblock_detail"), "block_id");

@@ -355,7 +355,7 @@ static int h_detail(const struct ks_view *v, json_t *params, json_t **body,
 	args = json_stringn(s->args_len ? tl->args + s->args : "", s->args_len);
 	if (!args)
 		args = json_string("");
-	*body = json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}}",
+	*body = json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:o}}",
 		"emptyFlag", 0, "data",
 		"id", "",
 		"title", kv_tl_str(tl, s->name),
@@ -366,6 +366,7 @@ static int h_detail(const struct ks_view *v, json_t *params, json_t **body,
 		"duration", (json_int_t)(s->end - s->start),
 		"selfTime", (json_int_t)kv_tl_self_time(tl, slice),
 		"depth", (json_int_t)s->depth,
+		"brief", s->brief,
 		"args", args);
 	if (*body)
 		json_object_set_new(json_object_get(*body, "data"), "id", id_text(slice));

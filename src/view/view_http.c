@@ -11,10 +11,16 @@
  *               never enabled, no document_root is set)
  *
  * Every request goes through begin_request, which checks the Host header
- * (a page from another site that a DNS name rebound to 127.0.0.1 must not
- * read the results) and the Origin header (a page from another site must
- * not use the API or the WebSocket), then answers it or, for a WebSocket
- * upgrade of /ws, lets civetweb do the handshake.  Bodies are read with a
+ * (a page from another site that a DNS name rebound to this machine must
+ * not read the results: on every address, Host must be one of this
+ * machine's names or addresses), the Origin header (a page from another
+ * site must not use the API or the WebSocket) and the run's secret token
+ * (another user of the machine must not read anything: the token comes in
+ * the cookie the page got by opening the printed URL, or in an
+ * "Authorization: Bearer" header), then answers it or, for a WebSocket
+ * upgrade of /ws, lets civetweb do the handshake.  GET /?token=TOKEN sets
+ * the cookie (HttpOnly, SameSite=Strict) and sends the browser on to the
+ * same page without the token in its address.  Bodies are read with a
  * hard limit (KS_VIEW_MAX_REQUEST), whether their length is given or they
  * come in chunks.  The view is never written, so the worker threads share
  * it without locks; the only state per connection is a WebSocket's
@@ -22,6 +28,8 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <ifaddrs.h>
+#include <netdb.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -42,8 +50,15 @@
 #include "view_http.h"
 
 /* Worker threads: a browser opens up to six connections to a server and
- * an open WebSocket keeps one worker for itself; eight leave room. */
-#define HTTP_THREADS "8"
+ * an open WebSocket keeps one worker for itself; a connection that sends
+ * its headers slowly keeps one too, until HTTP_TIMEOUT_MS passes without
+ * a byte.  64 leave room for many such connections (a few browser tabs, a
+ * script gone wrong) before an API call has to wait. */
+#define HTTP_THREADS "64"
+#define HTTP_TIMEOUT_MS "5000"
+/* Host values accepted: 127.0.0.1, localhost, [::1], the listening
+ * address, the machine's name and full name, each of its IPv4 addresses. */
+#define MAX_HOSTS 40
 /* The page's files: how many, how deep, how large. */
 #define PAGE_MAX_FILES 2000
 #define PAGE_MAX_DEPTH 6
@@ -73,8 +88,10 @@ struct ks_view_server {
 	int port;
 	struct in_addr addr;      /* where to reach the server from here */
 	bool loopback;            /* bound to a loopback address */
-	char hosts[4][64];        /* Host values accepted when loopback */
-	char origins[4][80];      /* Origin values accepted when loopback */
+	char hosts[MAX_HOSTS][300];   /* Host values accepted: "name:port" */
+	size_t nhosts;
+	char token[KS_VIEW_TOKEN_MAX + 1]; /* empty: no token asked (--no-token) */
+	char cookie[32];          /* the cookie's name: kscope_view_<port> */
 	struct page_file *files;  /* sorted by name */
 	size_t nfiles;
 };
@@ -252,6 +269,7 @@ static const char *status_text(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 303: return "See Other";
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
@@ -332,39 +350,148 @@ static int send_error(struct mg_connection *c, int status, const char *extra,
 /* Host and Origin                                                     */
 /* ------------------------------------------------------------------ */
 
-/* Host must name this server by a loopback name when it is bound to a
- * loopback address: a DNS name rebound to 127.0.0.1 sends its own. */
+/* Host must name this server by one of this machine's names or
+ * addresses, on every address listened on: a DNS name rebound to this
+ * machine sends its own name. */
 static bool host_ok(const struct ks_view_server *s, const char *host)
 {
-	if (!s->loopback)
-		return true;
 	if (!host)
 		return false;
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < s->nhosts; i++)
 		if (strcasecmp(host, s->hosts[i]) == 0)
 			return true;
 	return false;
 }
 
 /* A browser sends Origin with a cross-site POST and every WebSocket
- * handshake: it must be this server's own. */
-static bool origin_ok(const struct ks_view_server *s, const char *origin,
-		      const char *host)
+ * handshake: it must be this server's own, by one of its names. */
+static bool origin_ok(const struct ks_view_server *s, const char *origin)
 {
-	char own[300];
-
 	if (!origin)
 		return true;
-	if (s->loopback) {
-		for (size_t i = 0; i < 4; i++)
-			if (strcasecmp(origin, s->origins[i]) == 0)
-				return true;
+	if (strncasecmp(origin, "http://", 7) != 0)
 		return false;
+	return host_ok(s, origin + 7);
+}
+
+/* Adds "name:port" (IPv6 addresses in brackets) to the Host values. */
+static void add_host(struct ks_view_server *s, const char *name)
+{
+	char h[300];
+	bool v6 = strchr(name, ':') != NULL;
+
+	if (!name[0] || s->nhosts >= MAX_HOSTS || strlen(name) > 250)
+		return;
+	snprintf(h, sizeof h, "%s%s%s:%d", v6 ? "[" : "", name, v6 ? "]" : "", s->port);
+	for (size_t i = 0; i < s->nhosts; i++)
+		if (strcasecmp(h, s->hosts[i]) == 0)
+			return;
+	snprintf(s->hosts[s->nhosts++], sizeof s->hosts[0], "%s", h);
+}
+
+/* The names a browser may reach this server by: the loopback names, the
+ * address listened on and, when that is not a loopback address, the
+ * machine's host name, its full name and its IPv4 addresses. */
+static void set_hosts(struct ks_view_server *s, const char *listen_host)
+{
+	struct ifaddrs *ifa = NULL;
+	char name[256];
+
+	s->nhosts = 0;
+	add_host(s, "127.0.0.1");
+	add_host(s, "localhost");
+	add_host(s, "::1");
+	if (strcmp(listen_host, "0.0.0.0") != 0)
+		add_host(s, listen_host);
+	if (s->loopback)
+		return;
+	if (gethostname(name, sizeof name) == 0) {
+		struct addrinfo hints = { .ai_flags = AI_CANONNAME }, *ai = NULL;
+
+		name[sizeof name - 1] = '\0';
+		add_host(s, name);
+		if (getaddrinfo(name, NULL, &hints, &ai) == 0) {
+			if (ai && ai->ai_canonname)
+				add_host(s, ai->ai_canonname);
+			freeaddrinfo(ai);
+		}
 	}
-	if (!host)
-		return false;
-	snprintf(own, sizeof own, "http://%s", host);
-	return strcasecmp(origin, own) == 0;
+	if (strcmp(listen_host, "0.0.0.0") == 0 && getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+			char text[INET_ADDRSTRLEN];
+
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+				continue;
+			if (inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+				      text, sizeof text))
+				add_host(s, text);
+		}
+		freeifaddrs(ifa);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The token                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Compares in a time that does not depend on where they differ. */
+static bool same_secret(const char *a, size_t alen, const char *b)
+{
+	size_t blen = strlen(b);
+	unsigned char d = alen != blen;
+
+	for (size_t i = 0; i < blen; i++)
+		d |= (unsigned char)(i < alen ? a[i] : 0) ^ (unsigned char)b[i];
+	return d == 0;
+}
+
+/* The value of cookie name in a Cookie header, and its length; NULL if
+ * it is not there. */
+static const char *cookie_value(const char *header, const char *name, size_t *len)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = header; p && *p;) {
+		p += strspn(p, " \t;");
+		if (strncmp(p, name, n) == 0 && p[n] == '=') {
+			*len = strcspn(p + n + 1, ";");
+			return p + n + 1;
+		}
+		p = strchr(p, ';');
+	}
+	return NULL;
+}
+
+/* "token=VALUE" in a query string: the value and its length, or NULL. */
+static const char *query_token(const char *query, size_t *len)
+{
+	for (const char *p = query; p && *p;) {
+		if (strncmp(p, "token=", 6) == 0) {
+			*len = strcspn(p + 6, "&#");
+			return p + 6;
+		}
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+/* Whether the request carries the token: in the cookie, or as a bearer
+ * token.  Always true without one (--no-token). */
+static bool token_ok(struct mg_connection *c, const struct ks_view_server *s)
+{
+	const char *auth = mg_get_header(c, "Authorization");
+	const char *v;
+	size_t len;
+
+	if (!s->token[0])
+		return true;
+	if (auth && strncasecmp(auth, "Bearer ", 7) == 0 &&
+	    same_secret(auth + 7, strlen(auth + 7), s->token))
+		return true;
+	v = cookie_value(mg_get_header(c, "Cookie"), s->cookie, &len);
+	return v && same_secret(v, len, s->token);
 }
 
 bool ks_view_host_is_loopback(const char *host)
@@ -580,16 +707,32 @@ static int begin_request(struct mg_connection *c)
 		return send_error(c, 503, NULL, true, "the server is starting");
 	if (!host_ok(s, host))
 		return send_error(c, 403, NULL, true,
-				  "the Host header must be %s%s127.0.0.1:%d, localhost:%d "
-				  "or [::1]:%d",
-				  strcmp(s->hosts[3], s->hosts[0]) ? s->hosts[3] : "",
-				  strcmp(s->hosts[3], s->hosts[0]) ? ", " : "",
-				  s->port, s->port, s->port);
-	if (!origin_ok(s, mg_get_header(c, "Origin"), host))
+				  "the Host header must name this machine: 127.0.0.1:%d, "
+				  "localhost:%d, or another of its names or addresses with "
+				  "port %d", s->port, s->port, s->port);
+	if (!origin_ok(s, mg_get_header(c, "Origin")))
 		return send_error(c, 403, NULL, true,
 				  "requests from another site's page are refused");
 	if (!uri || ri->request_uri[0] != '/')
 		return send_error(c, 404, NULL, true, "not found");
+	if (!token_ok(c, s)) {
+		size_t len;
+		const char *t = strcmp(uri, "/") == 0 && strcmp(ri->request_method, "GET") == 0
+					? query_token(ri->query_string, &len)
+					: NULL;
+		char extra[300];
+
+		if (!t || !same_secret(t, len, s->token))
+			return send_error(c, 403, NULL, true,
+					  "this viewer asks for its token: open the address "
+					  "kscope view printed, which ends in ?token=...");
+		/* The address with the token, once: the cookie from now on,
+		 * and the page's address without the token. */
+		snprintf(extra, sizeof extra,
+			 "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n"
+			 "Location: /\r\n", s->cookie, s->token);
+		return send_error(c, 303, extra, false, "see /");
+	}
 	if (strcmp(uri, "/api") == 0)
 		return serve_api(c, s, ri);
 	if (strcmp(uri, "/ws") == 0) {
@@ -735,7 +878,7 @@ static int bind_problem(const char *host, int port)
 }
 
 int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
-			const char *page_dir, struct ks_view_server **out,
+			const char *page_dir, const char *token, struct ks_view_server **out,
 			struct ks_err *err)
 {
 	struct ks_view_server *s;
@@ -750,7 +893,7 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 	const char *options[] = {
 		"listening_ports", listen,
 		"num_threads", HTTP_THREADS,
-		"request_timeout_ms", "30000",
+		"request_timeout_ms", HTTP_TIMEOUT_MS,
 		"websocket_timeout_ms", "3600000",
 		"enable_keep_alive", "yes",
 		/* headers and body go out in two writes: without this, each
@@ -780,6 +923,12 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	s->view = v;
 	s->loopback = ks_view_host_is_loopback(host);
+	if (token && strlen(token) > KS_VIEW_TOKEN_MAX) {
+		free(s);
+		return ks_err_set(err, -EINVAL, "the token is over %d characters",
+				  KS_VIEW_TOKEN_MAX);
+	}
+	snprintf(s->token, sizeof s->token, "%s", token ? token : "");
 	rc = page_files_load(s, page_dir, err);
 	if (rc)
 		goto fail;
@@ -831,13 +980,8 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 	s->port = ports[0].port;
 	if (inet_pton(AF_INET, host, &s->addr) != 1 || s->addr.s_addr == htonl(INADDR_ANY))
 		s->addr.s_addr = htonl(INADDR_LOOPBACK);
-	snprintf(s->hosts[0], sizeof s->hosts[0], "127.0.0.1:%d", s->port);
-	snprintf(s->hosts[1], sizeof s->hosts[1], "localhost:%d", s->port);
-	snprintf(s->hosts[2], sizeof s->hosts[2], "[::1]:%d", s->port);
-	/* the address listened on, when it is another loopback address */
-	snprintf(s->hosts[3], sizeof s->hosts[3], "%s:%d", host, s->port);
-	for (size_t i = 0; i < 4; i++)
-		snprintf(s->origins[i], sizeof s->origins[i], "http://%s", s->hosts[i]);
+	set_hosts(s, host);
+	snprintf(s->cookie, sizeof s->cookie, "kscope_view_%d", s->port);
 	mg_set_websocket_handler(s->ctx, "/ws", ws_connect, NULL, ws_data, ws_closed, s);
 	atomic_store_explicit(&s->ready, true, memory_order_release);
 	*out = s;

@@ -15,12 +15,18 @@
 
 struct ks_view_server;
 
+/* The longest token accepted. */
+#define KS_VIEW_TOKEN_MAX 128
+
 /* Starts serving v (which must outlive the server) on host:port (an IPv4
  * address; port 0 picks a free port) with the page's files from page_dir.
- * Returns 0 with *out set, or a negative errno-style code with err saying
- * what went wrong (-EADDRINUSE: the port is taken). */
+ * token: every request must carry it (cookie kscope_view_<port>, set by
+ * GET /?token=TOKEN, or "Authorization: Bearer TOKEN"); NULL or "": none
+ * asked (the caller allows that on a loopback address only).  Returns 0
+ * with *out set, or a negative errno-style code with err saying what went
+ * wrong (-EADDRINUSE: the port is taken). */
 int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
-			const char *page_dir, struct ks_view_server **out,
+			const char *page_dir, const char *token, struct ks_view_server **out,
 			struct ks_err *err);
 /* The port the server listens on (the one picked when 0 was asked). */
 int ks_view_server_port(const struct ks_view_server *s);

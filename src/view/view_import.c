@@ -275,24 +275,29 @@ static int repair_names(struct ks_view *v)
  * cannot name one directory, but an id may equal another's path). */
 static int unique_ids(struct ks_view *v)
 {
+	/* Every card to rename is found before any is renamed: renaming as
+	 * they are found would hide the repeats of an id already renamed. */
+	bool *dup = calloc(v->ncards ? v->ncards : 1, sizeof *dup);
+	int rc = 0;
+
+	if (!dup)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->ncards; i++)
+		for (size_t j = i + 1; j < v->ncards; j++)
+			if (strcmp(v->cards[i].id, v->cards[j].id) == 0)
+				dup[i] = dup[j] = true;
 	for (size_t i = 0; i < v->ncards; i++) {
-		bool dup = false;
+		char *id;
 
-		for (size_t j = 0; j < v->ncards; j++)
-			if (j != i && strcmp(v->cards[i].id, v->cards[j].id) == 0)
-				dup = true;
-		if (!dup)
+		if (!dup[i])
 			continue;
-		for (size_t j = i; j < v->ncards; j++) {
-			if (j != i && strcmp(v->cards[i].id, v->cards[j].id) != 0)
-				continue;
-			char *id = strdup(v->cards[j].path);
-
-			if (!id)
-				return -ENOMEM;
-			free(v->cards[j].id);
-			v->cards[j].id = id;
+		id = strdup(v->cards[i].path);
+		if (!id) {
+			rc = -ENOMEM;
+			goto out;
 		}
+		free(v->cards[i].id);
+		v->cards[i].id = id;
 	}
 	for (size_t i = 0; i < v->ncards; i++) {
 		unsigned n = 1;
@@ -302,14 +307,18 @@ static int unique_ids(struct ks_view *v)
 				continue;
 			char *id = malloc(strlen(v->cards[j].id) + 16);
 
-			if (!id)
-				return -ENOMEM;
+			if (!id) {
+				rc = -ENOMEM;
+				goto out;
+			}
 			sprintf(id, "%s#%u", v->cards[j].id, ++n);
 			free(v->cards[j].id);
 			v->cards[j].id = id;
 		}
 	}
-	return 0;
+out:
+	free(dup);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -595,8 +604,8 @@ static int import_file(struct kv_import *im, const char *path, const struct stat
 			rc = ks_err_set(im->err, -EINVAL, "%s: nothing kscope view can show in "
 					"this file: %s", path, df.report ? "the report is not "
 					"a memory tool's" : df.perfetto ? "the trace has no "
-					"tracks" : "it has none of the blocks 0x01 to "
-					"0x09 and 0x0D");
+					"tracks" : "it holds no source, timeline, "
+					"hot-spot, details or roofline data");
 		} else if (rc == 0) {
 			/* the card is the file, not its directory */
 			struct kv_card *c = &im->v->cards[im->v->ncards - 1];
@@ -619,8 +628,53 @@ static int import_file(struct kv_import *im, const char *path, const struct stat
 /* Entry points                                                        */
 /* ------------------------------------------------------------------ */
 
-int ks_view_import(const char *path, struct ks_view **out,
-		   void (*progress)(const char *line), struct ks_err *err)
+/* The directories sources are read from: PATH's (PATH itself when it is
+ * a directory) and opts' source directories, resolved. */
+static int source_roots(struct kv_import *im, const char *path, bool is_dir,
+			const struct ks_view_import_opts *opts)
+{
+	size_t n = 1 + (opts ? opts->nsource_dirs : 0);
+	char *dir = is_dir ? strdup(path) : NULL;
+
+	if (!is_dir) {
+		const char *slash = strrchr(path, '/');
+
+		dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
+			    : strdup(".");
+	}
+	im->roots = calloc(n, sizeof *im->roots);
+	if (!dir || !im->roots) {
+		free(dir);
+		return ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *d = i == 0 ? dir : opts->source_dirs[i - 1];
+		char *real = realpath(d, NULL);
+
+		if (!real) {
+			int rc = -errno;
+
+			free(dir);
+			return ks_err_set(im->err, rc, "%s: %s", d, strerror(-rc));
+		}
+		im->roots[im->nroots++] = real;
+	}
+	free(dir);
+	return 0;
+}
+
+static void roots_free(struct kv_import *im)
+{
+	for (size_t i = 0; i < im->nroots; i++)
+		free(im->roots[i]);
+	free(im->roots);
+	im->roots = NULL;
+	im->nroots = 0;
+}
+
+int ks_view_import(const char *path, const struct ks_view_import_opts *opts,
+		   struct ks_view **out, void (*progress)(const char *line),
+		   struct ks_err *err)
 {
 	struct kv_import im = { .progress = progress, .err = err };
 	struct timespec t0, t1;
@@ -640,9 +694,15 @@ int ks_view_import(const char *path, struct ks_view **out,
 		return ks_err_set(err, -EINVAL, "%s: not a regular file or a directory; %s",
 				  path, KV_ACCEPTS);
 
+	rc = source_roots(&im, path, S_ISDIR(st.st_mode), opts);
+	if (rc < 0) {
+		roots_free(&im);
+		return rc;
+	}
 	im.v = calloc(1, sizeof *im.v);
 	if (!im.v || !(im.v->path = strdup(path))) {
 		free(im.v);
+		roots_free(&im);
 		return ks_err_set(err, -ENOMEM, "%s: out of memory", path);
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -657,6 +717,7 @@ int ks_view_import(const char *path, struct ks_view **out,
 	}
 	if (rc == 0 && (repair_names(im.v) < 0 || unique_ids(im.v) < 0))
 		rc = ks_err_set(err, -ENOMEM, "%s: out of memory", path);
+	roots_free(&im);
 	if (rc < 0) {
 		ks_view_free(im.v);
 		return rc;
@@ -686,6 +747,11 @@ void kv_card_clear(struct kv_card *c)
 		free(c->sources[i].text);
 	}
 	free(c->sources);
+	for (size_t i = 0; i < c->nrefused; i++) {
+		free(c->refused[i].path);
+		free(c->refused[i].why);
+	}
+	free(c->refused);
 	if (c->profile) {
 		ks_profile_free(c->profile);
 		free(c->profile);

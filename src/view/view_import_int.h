@@ -32,6 +32,10 @@ struct kv_import {
 	size_t cap_cards;
 	void (*progress)(const char *line);
 	struct ks_err *err;
+	/* Directories source files are read from (real paths, no trailing
+	 * '/'): PATH's own and --source-dir's. */
+	char **roots;
+	size_t nroots;
 };
 
 void kv_progress(struct kv_import *im, const char *fmt, ...)
@@ -65,11 +69,14 @@ int kv_card_profile(struct kv_import *im, struct kv_card *c, const char *path);
  * NUL-terminated, len bytes) even on failure.  A path already present
  * is kept as it is (text freed). */
 int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t len);
-/* Reads path from disk into c's sources if it is absolute, a regular
- * file (the last component is not followed if it is a symbolic link),
- * at most KV_MAX_SOURCE_FILE bytes, and not already there.  Files that
- * cannot be read are silently left out: a source is optional. */
-void kv_card_read_source(struct kv_card *c, const char *path, size_t *budget);
+/* Reads path from disk into c's sources if it is absolute, lies (links
+ * resolved) under one of im's roots, is a regular file (opened without
+ * blocking, checked on the open descriptor) of at most KV_MAX_SOURCE_FILE
+ * bytes without a NUL byte, and is not already there.  A missing file is
+ * left out (a source is optional); one that exists but is refused goes
+ * into c's refused list with the reason. */
+void kv_card_read_source(const struct kv_import *im, struct kv_card *c, const char *path,
+			 size_t *budget);
 
 /* Frees what a card owns (not the card itself). */
 void kv_card_clear(struct kv_card *c);

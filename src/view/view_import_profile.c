@@ -93,12 +93,19 @@ static int emit(struct builder *b, const struct open *o, uint64_t end)
 	return rc;
 }
 
-/* Closes the open slices from the innermost down to depth keep. */
+/*
+ * Closes the open slices at depths keep and deeper.  They are added
+ * outermost first: a caller and its callee often cover the same samples,
+ * so their slices have the same start and end, and the timeline puts
+ * slices of equal extent in the order they were added, the first one
+ * outermost (view_timeline.c).  Adding the callee first would draw the
+ * stack upside down.
+ */
 static int close_to(struct builder *b, size_t keep, uint64_t interval, uint64_t next_ts,
 		    bool has_next)
 {
-	while (b->nopen > keep) {
-		const struct open *o = &b->open[b->nopen - 1];
+	for (size_t d = keep; d < b->nopen; d++) {
+		const struct open *o = &b->open[d];
 		uint64_t end = o->last + interval;
 		int rc;
 
@@ -107,8 +114,9 @@ static int close_to(struct builder *b, size_t keep, uint64_t interval, uint64_t 
 		rc = emit(b, o, end);
 		if (rc < 0)
 			return rc;
-		b->nopen--;
 	}
+	if (b->nopen > keep)
+		b->nopen = keep;
 	return 0;
 }
 

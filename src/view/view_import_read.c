@@ -12,16 +12,21 @@
  * mapping is closed at the end of the import).
  *
  * Only sources are read beyond the files of the directory: a file the
- * data names by an absolute path, that is a regular file (not a symbolic
- * link), at most KV_MAX_SOURCE_FILE bytes and without a NUL byte.  These
- * and the 0x01 texts are the only texts kscope view ever serves.
+ * data names by an absolute path, under PATH's directory or a
+ * --source-dir once links are resolved, that is a regular file (opened
+ * with O_NONBLOCK, so a FIFO cannot hang the import, and checked on the
+ * descriptor), at most KV_MAX_SOURCE_FILE bytes and without a NUL byte.
+ * These and the 0x01 texts are the only texts kscope view ever serves;
+ * a file refused is listed with the reason, which the API gives.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kscope/vizbin.h"
 #include "profile.h"
@@ -76,20 +81,95 @@ int kv_card_add_source(struct kv_card *c, const char *path, char *text, size_t l
 	return 0;
 }
 
-void kv_card_read_source(struct kv_card *c, const char *path, size_t *budget)
+const char *kv_source_refused(const struct kv_card *c, const char *path)
+{
+	for (size_t i = 0; i < c->nrefused; i++)
+		if (strcmp(c->refused[i].path, path) == 0)
+			return c->refused[i].why;
+	return NULL;
+}
+
+/* Notes that path was not read, and why (at most KV_MAX_DISK_SOURCES). */
+static void refuse(struct kv_card *c, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void refuse(struct kv_card *c, const char *path, const char *fmt, ...)
+{
+	struct kv_refused *r;
+	va_list ap;
+	char why[512];
+
+	if (c->nrefused >= KV_MAX_DISK_SOURCES || kv_source_refused(c, path))
+		return;
+	r = realloc(c->refused, (c->nrefused + 1) * sizeof *r);
+	if (!r)
+		return;
+	c->refused = r;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	r[c->nrefused].path = strdup(path);
+	r[c->nrefused].why = strdup(why);
+	if (!r[c->nrefused].path || !r[c->nrefused].why) {
+		free(r[c->nrefused].path);
+		free(r[c->nrefused].why);
+		return;
+	}
+	c->nrefused++;
+}
+
+/* Whether real (a resolved path) lies under one of the roots. */
+static bool under_roots(const struct kv_import *im, const char *real)
+{
+	for (size_t i = 0; i < im->nroots; i++) {
+		size_t n = strlen(im->roots[i]);
+
+		if (strcmp(im->roots[i], "/") == 0 ||
+		    (strncmp(real, im->roots[i], n) == 0 && real[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+void kv_card_read_source(const struct kv_import *im, struct kv_card *c, const char *path,
+			 size_t *budget)
 {
 	struct ks_err e;
-	char *text = NULL;
+	struct stat st;
+	char *text = NULL, *real;
 	size_t size = 0;
+	int rc;
 
-	if (path[0] != '/' || *budget == 0 || kv_source_find(c, path))
+	if (path[0] != '/' || *budget == 0 || kv_source_find(c, path) ||
+	    kv_source_refused(c, path))
 		return;
-	/* O_NOFOLLOW: a symbolic link as the last component is refused;
-	 * ks_read_file_at refuses anything but a regular file. */
-	if (ks_read_file_at(AT_FDCWD, path, O_NOFOLLOW, KV_MAX_SOURCE_FILE, &text, &size,
-			    &e) < 0)
+	real = realpath(path, NULL);
+	if (!real)
+		return; /* missing: the frame just has no source to show */
+	if (!under_roots(im, real)) {
+		refuse(c, path, "it is outside the directories kscope view serves sources "
+		       "from (PATH's directory and --source-dir); run kscope view with "
+		       "--source-dir naming a directory above it");
+		free(real);
 		return;
+	}
+	/* Nothing but a regular file is ever opened: a FIFO would block the
+	 * open, a device could do anything.  O_NONBLOCK and the check of the
+	 * descriptor (ks_read_file_at) close the gap between the two. */
+	if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+		refuse(c, path, "it is not a regular file");
+		free(real);
+		return;
+	}
+	rc = ks_read_file_at(AT_FDCWD, real, O_NOFOLLOW | O_NONBLOCK, KV_MAX_SOURCE_FILE, &text,
+			     &size, &e);
+	free(real);
+	if (rc < 0) {
+		refuse(c, path, "%s", rc == -EFBIG ? "it is over 8 MiB" : e.msg);
+		return;
+	}
 	if (memchr(text, '\0', size)) { /* not a text */
+		refuse(c, path, "it is not a text file (it has a NUL byte)");
 		free(text);
 		return;
 	}
@@ -99,7 +179,8 @@ void kv_card_read_source(struct kv_card *c, const char *path, size_t *budget)
 
 /* Objects with a "file" string anywhere in j (findings' stack frames):
  * the file joined to its "dir" when it is relative. */
-static void findings_sources(struct kv_card *c, json_t *j, size_t *budget, int depth)
+static void findings_sources(const struct kv_import *im, struct kv_card *c, json_t *j,
+			     size_t *budget, int depth)
 {
 	const char *key;
 	json_t *v;
@@ -109,7 +190,7 @@ static void findings_sources(struct kv_card *c, json_t *j, size_t *budget, int d
 		return;
 	if (json_is_array(j)) {
 		json_array_foreach(j, i, v)
-			findings_sources(c, v, budget, depth + 1);
+			findings_sources(im, c, v, budget, depth + 1);
 		return;
 	}
 	if (!json_is_object(j))
@@ -118,22 +199,22 @@ static void findings_sources(struct kv_card *c, json_t *j, size_t *budget, int d
 	const char *dir = json_string_value(json_object_get(j, "dir"));
 
 	if (file && file[0] == '/') {
-		kv_card_read_source(c, file, budget);
+		kv_card_read_source(im, c, file, budget);
 	} else if (file && dir && dir[0] == '/') {
 		char *p = malloc(strlen(dir) + strlen(file) + 2);
 
 		if (p) {
 			sprintf(p, "%s/%s", dir, file);
-			kv_card_read_source(c, p, budget);
+			kv_card_read_source(im, c, p, budget);
 			free(p);
 		}
 	}
 	json_object_foreach(j, key, v)
 		if (json_is_object(v) || json_is_array(v))
-			findings_sources(c, v, budget, depth + 1);
+			findings_sources(im, c, v, budget, depth + 1);
 }
 
-static void data_sources(struct kv_card *c)
+static void data_sources(const struct kv_import *im, struct kv_card *c)
 {
 	size_t budget = KV_MAX_DISK_SOURCES;
 	json_t *files = json_object_get(c->block[KS_VB_API_FILES], "Files"), *f;
@@ -143,10 +224,10 @@ static void data_sources(struct kv_card *c)
 		const char *s = json_string_value(json_object_get(f, "Source"));
 
 		if (s)
-			kv_card_read_source(c, s, &budget);
+			kv_card_read_source(im, c, s, &budget);
 	}
 	if (c->findings)
-		findings_sources(c, c->findings, &budget, 0);
+		findings_sources(im, c, c->findings, &budget, 0);
 	if (c->profile) {
 		const struct ks_profile *p = c->profile;
 		unsigned char *seen = calloc(p->n_strings ? p->n_strings : 1, 1);
@@ -157,7 +238,7 @@ static void data_sources(struct kv_card *c)
 			if (id == KS_NONE || id >= p->n_strings || seen[id])
 				continue;
 			seen[id] = 1;
-			kv_card_read_source(c, ks_profile_str(p, id), &budget);
+			kv_card_read_source(im, c, ks_profile_str(p, id), &budget);
 		}
 		free(seen);
 	}
@@ -585,7 +666,7 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 		size_t len = 0;
 		struct ks_err e;
 
-		if (ks_read_file_at(AT_FDCWD, df->kernel_source, O_NOFOLLOW,
+		if (ks_read_file_at(AT_FDCWD, df->kernel_source, O_NOFOLLOW | O_NONBLOCK,
 				    KV_MAX_SOURCE_FILE, &text, &len, &e) == 0 &&
 		    !memchr(text, '\0', len))
 			rc = kv_card_add_source(c, "kernel.cl", text, len);
@@ -596,7 +677,7 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 	}
 	if (rc < 0)
 		return rc;
-	data_sources(c);
+	data_sources(im, c);
 
 	c->kinds = 0;
 	if (c->tl)

@@ -5,7 +5,7 @@
  * timeline handlers answer from (view_tl_int.h).
  *
  * Memory is what limits a timeline of millions of slices, so a slice is
- * 48 bytes (struct kv_tl_slice): names, categories and colours are
+ * 56 bytes (struct kv_tl_slice): names, categories and colours are
  * interned once in a string table, args texts sit one after another in
  * one arena, and the slice's id is its index in the finished array, not a
  * stored field.  Queries never allocate into the model: the server answers
@@ -471,11 +471,18 @@ int kv_tl_slice(struct kv_timeline *tl, const char *pid, const char *tid,
 	s->cname = cn;
 	s->depth = (uint32_t)tl->nslices;  /* the sequence, until kv_tl_finish */
 	s->thread = th;
+	s->brief = false;
 	if (args_len)
 		copy_utf8(tl->args + tl->args_len, args_json, args_len);
 	tl->args_len += args_len;
 	tl->nslices++;
 	return 0;
+}
+
+void kv_tl_mark_brief(struct kv_timeline *tl)
+{
+	if (!tl->finished && tl->nslices)
+		tl->slices[tl->nslices - 1].brief = true;
 }
 
 int kv_tl_flow(struct kv_timeline *tl, const char *id, const char *cat,
@@ -520,8 +527,11 @@ uint64_t kv_tl_slices(const struct kv_timeline *tl)
 /* Finishing: sort, nest, index                                        */
 /* ------------------------------------------------------------------ */
 
-/* Thread, then start, then longer first, then the order of adding (so
- * that ids are the same on every import of the same input). */
+/* Thread, then start, then a slice under 1 ns first (it ended before
+ * the others of its nanosecond began), then longer first, then the order
+ * of adding: slices of equal extent nest in the order they were added,
+ * the first outermost, and ids are the same on every import of the same
+ * input. */
 static int slice_cmp(const void *pa, const void *pb)
 {
 	const struct kv_tl_slice *a = pa, *b = pb;
@@ -530,6 +540,8 @@ static int slice_cmp(const void *pa, const void *pb)
 		return a->thread < b->thread ? -1 : 1;
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
+	if (a->brief != b->brief)
+		return a->brief ? -1 : 1;
 	if (a->end != b->end)
 		return a->end > b->end ? -1 : 1;
 	return a->depth < b->depth ? -1 : a->depth > b->depth;
@@ -575,11 +587,12 @@ static int process_order_cmp(const void *pa, const void *pb, void *ctx)
 }
 
 /*
- * Depths of one thread's slices, sorted by (start, longer first): a slice
- * goes one level below the innermost slice still open at its start.  A
- * slice is open at t while its end is after t, so a slice ending where the
- * next starts is a sibling, and a zero-length slice at a slice's start is
- * its child.
+ * Depths of one thread's slices, sorted by slice_cmp: a slice goes one
+ * level below the innermost slice still open at its start.  A slice is
+ * open at t while its end is after t, so a slice ending where the next
+ * starts is a sibling, and a zero-length slice at a slice's start is its
+ * child -- unless it is brief (under 1 ns, not an instant), which sorts
+ * before the slices of its start and so ends up beside them.
  *
  * A slice that starts inside an open slice but ends after it (a bad nesting,
  * which B/E pairs of different names or rounded X events can give) is put

@@ -14,6 +14,7 @@
 #ifndef KS_VIEW_TL_INT_H
 #define KS_VIEW_TL_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -21,7 +22,7 @@
 
 #define KV_TL_NONE UINT32_MAX
 
-/* One slice (48 bytes; the budget at 1e6 slices is ~100 bytes each). */
+/* One slice (56 bytes; the budget at 1e6 slices is ~100 bytes each). */
 struct kv_tl_slice {
 	int64_t start;      /* ns from the origin (absolute while building) */
 	int64_t end;        /* start + duration */
@@ -32,7 +33,17 @@ struct kv_tl_slice {
 	uint32_t cname;
 	uint32_t depth;     /* while building: the insertion sequence */
 	uint32_t thread;    /* index in tl->threads */
+	bool brief;         /* lasted under 1 ns: a duration that rounds to 0,
+			     * not an instant (kv_tl_mark_brief) */
 };
+
+/* Marks the slice added last as briefer than a nanosecond: its source
+ * gave it a duration, which rounds to none.  It keeps 0 ns, but nests as
+ * what it was, a slice that ended before the next one started: it is
+ * placed before the slices starting in the same nanosecond, beside them,
+ * where an instant (a slice of no duration) would go under the slice it
+ * starts with.  Nothing happens if no slice was added. */
+void kv_tl_mark_brief(struct kv_timeline *tl);
 
 struct kv_tl_thread {
 	uint32_t process;   /* index in tl->processes */

@@ -681,6 +681,7 @@ static int do_event(struct scan *sc)
 	char ph;
 	int64_t ts = 0, dur = 0;
 	const char *tid = fb(&sc->tid);
+	int rc;
 
 	if (!sc->has_ph)
 		return scan_fail(sc, -EINVAL, "the event has no \"ph\" (its phase: \"X\", "
@@ -716,10 +717,16 @@ static int do_event(struct scan *sc)
 			dur = end > ts ? end - ts : 0;
 		}
 		see_time(sc, ts + dur);
-		return add_rc(sc, kv_tl_slice(sc->tl, fb(&sc->pid), tid, fb(&sc->name),
-					      sc->cat.len ? sc->cat.p : NULL,
-					      sc->cname.len ? sc->cname.p : NULL, ts,
-					      (uint64_t)dur, sc->args, sc->args_len));
+		rc = kv_tl_slice(sc->tl, fb(&sc->pid), tid, fb(&sc->name),
+				 sc->cat.len ? sc->cat.p : NULL,
+				 sc->cname.len ? sc->cname.p : NULL, ts, (uint64_t)dur,
+				 sc->args, sc->args_len);
+		/* A slice under 1 ns (op --simulate's instructions) rounds to
+		 * no duration but is no instant: it must not nest under the
+		 * slice that starts in the same nanosecond. */
+		if (rc == 0 && dur == 0 && sc->has_dur && sc->dur > 0)
+			kv_tl_mark_brief(sc->tl);
+		return add_rc(sc, rc);
 	case 'i':
 	case 'I':
 		return add_rc(sc, kv_tl_slice(sc->tl, fb(&sc->pid), tid, fb(&sc->name),
@@ -733,7 +740,6 @@ static int do_event(struct scan *sc)
 	case 'b':
 	case 'e': {
 		char *lane;
-		int rc;
 
 		if (!sc->has_id)
 			return scan_fail(sc, -EINVAL, "an async event (\"ph\":\"%c\") without "

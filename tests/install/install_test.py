@@ -386,17 +386,18 @@ def check_view(e, sample_parent):
         t.join(60)
         check(line and line[0], f"kscope view printed no URL; stderr: "
                                 f"{p.stderr.read() if p.poll() is not None else ''}")
-        m = re.match(r"kscope: view: (http://[^ ]+/) ", line[0])
+        m = re.match(r"kscope: view: (http://[^ ]+/)\?token=([0-9a-f]{48}) ", line[0])
         check(m, f"kscope view's first line: {line[0]!r}")
-        url = m.group(1)
-        with urllib.request.urlopen(url, timeout=30) as r:
+        url, auth = m.group(1), {"Authorization": f"Bearer {m.group(2)}"}
+        with urllib.request.urlopen(urllib.request.Request(url, headers=auth),
+                                    timeout=30) as r:
             page = r.read()
         with open(os.path.join(e.prefix, "share", "kscope", "view", "index.html"), "rb") as f:
             check(page == f.read(), "the page served is not the installed index.html")
         body = json.dumps({"id": 1, "moduleName": "timeline", "type": "request",
                            "command": "import/action", "params": {"path": [run]}}).encode()
         req = urllib.request.Request(url + "api", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **auth})
         with urllib.request.urlopen(req, timeout=30) as r:
             ans = json.load(r)
         check(ans.get("result") is True, f"import/action: {str(ans)[:500]}")

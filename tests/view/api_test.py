@@ -101,8 +101,22 @@ def same_number(a, b):
 # The server
 # ------------------------------------------------------------------
 
+# Sources are served from PATH's directory and --source-dir: the tests
+# allow kscope's source tree, where the samples' programs came from.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def Viewer(path):
-    return viewer.Viewer(KSCOPE, path)
+    return viewer.Viewer(KSCOPE, path, ["--source-dir", ROOT])
+
+
+def servable(name, path):
+    """Whether kscope view started on path with --source-dir ROOT may
+    serve name: a regular file under ROOT or path's directory."""
+    real = os.path.realpath(name)
+    base = path if os.path.isdir(path) else os.path.dirname(path)
+    return os.path.isfile(real) and any(
+        real.startswith(os.path.realpath(d) + os.sep) for d in (ROOT, base))
 
 
 def sample(name):
@@ -127,7 +141,7 @@ def disk_sources_served(v, body, names):
     listed and served exactly; others are not listed."""
     for name in names:
         listed = name in body["sourceList"]
-        if os.path.isfile(name) and not os.path.islink(name):
+        if servable(name, v.path):
             check(listed, f"{name} exists but is not in sourceList")
             got = v.ok("source", "source/code/file", {"sourceName": name})
             with open(name, encoding="utf-8", errors="surrogateescape") as f:
@@ -240,7 +254,7 @@ def op():
         v.fails("source", "source/details/memoryGraph", {"showAs": 1},
                 "params.showAs is an integer; a string is expected")
         v.fails("source", "source/details/computeworkload", {},
-                f'card "{cid}" has no compute workload blocks (0x06, 0x07)')
+                f'card "{cid}" has no compute workload')
         v.fails("source", "source/api/line", {"sourceName": "kernel.cl"},
                 "the imported data has no source data")
         v.fails("source", "source/api/line", {"cardId": cid, "sourceName": "kernel.cl"},
@@ -333,8 +347,8 @@ def predict():
               all(isinstance(p["Instructions"], int) for p in got["pipes"]),
               "numbers are not numbers")
         v.fails("roofline", "roofline/charts", {},
-                "the imported data has no roofline data (a 0x0D block, which kscope op "
-                "writes with --flops and a calibration)")
+                "the imported data has no roofline (kscope op draws one with --flops "
+                "and a calibration)")
         common_errors(v, c["cardId"])
 
 
@@ -475,7 +489,7 @@ def everything():
                     ("source", "source/code/file", {"sourceName": "/etc/passwd"}),
                 ])]
         text = "".join(json.dumps(r) + "\n" for r in reqs)
-        p = subprocess.run([DRIVER, SAMPLES], input=text.encode(), stdout=subprocess.PIPE,
+        p = subprocess.run([DRIVER, SAMPLES, ROOT], input=text.encode(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         check(p.returncode == 0, f"view_request_driver: exit {p.returncode}")
         lines = p.stdout.decode().splitlines()
@@ -558,6 +572,102 @@ def encodings():
                       f"{text[-40:]!r}")
 
 
+def driver_lines(path, reqs):
+    """The handlers' answers to reqs on path, as the texts they print."""
+    text = "".join(json.dumps(r) + "\n" for r in reqs)
+    p = subprocess.run([DRIVER, path, ROOT], input=text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(p.returncode == 0, f"view_request_driver {path}: exit {p.returncode}")
+    return p.stdout.decode().splitlines()
+
+
+# A number of a JSON text, outside strings (after a colon, a bracket or a
+# comma, before a comma or a bracket)
+JSON_NUMBER = re.compile(r"(?<=[:\[,])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?=[,\]}])")
+
+
+def page_data():
+    """What the page shows comes right from the server: numbers in their
+    shortest form, sampled stacks outermost first, slices under 1 ns on
+    their thread's row, every repeated card id renamed."""
+    # Numbers as the data has them: 341.693, not 341.69299999999998.
+    line = driver_lines(sample("simulate_matmul"), [
+        {"id": 1, "moduleName": "roofline", "type": "request", "command": "roofline/charts",
+         "params": {}}])[0]
+    reals = [t for t in JSON_NUMBER.findall(line) if re.search(r"[.eE]", t)]
+    check(reals, "roofline/charts: no real number in the answer")
+    long = [t for t in reals if len(t) > len(repr(float(t)))]
+    check(not long, f"roofline/charts prints numbers longer than they are: {long[:4]}")
+
+    # op --simulate's slices under 1 ns: in trace.json no two slices of a
+    # thread overlap, so every thread is one row deep; such a slice says
+    # it is brief.
+    path = sample("simulate_matmul")
+    with open(os.path.join(path, "trace.json")) as f:
+        doc = json.load(f)
+    xs = [e for e in (doc["traceEvents"] if isinstance(doc, dict) else doc) if e["ph"] == "X"]
+    per = {}
+    for e in xs:
+        per.setdefault((str(e["pid"]), str(e["tid"])), []).append((e["ts"], e["ts"] + e["dur"]))
+    for k, spans in per.items():
+        spans.sort()
+        check(all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:])),
+              f"trace.json: slices of {k} overlap; the sample is not what this test expects")
+    brief = [e for e in xs if 0 < e["dur"] < 0.001]
+    check(brief, "simulate_matmul/trace.json has no slice under 1 ns")
+    with Viewer(path) as v:
+        threads = v.ok("timeline", "unit/threads", {"cardId": "simulate"})
+        deep = [(p["pid"], t["tid"], t["maxDepth"]) for p in threads["processes"]
+                for t in p["threads"] if t["maxDepth"]]
+        check(not deep, f"threads with slices that do not overlap nest: {deep}")
+        e = brief[0]
+        t0 = round(e["ts"] * 1000)
+        data = v.ok("timeline", "unit/threadTraces", {
+            "cardId": "simulate", "processId": str(e["pid"]), "threadId": str(e["tid"]),
+            "startTime": max(0, t0 - 2), "endTime": t0 + 2, "timePerPx": 0.01})["data"]
+        items = [x for d in data for x in d if x["startTime"] == t0 and x["name"] == e["name"]]
+        check(items, f"no slice {e['name']} at {t0} ns: {data}")
+        d = v.ok("timeline", "unit/threadDetail", {"cardId": "simulate", "pid": str(e["pid"]),
+                                                   "tid": str(e["tid"]), "id": items[0]["id"]})
+        check(d["data"]["brief"] is True and d["data"]["depth"] == 0 and
+              d["data"]["duration"] == 0, f"slice of {e['dur']} us: {d['data']}")
+
+    # A sampled thread's depth-0 slices are the outermost frames: the
+    # roots of the profile's tree, their children at depth 1.
+    with Viewer(sample("sample_demo")) as v:
+        tree = v.ok("profile", "profile/tree", {"cardId": "sample", "minPct": 0})
+        roots = {r["function"] for r in tree["roots"]}
+        second = {c["function"] for r in tree["roots"] for c in r["children"]}
+        procs = v.ok("timeline", "unit/threads", {"cardId": "sample"})
+        end = procs["endTime"]
+        seen = 0
+        for pr in procs["processes"]:
+            for th in pr["threads"]:
+                data = v.ok("timeline", "unit/threadTraces", {
+                    "cardId": "sample", "processId": pr["pid"], "threadId": th["tid"],
+                    "startTime": 0, "endTime": end, "timePerPx": max(1, -(-end // 50000))})["data"]
+                for depth, want in ((0, roots), (1, second)):
+                    names = {x["name"] for x in (data[depth] if len(data) > depth else [])
+                             if x["count"] == 1}
+                    check(names <= want, f"thread {th['tid']}: depth {depth} holds "
+                          f"{sorted(names - want)}, not frames of depth {depth} of the tree")
+                    seen += len(names)
+        check(seen, "no slice of the samples' timeline was checked")
+
+    # Three cards with one id are all named by their paths.
+    tmp = tempfile.mkdtemp(prefix="ks-view-ids.")
+    try:
+        for d in ("a", "b", "c"):
+            shutil.copytree(sample("memcheck_uaf"), os.path.join(tmp, d, "memcheck_uaf"))
+        with Viewer(tmp) as v:
+            cards = v.ok("timeline", "import/action", {})["result"]
+            ids = sorted(c["cardId"] for c in cards)
+            want = sorted(os.path.join(tmp, d, "memcheck_uaf") for d in ("a", "b", "c"))
+            check(ids == want, f"cards with one id: {ids}, expected their paths {want}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 TESTS = [
     ("op", op),
     ("simulate", simulate),
@@ -569,6 +679,7 @@ TESTS = [
     ("files", files),
     ("everything", everything),
     ("encodings", encodings),
+    ("page data", page_data),
 ]
 
 

@@ -9,7 +9,13 @@ here with the standard library: handshake, masked frames, fragments, the
 1 MiB limit), the page's files (content types, security headers, and path
 traversal in every spelling, with a secret file next to the page that must
 never come back), the Host and Origin checks, SIGINT and SIGTERM, a second
-server on the same port, and bad command lines.  Nothing asserts on a time
+server on the same port, and bad command lines.  And as another user of
+the machine would: every request without the run's token is refused
+(403), the token's cookie works as the browser gets it, imported data
+naming a file outside the allowed directories, a FIFO or a device is not
+served (and does not hang the import), connections sending their headers
+slowly do not delay an API call, and --host 0.0.0.0 keeps the Host and
+Origin checks.  Nothing asserts on a time
 beyond generous timeouts that turn a hang into a failure.
 
     server_test.py KSCOPE SOURCE_DIR [SCENARIO...]
@@ -21,6 +27,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -96,8 +103,8 @@ class Server:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env=e)
         self.line = self._read_line()
-        m = re.fullmatch(r"kscope: view: http://([0-9.]+):(\d+)/ \(Ctrl\+C stops\)\n",
-                         self.line)
+        m = re.fullmatch(r"kscope: view: http://([0-9.]+):(\d+)/(?:\?token=([0-9A-Za-z._~-]+))? "
+                         r"\(Ctrl\+C stops\)\n", self.line)
         if not m:
             self.p.kill()
             out, err = self.p.communicate(timeout=TIMEOUT)
@@ -105,7 +112,12 @@ class Server:
                           f"exit {self.p.returncode}; stderr: "
                           f"{err.decode(errors='replace')}")
         self.host, self.port = m.group(1), int(m.group(2))
+        self.token = m.group(3)
         check(self.port > 0, f"port {self.port}")
+
+    def auth(self):
+        """The header that carries the token (none under --no-token)."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def _read_line(self):
         fd = self.p.stdout.fileno()
@@ -140,7 +152,7 @@ class Server:
         """One request; returns (status, headers as a dict, body bytes)."""
         own = conn is None
         c = conn or self.conn()
-        h = {"Host": f"127.0.0.1:{self.port}"}
+        h = {"Host": f"127.0.0.1:{self.port}", **self.auth()}
         h.update(headers or {})
         h = {k: v for k, v in h.items() if v is not None}
         try:
@@ -168,9 +180,13 @@ class Server:
         except ValueError:
             raise Failure(f"POST /api: the answer is not JSON: {data[:200]!r}")
 
-    def raw(self, data, shut=False):
-        """Sends bytes as they are and returns what comes back until the
-        server closes or stops talking."""
+    def raw(self, data, shut=False, auth=True):
+        """Sends bytes as they are (with the token's header after the
+        request line, unless auth is false) and returns what comes back
+        until the server closes or stops talking."""
+        if auth and self.token and b"\r\n" in data:
+            line, rest = data.split(b"\r\n", 1)
+            data = line + f"\r\nAuthorization: Bearer {self.token}".encode() + b"\r\n" + rest
         s = socket.create_connection((self.host, self.port), timeout=TIMEOUT)
         try:
             try:
@@ -219,12 +235,15 @@ def check_rejected(resp, what, rid=None):
 # ----------------------------------------------------------------------
 
 class WebSocket:
-    def __init__(self, srv, origin=None, host=None):
+    def __init__(self, srv, origin=None, host=None, cookie=True):
+        """cookie: send the token the way a browser does, in its cookie."""
         self.s = socket.create_connection((srv.host, srv.port), timeout=TIMEOUT)
         key = base64.b64encode(os.urandom(16)).decode()
         lines = [f"GET /ws HTTP/1.1", f"Host: {host or f'127.0.0.1:{srv.port}'}",
                  "Upgrade: websocket", "Connection: Upgrade",
                  f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+        if cookie and srv.token:
+            lines.append(f"Cookie: other=1; kscope_view_{srv.port}={srv.token}")
         if origin:
             lines.append(f"Origin: {origin}")
         self.s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -694,8 +713,271 @@ def sc_bad_path():
           f"page directory without index.html: exit {p.returncode}, {err!r}")
 
 
-SERVER_SCENARIOS = ["api", "limits", "page", "traversal", "host", "websocket"]
-RUNS = ["server", "signals", "port_in_use", "bad_path"]
+def sc_token(srv, d):
+    """Without the token nothing is answered: the page, the API, the
+    WebSocket; a wrong token, one in the wrong cookie or in the query of
+    anything but the page are refused.  GET /?token= sets the cookie
+    (HttpOnly, SameSite=Strict) and sends the browser to / without it."""
+    check(srv.token and re.fullmatch(r"[0-9a-f]{48}", srv.token),
+          f"the printed URL has no random token: {srv.line!r}")
+    body = json.dumps(request_obj("import/action")).encode()
+    wrong = "0" * 48 if srv.token != "0" * 48 else "1" * 48
+    for headers in ({"Authorization": None}, {"Authorization": f"Bearer {wrong}"},
+                    {"Authorization": None, "Cookie": f"kscope_view_{srv.port}={wrong}"},
+                    {"Authorization": None,
+                     "Cookie": f"kscope_view_{srv.port + 1}={srv.token}"},
+                    {"Authorization": None, "Cookie": f"x=kscope_view_{srv.port}={srv.token}"},
+                    {"Authorization": f"Bearer {srv.token[:-1]}"},
+                    {"Authorization": f"Basic {srv.token}"}):
+        for method, path, b, extra in (("GET", "/", None, {}),
+                                       ("GET", "/js/app.js", None, {}),
+                                       ("POST", "/api", body,
+                                        {"Content-Type": "application/json"})):
+            st, _, data = srv.request(method, path, b, {**headers, **extra})
+            check(st == 403, f"{method} {path} with {headers}: status {st}")
+            check(b"token" in data, f"{method} {path}: the 403 does not say why: {data!r}")
+            check(b'"traceEvents"' not in data and b"import" not in data,
+                  f"{method} {path}: a refused answer carries data: {data[:200]!r}")
+    for path in (f"/api?token={srv.token}", f"/js/app.js?token={srv.token}",
+                 f"/?token={wrong}", f"/?token={srv.token}x"):
+        st, _, _ = srv.request("GET", path, headers={"Authorization": None})
+        check(st == 403, f"GET {path} without the cookie: status {st}")
+    out = srv.raw(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                  b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n" % srv.port, auth=False)
+    check(out.startswith(b"HTTP/1.1 403"), f"WebSocket without the token: {out[:60]!r}")
+    ws = WebSocket(srv, cookie=False)
+    check(ws.status == 403, f"WebSocket without the cookie: {ws.status_line}")
+    ws.close()
+    # The browser's way in: the printed URL, then the cookie.
+    st, hd, _ = srv.request("GET", f"/?token={srv.token}", headers={"Authorization": None})
+    check(st == 303 and hd.get("location") == "/", f"GET /?token=: {st} {hd}")
+    cookie = hd.get("set-cookie", "")
+    parts = [x.strip() for x in cookie.split(";")]
+    check(parts[0] == f"kscope_view_{srv.port}={srv.token}" and "HttpOnly" in parts and
+          "SameSite=Strict" in parts and "Path=/" in parts, f"Set-Cookie: {cookie!r}")
+    jar = {"Authorization": None, "Cookie": parts[0]}
+    st, hd, data = srv.request("GET", "/", headers=jar)
+    check(st == 200 and data, f"GET / with the cookie: {st}")
+    st, _, data = srv.request("POST", "/api", body,
+                              {**jar, "Content-Type": "application/json"})
+    check(st == 200 and json.loads(data).get("result") is True, f"API with the cookie: {st}")
+    ws = WebSocket(srv, origin=f"http://127.0.0.1:{srv.port}")
+    check(ws.status == 101, f"WebSocket with the cookie: {ws.status_line}")
+    ws.close()
+
+
+SERVER_SCENARIOS = ["api", "limits", "page", "traversal", "host", "websocket", "token"]
+RUNS = ["server", "signals", "port_in_use", "bad_path", "sources", "slow_clients",
+        "any_address", "token_options"]
+
+
+def write_findings(d, names):
+    """A memcheck report.json whose error's stack names each of names."""
+    frames = [{"ip": "0x1", "fn": "f", "file": n, "line": 1} for n in names]
+    rep = {"format": "kscope-memtools-report", "version": 1, "analysis": "memcheck",
+           "command": "memcheck", "program": {"exe": "/bin/true", "argv": ["/bin/true"],
+                                              "pid": 1},
+           "exit": {"how": "exit", "code": 0}, "truncated": False, "processes": [],
+           "settings": {}, "summary": {"contexts": 1},
+           "errors": [{"kind": "invalid-read", "xml_kind": "InvalidRead", "what": "x",
+                       "pid": 1, "tid": 1, "count": 1, "stack": frames}],
+           "leaks": [], "heap": None}
+    run = os.path.join(d, "memcheck_20260101_000000_1")
+    os.mkdir(run)
+    with open(os.path.join(run, "report.json"), "w") as f:
+        json.dump(rep, f)
+    return run
+
+
+def sc_sources():
+    """Imported data names a secret file outside the allowed directories,
+    a FIFO, a device and a directory (in a memcheck report.json, a
+    profile.db's frames and a 0x03 block's sources): the import does not
+    hang, nothing of them is served, each "not served" with the reason;
+    a file under --source-dir is served."""
+    d = tmpdir()
+    outside = tmpdir()
+    secret = os.path.join(outside, "secret.c")
+    with open(secret, "w") as f:
+        f.write(SECRET + "\n")
+    allowed = tmpdir()
+    fifo = os.path.join(allowed, "fifo.c")
+    os.mkfifo(fifo)
+    ok = os.path.join(allowed, "ok.c")
+    with open(ok, "w") as f:
+        f.write("int ok;\n")
+    link = os.path.join(allowed, "link.c")
+    os.symlink(secret, link)
+    names = [secret, fifo, "/dev/zero", allowed, ok, link]
+    why = {secret: "outside the directories", fifo: "not a regular file",
+           "/dev/zero": "not a regular file", link: "outside the directories"}
+    run = write_findings(d, names)
+    # a profile.db whose frames name the same files
+    db = os.path.join(d, "sample_20260101_000000_2")
+    os.mkdir(db)
+    shutil.copy(os.path.join(SRC, "tests", "view", "samples", "sample_demo", "profile.db"),
+                os.path.join(db, "profile.db"))
+    import sqlite3
+    c = sqlite3.connect(os.path.join(db, "profile.db"))
+    ids = [r[0] for r in c.execute("SELECT DISTINCT file FROM frames WHERE file IS NOT NULL")]
+    check(len(ids) >= 2, f"the sample profile.db names {len(ids)} files")
+    named = {"memcheck": set(names), "sample": set(), "simulate": set()}
+    for i, sid in enumerate(ids):
+        c.execute("UPDATE strings SET text = ? WHERE id = ?", (names[i % len(names)], sid))
+        named["sample"].add(names[i % len(names)])
+    c.commit()
+    c.close()
+    # a visualize_data.bin whose 0x03 block's sources are these files
+    vz = os.path.join(d, "simulate_20260101_000000_3")
+    os.mkdir(vz)
+    with open(os.path.join(SRC, "tests", "view", "samples", "simulate_matmul",
+                           "visualize_data.bin"), "rb") as f:
+        data = f.read()
+    out, off, found = bytearray(), 0, False
+    while off < len(data):
+        size, typ, pad, ver, res = struct.unpack_from("<QBBBB", data, off)
+        head = 12 + (4096 if typ == 1 else 0)
+        if typ == 3:
+            blk = json.loads(data[off + head:off + head + size - pad].rstrip(b"\0"))
+            for i, fl in enumerate(blk["Files"]):
+                fl["Source"] = names[i % len(names)]
+                named["simulate"].add(fl["Source"])
+            payload = json.dumps(blk).encode()
+            npad = -len(payload) % 4
+            out += struct.pack("<QBBBB", len(payload) + npad, typ, npad, ver, res)
+            out += payload + b"\0" * npad
+            found = True
+        elif typ != 1:   # no embedded texts: only files on disk
+            out += data[off:off + head + size]
+        off += head + size
+    check(found, "the simulate sample has no 0x03 block")
+    with open(os.path.join(vz, "visualize_data.bin"), "wb") as f:
+        f.write(out)
+    srv = Server(d, args=["--source-dir", allowed, "--source-dir", "/dev"])
+    try:
+        body = srv.api(request_obj("import/action"))
+        check(body.get("result") is True, f"import/action: {body}")
+        cards = body["body"]["result"]
+        check(len(cards) == 3, f"three cards expected: {[c['cardId'] for c in cards]}")
+        for card in cards:
+            listed = card["sourceList"]
+            for name in (secret, fifo, "/dev/zero", allowed, link):
+                check(name not in listed, f"{card['cardId']}: {name} is listed")
+            mine = named[card["cardId"]]
+            check(len(mine) >= 3 or card["cardId"] == "sample",
+                  f"{card['cardId']} names only {mine}")
+            if ok in mine:
+                r = srv.api(request_obj("source/code/file", "source",
+                                        {"cardId": card["cardId"], "sourceName": ok}))
+                check(r.get("result") is True and r["body"]["fileContent"] == "int ok;\n",
+                      f"{card['cardId']}: the file under --source-dir: {r}")
+            for name, words in why.items():
+                if name not in mine:
+                    continue
+                r = srv.api(request_obj("source/code/file", "source",
+                                        {"cardId": card["cardId"], "sourceName": name}))
+                msg = r.get("body", {}).get("message", "")
+                check(r.get("result") is False and "is not served" in msg and words in msg,
+                      f"{card['cardId']}: {name}: {msg!r}")
+                check(SECRET not in json.dumps(r), f"{name}: the secret came back")
+        # and without the token, not even that
+        st, _, data = srv.request("POST", "/api", json.dumps(request_obj(
+            "source/code/file", "source", {"sourceName": secret})).encode(),
+            {"Content-Type": "application/json", "Authorization": None})
+        check(st == 403 and SECRET.encode() not in data, f"no token: {st}")
+    finally:
+        status, err = srv.stop()
+    check(status == 0, f"exit {status}: {err}")
+
+
+def sc_slow_clients():
+    """Twenty connections that send half a request line and then a byte
+    now and then do not delay an API call by more than a second."""
+    d = tmpdir()
+    srv = Server(write_trace(d))
+    socks = []
+    try:
+        for _ in range(20):
+            s = socket.create_connection((srv.host, srv.port), timeout=TIMEOUT)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: " % srv.port)
+            socks.append(s)
+        time.sleep(0.3)
+        for s in socks:
+            s.sendall(b"a")
+        t0 = time.monotonic()
+        body = srv.api(request_obj("import/action"))
+        took = time.monotonic() - t0
+        check(body.get("result") is True, f"import/action: {body}")
+        check(took < 1.0, f"an API call took {took:.2f} s behind 20 slow connections")
+    finally:
+        for s in socks:
+            s.close()
+        status, err = srv.stop()
+    check(status == 0, f"exit {status}: {err}")
+
+
+def sc_any_address():
+    """On 0.0.0.0 the token, Host and Origin are checked as on loopback:
+    this machine's names and addresses are answered, another name is not."""
+    d = tmpdir()
+    srv = Server(write_trace(d), args=["--host", "0.0.0.0"])
+    try:
+        p = srv.port
+        check(srv.token, f"--host 0.0.0.0 without a token: {srv.line!r}")
+        for host in (f"127.0.0.1:{p}", f"localhost:{p}", f"{socket.gethostname()}:{p}"):
+            st, _, _ = srv.request("GET", "/", headers={"Host": host})
+            check(st == 200, f"0.0.0.0: Host {host}: status {st}")
+        for host in (f"evil.example:{p}", "evil.example", f"127.0.0.1:{p + 1}"):
+            st, _, _ = srv.request("GET", "/", headers={"Host": host})
+            check(st == 403, f"0.0.0.0: Host {host!r}: status {st}")
+        body = json.dumps(request_obj("import/action")).encode()
+        st, _, _ = srv.request("POST", "/api", body, {"Content-Type": "text/plain",
+                                                       "Origin": "http://evil.example"})
+        check(st == 403, f"0.0.0.0: POST /api from another origin: status {st}")
+        st, _, _ = srv.request("POST", "/api", body, {"Content-Type": "text/plain",
+                                                       "Origin": f"http://127.0.0.1:{p}"})
+        check(st == 200, f"0.0.0.0: POST /api from the page's origin: status {st}")
+        st, _, _ = srv.request("GET", "/", headers={"Authorization": None})
+        check(st == 403, f"0.0.0.0: no token: status {st}")
+    finally:
+        status, err = srv.stop()
+    check(status == 0 and "not on a loopback address" in err, f"exit {status}: {err}")
+
+
+def sc_token_options():
+    """--token sets the token (also KSCOPE_VIEW_TOKEN); a bad one, or
+    --no-token off loopback, exits 2; --no-token on loopback asks none."""
+    d = tmpdir()
+    trace = write_trace(d)
+    good = "abcdefghijklmnop-_.~0123"
+    for args, env in ((["--token", good], None), ([], {"KSCOPE_VIEW_TOKEN": good})):
+        srv = Server(trace, args=args, env=env)
+        try:
+            check(srv.token == good, f"{args} {env}: token {srv.token!r}")
+            st, _, _ = srv.request("GET", "/")
+            check(st == 200, f"--token: GET / with it: {st}")
+        finally:
+            srv.stop()
+    for args, word in ((["--token", "short"], "--token"),
+                       (["--token", "a" * 15], "--token"),
+                       (["--token", "has space in it ok"], "--token"),
+                       (["--token", "x" * 129], "--token"),
+                       (["--no-token", "--host", "0.0.0.0"], "--no-token"),
+                       (["--no-token", "--token", good], "--no-token")):
+        p = subprocess.run([KSCOPE, "view", "--port", "0", *args, trace],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 2 and word in err and p.stdout == b"",
+              f"view {args}: exit {p.returncode}, {err!r}")
+    srv = Server(trace, args=["--no-token"])
+    try:
+        check(srv.token is None, f"--no-token printed a token: {srv.line!r}")
+        st, _, _ = srv.request("GET", "/")
+        check(st == 200, f"--no-token: GET / {st}")
+    finally:
+        status, err = srv.stop()
+    check("every user of this machine" in err, f"--no-token gives no warning: {err!r}")
 
 
 def main():

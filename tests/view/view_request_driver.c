@@ -29,11 +29,15 @@ int main(int argc, char **argv)
 	size_t cap = 0;
 	ssize_t n;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: view_request_driver PATH < requests\n");
+	struct ks_view_import_opts io = { 0 };
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: view_request_driver PATH [SOURCE_DIR...] < requests\n");
 		return 2;
 	}
-	if (ks_view_import(argv[1], &v, progress, &err) < 0) {
+	io.source_dirs = (const char *const *)argv + 2;
+	io.nsource_dirs = (size_t)argc - 2;
+	if (ks_view_import(argv[1], &io, &v, progress, &err) < 0) {
 		printf("error: %s\n", err.msg);
 		return 1;
 	}

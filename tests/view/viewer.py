@@ -19,25 +19,29 @@ TIMEOUT = 60
 
 
 class Viewer:
-    """`kscope view --port 0 PATH`; stopped with SIGINT, which must end it."""
+    """`kscope view --port 0 [ARGS] PATH`; stopped with SIGINT, which must end
+    it.  Every request carries the token of the printed URL."""
 
-    def __init__(self, kscope, path):
+    def __init__(self, kscope, path, args=()):
         self.path = path
-        self.proc = subprocess.Popen([kscope, "view", "--port", "0", path],
+        self.proc = subprocess.Popen([kscope, "view", "--port", "0", *args, path],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True)
         line = self.proc.stdout.readline().decode()
-        m = re.match(r"kscope: view: (http://[^/ ]+/) \(Ctrl\+C stops\)", line)
+        m = re.match(r"kscope: view: (http://[^/ ]+/)\?token=([0-9a-f]{48}) "
+                     r"\(Ctrl\+C stops\)", line)
         if not m:
             self.proc.kill()
             err = self.proc.communicate(timeout=TIMEOUT)[1].decode(errors="replace")
             raise Failure(f"kscope view {path}: first line {line!r}; stderr: {err[-2000:]}")
         self.url = m.group(1)
+        self.token = m.group(2)
         self.next_id = 1
 
     def raw(self, text):
         req = urllib.request.Request(self.url + "api", data=text.encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self.token}"})
         with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
             check(r.status == 200, f"POST /api: HTTP {r.status}")
             return json.loads(r.read())

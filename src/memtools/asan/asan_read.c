@@ -136,26 +136,14 @@ struct ctx {
 	uint64_t leak_bytes, leak_blocks;
 };
 
-static void stack_clear(struct ks_mcx_stack *s)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->frames[i].obj);
-		free(s->frames[i].fn);
-		free(s->frames[i].dir);
-		free(s->frames[i].file);
-	}
-	free(s->frames);
-	memset(s, 0, sizeof(*s));
-}
-
 static void pending_clear(struct ctx *c)
 {
 	free(c->headline);
 	c->headline = NULL;
-	stack_clear(&c->stack);
+	ks_mcx_stack_free(&c->stack);
 	for (size_t i = 0; i < c->naux; i++) {
 		free(c->aux[i].what);
-		stack_clear(&c->aux[i].stack);
+		ks_mcx_stack_free(&c->aux[i].stack);
 	}
 	free(c->aux);
 	c->aux = NULL;
@@ -402,7 +390,7 @@ static void finish_error(struct ctx *c)
 			    r->role == AUX_PREV_ALLOC) {
 				free(r->what);
 				r->what = NULL;
-				stack_clear(&r->stack);
+				ks_mcx_stack_free(&r->stack);
 			}
 		}
 	}
@@ -431,7 +419,7 @@ static void finish_leak(struct ctx *c)
 	c->in_leak = false;
 	c->target = TARGET_NONE;
 	if (!(c->o->show_leaks & bit)) {
-		stack_clear(&c->stack);
+		ks_mcx_stack_free(&c->stack);
 		return;
 	}
 	if (!(e = error_push(c)))

@@ -124,7 +124,7 @@ static bool is(const struct ctx *c, int depth, const char *name)
 	       !strcmp(c->names[depth], name);
 }
 
-static void stack_free(struct ks_mcx_stack *s)
+void ks_mcx_stack_free(struct ks_mcx_stack *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->frames[i].obj);
@@ -141,10 +141,10 @@ static void error_free(struct ks_mcx_error *e)
 	free(e->kind);
 	free(e->what);
 	free(e->suppression);
-	stack_free(&e->stack);
+	ks_mcx_stack_free(&e->stack);
 	for (size_t i = 0; i < e->naux; i++) {
 		free(e->aux[i].what);
-		stack_free(&e->aux[i].stack);
+		ks_mcx_stack_free(&e->aux[i].stack);
 	}
 	free(e->aux);
 	memset(e, 0, sizeof(*e));
@@ -228,7 +228,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 		c->target = NULL;
 	} else if (d == 2 && !strcmp(name, "fatal_signal")) {
 		c->in_fatal = true;
-		stack_free(&c->d->fatal_stack);
+		ks_mcx_stack_free(&c->d->fatal_stack);
 	} else if (d == 2 && !strcmp(name, "suppcounts")) {
 		/* Only the last one counts (Memcheck writes one). */
 		for (size_t i = 0; i < c->d->nsupps; i++)
@@ -599,8 +599,12 @@ static int parse(struct ctx *c, struct src *s, struct ks_err *err)
 				continue;
 			}
 			/* The made-up root is never closed: an end of input
-			 * there is the normal end of the tail. */
-			if (!(c->tail && final && code == XML_ERROR_NO_ELEMENTS && c->depth == 1))
+			 * there is the normal end of the tail.  An end of input
+			 * inside the document is a file cut short (complete
+			 * stays false: it "ends early"), not damage. */
+			if (!(final && c->depth >= 1 &&
+			      (code == XML_ERROR_NO_ELEMENTS || code == XML_ERROR_UNCLOSED_TOKEN ||
+			       code == XML_ERROR_PARTIAL_CHAR)))
 				damage(c, c->p);
 			goto out;
 		}
@@ -697,7 +701,7 @@ void ks_mcx_free(struct ks_mcx_doc *d)
 		free(d->argv[i]);
 	free(d->argv);
 	free(d->signame);
-	stack_free(&d->fatal_stack);
+	ks_mcx_stack_free(&d->fatal_stack);
 	for (size_t i = 0; i < d->nerrors; i++)
 		error_free(&d->errors[i]);
 	free(d->errors);

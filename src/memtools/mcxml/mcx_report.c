@@ -376,11 +376,18 @@ static int add_proc(struct ks_mtr_run *r, const struct ks_mcx_doc *d,
 {
 	struct ks_mtr_proc *p;
 	uint32_t idx = (uint32_t)r->nprocs;
+	/* The image before, when the document before is an earlier image of
+	 * the same process (one that exec'd: docs come in image order). */
+	uint32_t image = idx && r->procs[idx - 1].start.pid == d->pid &&
+					 r->procs[idx - 1].end.exec
+				 ? r->procs[idx - 1].image + 1
+				 : 0;
 	int rc = 0;
 
 	p = ks_mtr_vec_push(&r->procs, &r->nprocs, &r->cap_procs, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->image = image;
 	p->start.analysis = MTR_MEMCHECK;
 	p->start.pid = d->pid;
 	p->start.ppid = d->ppid ? d->ppid : -1;
@@ -396,7 +403,10 @@ static int add_proc(struct ks_mtr_run *r, const struct ks_mcx_doc *d,
 	p->parent = MTR_NONE;
 	/* How it ended, as far as the XML says; what kscope saw (the
 	 * program's wait status) wins. */
-	if (d->fatal) {
+	if (d->execed) {
+		p->end.present = true;
+		p->end.exec = true;
+	} else if (d->fatal) {
 		p->end.present = true;
 		p->end.signaled = true;
 		p->end.code = d->signo;
@@ -414,7 +424,7 @@ static int add_proc(struct ks_mtr_run *r, const struct ks_mcx_doc *d,
 		p->end.signaled = x->signaled;
 		p->end.code = x->code;
 	}
-	p->truncated = !d->finished;
+	p->truncated = !d->finished && !d->execed;
 	for (size_t i = 0; !rc && i < d->nerrors; i++) {
 		enum ks_mtr_ekind k = kind_of(&d->errors[i]);
 

@@ -83,6 +83,9 @@ struct ks_mcx_doc {
 	struct ks_mcx_supp *supps;    /* <suppcounts>, the last one read */
 	size_t nsupps;
 	bool complete;                /* </valgrindoutput> was read */
+	bool execed;                  /* not read from the file: set by kscope
+				       * for an image that exec'd another (its
+				       * file was set aside before the exec) */
 	bool trailing;                /* elements followed </valgrindoutput> */
 	bool damaged;                 /* reading stopped at something not well formed */
 	char damage[256];             /* expat's message and where, when damaged */
@@ -100,6 +103,9 @@ int ks_mcx_read_file(struct ks_mcx_doc *d, const char *path, struct ks_err *err)
 int ks_mcx_read_mem(struct ks_mcx_doc *d, const char *data, size_t size,
 		    struct ks_err *err);
 void ks_mcx_free(struct ks_mcx_doc *d);
+/* Frees a stack's frames and empties it (for readers of other formats
+ * that fill the same model: src/memtools/asan). */
+void ks_mcx_stack_free(struct ks_mcx_stack *s);
 
 /* kscope's names of Memcheck's findings (docs/memtools.md has the table):
  * "invalid-read", "use-after-free", "leak-indirect", ...; NULL for a kind

@@ -29,6 +29,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rendered  # noqa: E402  (tests/view/browser/rendered.py)
+
 CHROMIUM = '/usr/bin/chromium'
 CHROMEDRIVER = '/usr/bin/chromedriver'
 WAIT = 15.0          # seconds any one thing on the page may take
@@ -79,7 +82,9 @@ class Run:
 class Server:
     """`kscope view SAMPLE --port 0`, up once it has printed its URL."""
 
-    URL_LINE = re.compile(r'^kscope: view: (http://[^ ]+/) \(Ctrl\+C stops\)$')
+    # The URL with the run's token: opening it gives the page its cookie.
+    URL_LINE = re.compile(r'^kscope: view: (http://[^ ]+/\?token=[0-9a-f]{48}) '
+                          r'\(Ctrl\+C stops\)$')
 
     def __init__(self, kscope, sample):
         self.proc = subprocess.Popen([kscope, 'view', sample, '--port', '0'],
@@ -476,13 +481,21 @@ def visit(run, page, name, url, sample_names, args, shots):
             page.click(f'#tab-{tab}')
             try:
                 if tab == 'timeline':
+                    page.wait_for('the whole timeline',
+                                  'const h = window.kscopeView && window.kscopeView.timeline;'
+                                  'return h && h.visibleSlices().length > 0 && !h.pending();')
+                    rendered.check_timeline_depths(run, page, where, card)
                     check_timeline(run, page, where, 'timeline', '#panel-timeline')
+                    rendered.check_slice_details(run, page, where)
                 elif tab == 'source':
                     check_source(run, page, where)
+                    rendered.check_source_rendered(run, page, where, card)
                 elif tab == 'details':
                     check_details(run, page, where)
+                    rendered.check_details(run, page, where, card)
                 elif tab == 'roofline':
                     check_roofline(run, page, where, card)
+                    rendered.check_roofline_labels(run, page, where)
                 elif tab == 'profile':
                     check_profile(run, page, where)
                 elif tab == 'findings':
@@ -507,6 +520,12 @@ def visit(run, page, name, url, sample_names, args, shots):
         after = page.one('[role=tab][aria-selected=true]').get_attribute('id')
         if before == after:
             run.fail(name, 'the Right arrow key did not move to the next tab')
+    if page.count('#error-bar:not([hidden])'):
+        run.fail(name, f'the error bar shows: {page.text("#error-text")}')
+    try:
+        rendered.check_navigation(run, page, name, cards)
+    except Exception as e:  # noqa: BLE001 -- a check that broke is a failure
+        run.fail(name, (str(e).strip().split('\n') or [''])[0] or type(e).__name__)
     if page.count('#error-bar:not([hidden])'):
         run.fail(name, f'the error bar shows: {page.text("#error-text")}')
 

@@ -72,7 +72,7 @@ static void expect_error(const char *path, const char *msg)
 	struct ks_view *v = (struct ks_view *)1;
 	struct ks_err err = { 0 };
 
-	assert_true(ks_view_import(path, &v, NULL, &err) < 0);
+	assert_true(ks_view_import(path, NULL, &v, NULL, &err) < 0);
 	assert_null(v);
 	assert_string_equal(err.msg, msg);
 }
@@ -116,7 +116,7 @@ static void good_container(void **state)
 	src = path_in(dir, "k.c");
 	b[0].path = src;
 	write_container(file, b, 2);
-	assert_int_equal(ks_view_import(dir, &v, NULL, &err), 0);
+	assert_int_equal(ks_view_import(dir, NULL, &v, NULL, &err), 0);
 	assert_int_equal(v->ncards, 1);
 	assert_string_equal(v->cards[0].id, "op");
 	assert_string_equal(v->cards[0].command, "op");
@@ -143,7 +143,7 @@ static void good_container(void **state)
 
 	/* the container alone: named by its run directory, the card's path
 	 * is the file */
-	assert_int_equal(ks_view_import(file, &v, NULL, &err), 0);
+	assert_int_equal(ks_view_import(file, NULL, &v, NULL, &err), 0);
 	assert_int_equal(v->ncards, 1);
 	assert_string_equal(v->cards[0].id, "op");
 	assert_string_equal(v->cards[0].path, file);
@@ -267,7 +267,7 @@ static void symlink_component(void **state)
 	expect_error(link, msg);
 	/* a link inside the walked directory is skipped, not followed: only
 	 * real/ gives a card */
-	assert_int_equal(ks_view_import(dir, &v, NULL, &err), 0);
+	assert_int_equal(ks_view_import(dir, NULL, &v, NULL, &err), 0);
 	assert_int_equal(v->ncards, 1);
 	assert_string_equal(v->cards[0].path, real);
 	ks_view_free(v);
@@ -329,7 +329,7 @@ static void predict_csv(void **state)
 	p = path_in(dir, "Instruction_statistic.csv");
 	ks_test_write_file(p, "Instruction,Count\r\nload,3\r\n", 0644);
 	free(p);
-	assert_int_equal(ks_view_import(dir, &v, NULL, &err), 0);
+	assert_int_equal(ks_view_import(dir, NULL, &v, NULL, &err), 0);
 	assert_int_equal(v->ncards, 1);
 	assert_int_equal(v->cards[0].kinds, KV_PREDICT);
 	assert_string_equal(v->cards[0].command, "predict");
@@ -383,7 +383,7 @@ static void odd_blocks(void **state)
 
 	(void)state;
 	write_container(file, b, sizeof b / sizeof b[0]);
-	assert_int_equal(ks_view_import(file, &v, NULL, &err), 0);
+	assert_int_equal(ks_view_import(file, NULL, &v, NULL, &err), 0);
 	assert_int_equal(v->cards[0].kinds, KV_SOURCE | KV_DETAILS);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		snprintf(req, sizeof req, "{\"id\":1,\"type\":\"request\",\"moduleName\":"

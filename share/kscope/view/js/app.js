@@ -42,6 +42,7 @@ class App {
 			t.addEventListener('click', () => this.showTab(t.dataset.view, true));
 			t.addEventListener('keydown', (ev) => this.tabKey(ev, t));
 		}
+		window.addEventListener('hashchange', () => this.followHash());
 		window.kscopeView = { app: this };
 	}
 
@@ -90,10 +91,39 @@ class App {
 		start.remove();
 		for (const c of this.cards)
 			this.select.append(el('option', { value: c.cardId, text: c.cardName || c.cardId }));
+		this.followHash();
+	}
+
+	// Shows what the address's #tab=...&card=... names: on load, and
+	// whenever the address changes (a link, the Back button, an edit).
+	// A card or tab that is not here is said so in the error bar, and the
+	// first card, or the card's first tab, is shown instead.
+	followHash() {
+		if (!this.cards.length)
+			return;
 		const want = new URLSearchParams(location.hash.slice(1));
-		const card = this.cards.find((c) => c.cardId === want.get('card')) || this.cards[0];
+		const wantCard = want.get('card'), wantTab = want.get('tab');
+		const problems = [];
+		let card = this.card || this.cards[0];
+		if (wantCard !== null) {
+			const found = this.cardById(wantCard);
+			if (found)
+				card = found;
+			else
+				problems.push(`there is no result "${wantCard}" here (the results are: ${this.cards.map((c) => c.cardId).join(', ')}); showing "${card.cardName || card.cardId}"`);
+		}
+		if (wantTab !== null && !VIEWS.some((v) => v.id === wantTab))
+			problems.push(`there is no tab "${wantTab}" (the tabs are: ${VIEWS.map((v) => v.id).join(', ')})`);
+		if (problems.length)
+			this.showError(`The address asks for what this page cannot show: ${problems.join('; ')}.`);
+		const tab = VIEWS.some((v) => v.id === wantTab) ? wantTab : null;
+		if (card === this.card && (tab === null || tab === this.tab))
+			return;
 		this.select.value = card.cardId;
-		this.selectCard(card.cardId, want.get('tab'));
+		if (card === this.card)
+			this.showTab(tab, true);
+		else
+			this.selectCard(card.cardId, tab);
 	}
 
 	cardById(id) {

@@ -100,8 +100,10 @@ export class DetailsView {
 		this.base.append(dl);
 		const bd = b.blockDetail;
 		if (bd && Array.isArray(bd.headerName) && Array.isArray(bd.row) && bd.row.length) {
-			const cols = bd.headerName.map((h, i) => ({ key: String(i), label: h, num: i !== 1,
-				value: (row) => row.value[i] }));
+			const cols = bd.headerName.map((h, i) => {
+				const value = (row) => (Array.isArray(row.value) ? row.value[i] : '');
+				return { key: String(i), label: h, num: numericColumn(bd.row, value), value };
+			});
 			this.base.append(el('h4', { text: 'Blocks' }), new SortTable(cols, bd.row).table);
 		}
 		this.advice(this.base, b.advice);
@@ -182,16 +184,41 @@ export class DetailsView {
 		}
 		for (const b of blocks) {
 			for (const t of b.tableDetail || []) {
-				const head = Array.isArray(t.headerName) ? t.headerName : [];
-				const cols = [{ key: 'name', label: head[0] || '' }].concat(head.slice(1).map((h, i) => ({
-					key: `v${i}`, label: h, num: true, value: (row) => (Array.isArray(row.value) ? row.value[i] : ''),
-				})));
+				const rows = Array.isArray(t.row) ? t.row : [];
+				const head = Array.isArray(t.headerName) ? t.headerName.map(String) : [];
+				// A header names either the value columns alone (kscope
+				// op's) or the row-name column too (the seed's): the
+				// values decide which.
+				const nvals = Math.max(0, ...rows.map((r) => (Array.isArray(r.value) ? r.value.length : 0)));
+				const withName = head.length === nvals + 1;
+				const names = withName ? head.slice(1) : head;
+				const cols = [{ key: 'name', label: withName && head[0] ? head[0] : 'Name' }];
+				for (let i = 0; i < Math.max(nvals, names.length); i++) {
+					const value = (row) => (Array.isArray(row.value) ? row.value[i] ?? '' : '');
+					cols.push({ key: `v${i}`, label: names[i] ?? `column ${i + 1}`,
+						num: numericColumn(rows, value), value });
+				}
 				this.memTable.append(el('h4', { text: `${t.tableName || 'Table'}${b.blockId !== undefined ? ` · block ${b.blockId}` : ''}` }),
-					new SortTable(cols, Array.isArray(t.row) ? t.row : []).table);
+					new SortTable(cols, rows).table);
 			}
 			this.advice(this.memTable, b.advice);
 		}
 	}
+}
+
+// Whether every non-empty value(row) of a column is a number (or a
+// number's text): such a column is right-aligned and formatted.
+function numericColumn(rows, value) {
+	let any = false;
+	for (const r of rows) {
+		const v = value(r);
+		if (v === '' || v === null || v === undefined)
+			continue;
+		if (typeof v === 'boolean' || !Number.isFinite(Number(v)))
+			return false;
+		any = true;
+	}
+	return any;
 }
 
 // A horizontal bar chart of detailDataList entries (value, unit).

@@ -7,7 +7,7 @@
 // location); clicking an instruction selects its line.
 
 import { request } from './api.js';
-import { el, clear, emptyState, fmtNum, SortTable } from './util.js';
+import { el, clear, emptyState, fmtNum, fmtPct, SortTable } from './util.js';
 
 // Instruction fields that name a source location ("file:line").
 const LOCATION_FIELDS = ['AscendC Inner Code', 'Source Location', 'location', 'Location'];
@@ -27,6 +27,12 @@ function parseLocation(v) {
 
 function baseName(p) {
 	return String(p).split('/').pop();
+}
+
+// Whether a column holds rates (a hit rate: a fraction from 0 to 1),
+// shown as percentages.
+function isRate(col) {
+	return /\b(rate|ratio)$/i.test(String(col).trim());
 }
 
 // Whether two names of a file name the same file (one may be a suffix).
@@ -223,7 +229,7 @@ export class SourceView {
 			tr.append(el('td.ln', { text: String(n) }));
 			for (const c of cols) {
 				const v = d ? d[c] : undefined;
-				const td = el('td.num', { text: v === undefined || v === null ? '' : this.fmtCell(v, this.lineDtype[c]) });
+				const td = el('td.num', { text: v === undefined || v === null ? '' : this.fmtCell(v, this.lineDtype[c], c) });
 				if (c === heatCol && d && heatMax > 0) {
 					const pct = (Number(v) || 0) / heatMax * 100;
 					td.classList.add('heat');
@@ -242,9 +248,13 @@ export class SourceView {
 			this.codePane.prepend(el('p.note', { text: 'No per-line data for this file in this result.' }));
 	}
 
-	fmtCell(v, type) {
+	fmtCell(v, type, col) {
 		if (Array.isArray(v))
-			return v.map((x) => this.fmtCell(x, type)).join(', ');
+			return v.map((x) => this.fmtCell(x, type, col)).join(', ');
+		if (v === null || v === undefined)
+			return '';
+		if (col !== undefined && isRate(col) && typeof v === 'number' && v >= 0 && v <= 1)
+			return fmtPct(v * 100);
 		if (Number(type) === 2 && typeof v === 'number')
 			return fmtNum(v, 4);
 		if (Number(type) === 1)
@@ -271,16 +281,46 @@ export class SourceView {
 				return Array.isArray(v) ? v[ci] : v;
 			};
 			return { key: c, label: c, num: type === 1 || type === 2, value: val,
-				render: (r) => { const v = val(r); return v === null || v === undefined ? '' : this.fmtCell(v, type); } };
+				render: (r) => { const v = val(r); return v === null || v === undefined ? '' : this.fmtCell(v, type, c); } };
 		});
+		const rows = this.fileInstructions();
+		this.shownInsts = rows;
 		this.selInsts = new Set();
-		this.instTable = new SortTable(cols, I.rows, {
+		this.instTable = new SortTable(cols, rows, {
 			rowClass: (r) => (this.selInsts.has(r) ? 'sel' : null),
 			onRowClick: (r) => this.selectInstruction(r),
 		});
 		this.instTable.table.classList.add('inst-table');
-		this.instPane.append(el('h3', { text: `Instructions (${I.rows.length})${I.cores.length ? ` · core ${I.cores[ci]}` : ''}` }),
+		const of = rows === I.rows ? `all ${I.rows.length}` : `${rows.length} of ${I.rows.length}, in ${baseName(this.file)}`;
+		this.instPane.append(el('h3', { text: `Instructions (${of})${I.cores.length ? ` · core ${I.cores[ci]}` : ''}` }),
 			this.instTable.table);
+		if (!rows.length)
+			this.instPane.append(emptyState(`No instruction of this result comes from ${this.file}.`));
+	}
+
+	// The instructions of the file shown: those whose source location
+	// names it, or (without a location) whose address lies in one of its
+	// lines' address ranges.  All of them when the table says nothing of
+	// where its instructions come from.
+	fileInstructions() {
+		const I = this.insts;
+		const ranges = [];
+		if (this.lineData)
+			for (const d of this.lineData.values())
+				for (const r of Array.isArray(d['Address Range']) ? d['Address Range'] : []) {
+					const lo = Array.isArray(r) ? parseAddr(r[0]) : null, hi = Array.isArray(r) ? parseAddr(r[1]) : null;
+					if (lo !== null && hi !== null)
+						ranges.push([lo, hi]);
+				}
+		const located = I.rows.some((r) => this.instLocation(r));
+		if (!this.file || (!located && !ranges.length))
+			return I.rows;
+		return I.rows.filter((r) => {
+			const loc = this.instLocation(r);
+			if (loc)
+				return sameFile(loc.file, this.file);
+			return r.addr !== null && ranges.some(([lo, hi]) => r.addr >= lo && r.addr < hi);
+		});
 	}
 
 	// The instructions of a line of the current file.

@@ -373,8 +373,11 @@ export class Timeline {
 		} else if (d.args && typeof d.args === 'object') {
 			args = d.args;
 		}
+		// A slice under 1 ns (op --simulate's) has 0 ns in whole
+		// nanoseconds, but it is no instant.
+		const dur = d.brief ? 'under 1 ns' : fmtNs(d.duration);
 		const facts = el('dl.facts', null,
-			el('dt', { text: 'Duration' }), el('dd', { text: fmtNs(d.duration) }),
+			el('dt', { text: 'Duration' }), el('dd', { text: dur }),
 			el('dt', { text: 'Start' }), el('dd', { text: fmtNs(d.startTime) }),
 			el('dt', { text: 'Self time' }), el('dd', { text: fmtNs(d.selfTime) }),
 			el('dt', { text: 'Track' }), el('dd', { text: `${this.procName(row.pid)} / ${row.name}` }),
@@ -382,11 +385,19 @@ export class Timeline {
 			d.cat ? [el('dt', { text: 'Category' }), el('dd', { text: d.cat })] : null);
 		const where = el('div.code-loc');
 		if (args && typeof args === 'object') {
-			for (const k of ['code', 'location', 'pc_addr', 'function']) {
-				if (args[k] === undefined || args[k] === null || args[k] === '')
+			// A sampled frame gives its file and line apart.
+			const fileLine = typeof args.file === 'string' && args.file && Number(args.line) > 0
+				? `${args.file}:${Number(args.line)}` : null;
+			const fields = [['code', args.code], ['location', args.location], ['code', fileLine],
+				['pc_addr', args.pc_addr], ['function', args.function]];
+			for (const [k, value] of fields) {
+				if (value === undefined || value === null || value === '')
 					continue;
-				const v = String(args[k]);
+				const v = String(value);
 				const m = /^(.*):(\d+)(?::\d+)?$/.exec(v);
+				// "??:0" (op --simulate's) is no location: nothing to show.
+				if ((k === 'code' || k === 'location') && m && (m[1] === '??' || Number(m[2]) === 0))
+					continue;
 				let chip;
 				if ((k === 'code' || k === 'location') && m) {
 					chip = el('a.chip.hl', { href: '#', title: 'Show in the Source tab', text: v });
@@ -401,10 +412,13 @@ export class Timeline {
 			}
 		}
 		const argText = args ? JSON.stringify(args, null, 2) : prettyJson(d.args || '');
-		this.details.append(el('h3.slice-title', { text: d.title ?? '' }), facts,
+		// Element.append writes null as the text "null": leave out what
+		// this slice lacks.
+		const parts = [el('h3.slice-title', { text: d.title ?? '' }), facts,
 			where.childNodes.length ? where : null,
 			argText ? el('details', { open: true }, el('summary', { text: 'Arguments' }),
-				el('pre.args', { text: argText })) : null);
+				el('pre.args', { text: argText })) : null];
+		this.details.append(...parts.filter(Boolean));
 		if (this.flows.length) {
 			const ul = el('ul.flow-list');
 			for (const f of this.flows)
@@ -483,7 +497,7 @@ export class Timeline {
 					if (y < RULER_H || y > this.cssH)
 						continue;
 					out.push({ id: it.id, name: it.name, count: it.count ?? 1, width: x1 - x0,
-						pid: row.pid, tid: row.tid,
+						pid: row.pid, tid: row.tid, depth: d, start: it.startTime, end: it.endTime,
 						x: rect.left + (x0 + x1) / 2, y: rect.top + y });
 				}
 			});

@@ -143,7 +143,8 @@ function compare(a, b) {
 
 // A table whose columns sort on a click of their header (and Enter/Space
 // on a focused header).  columns: [{key, label, num, render(row) -> node
-// or text, value(row) -> sort value}].  rows: objects.  Options:
+// or text, value(row) -> the cell's value, shown (unless render is given)
+// and sorted on; row[key] without it}].  rows: objects.  Options:
 // onRowClick(row, tr), rowClass(row), limit (rows drawn at most).
 export class SortTable {
 	constructor(columns, rows, opts = {}) {
@@ -209,7 +210,7 @@ export class SortTable {
 		for (const row of rows.slice(0, limit)) {
 			const tr = el('tr', { class: this.opts.rowClass ? this.opts.rowClass(row) : null });
 			for (const c of this.columns) {
-				const v = c.render ? c.render(row) : row[c.key];
+				const v = c.render ? c.render(row) : this.value(c, row);
 				tr.append(el('td', { class: c.num ? 'num' : null },
 					v instanceof Node ? v : (c.num ? fmtNum(v) : (v ?? ''))));
 			}

@@ -1,0 +1,207 @@
+/*
+ * libkscope-mcexec.so: preloaded by kscope memcheck into the program that
+ * runs under Valgrind's Memcheck, it keeps what an image found when that
+ * image execs another.
+ *
+ * Memcheck writes each process's XML to RUN/memcheck.<pid>.xml (and its
+ * log to RUN/valgrind.<pid>.log).  An exec keeps the pid: the next image's
+ * Valgrind opens the same names again and truncates them, and what the
+ * image before found would be lost.  So each exec function of the C
+ * library is wrapped here: just before the real exec, the image's two
+ * files are renamed to memcheck.<pid>.<k>.xml and valgrind.<pid>.<k>.log
+ * (k the first number free), which Valgrind, whose descriptors stay open,
+ * keeps writing into until the exec happens.  If the exec fails, the
+ * names are given back.  kscope memcheck reads the set-aside files as the
+ * process's earlier images (src/cli/memcheck_mc.c).
+ *
+ * KSCOPE_MC_RUNDIR names the run directory; without it nothing is done.
+ * Nothing here allocates (Memcheck would count it), and errno is what the
+ * real call left.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_ARGS 4096 /* execl's arguments, gathered on the stack */
+
+struct aside {
+	char xml[2][PATH_MAX], log[2][PATH_MAX]; /* [0] the name, [1] set aside */
+	int moved;                               /* bit 0: xml, bit 1: log */
+};
+
+/* Renames this image's files out of the next image's way. */
+static void set_aside(struct aside *a)
+{
+	const char *dir = getenv("KSCOPE_MC_RUNDIR");
+	int pid = (int)getpid(), saved = errno;
+
+	a->moved = 0;
+	if (!dir || dir[0] != '/')
+		return;
+	snprintf(a->xml[0], PATH_MAX, "%s/memcheck.%d.xml", dir, pid);
+	snprintf(a->log[0], PATH_MAX, "%s/valgrind.%d.log", dir, pid);
+	if (access(a->xml[0], F_OK) != 0) {
+		errno = saved;
+		return; /* a forked child: Memcheck writes nothing for it */
+	}
+	for (int k = 0; k < 10000; k++) {
+		snprintf(a->xml[1], PATH_MAX, "%s/memcheck.%d.%d.xml", dir, pid, k);
+		snprintf(a->log[1], PATH_MAX, "%s/valgrind.%d.%d.log", dir, pid, k);
+		if (access(a->xml[1], F_OK) != 0 && access(a->log[1], F_OK) != 0)
+			break;
+	}
+	if (rename(a->xml[0], a->xml[1]) == 0)
+		a->moved |= 1;
+	if (rename(a->log[0], a->log[1]) == 0)
+		a->moved |= 2;
+	errno = saved;
+}
+
+/* The exec failed: the image goes on under its own names. */
+static void give_back(const struct aside *a)
+{
+	int saved = errno;
+
+	if (a->moved & 1)
+		rename(a->xml[1], a->xml[0]);
+	if (a->moved & 2)
+		rename(a->log[1], a->log[0]);
+	errno = saved;
+}
+
+static void *real(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	int (*f)(const char *, char *const[], char *const[]) = real("execve");
+	struct aside a;
+	int rc;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	set_aside(&a);
+	rc = f(path, argv, envp);
+	give_back(&a);
+	return rc;
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	int (*f)(const char *, char *const[], char *const[]) = real("execvpe");
+	struct aside a;
+	int rc;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	set_aside(&a);
+	rc = f(file, argv, envp);
+	give_back(&a);
+	return rc;
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	int (*f)(int, char *const[], char *const[]) = real("fexecve");
+	struct aside a;
+	int rc;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	set_aside(&a);
+	rc = f(fd, argv, envp);
+	give_back(&a);
+	return rc;
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+		    int flags)
+{
+	int (*f)(int, const char *, char *const[], char *const[], int) = real("execveat");
+	struct aside a;
+	int rc;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	set_aside(&a);
+	rc = f(dirfd, path, argv, envp, flags);
+	give_back(&a);
+	return rc;
+}
+
+/* execl, execlp, execle: the arguments into an array on the stack. */
+#define GATHER(first, ap, argv, n)                                         \
+	do {                                                               \
+		(argv)[0] = (char *)(uintptr_t)(first);                    \
+		for ((n) = 1; (argv)[(n) - 1] && (n) < MAX_ARGS; (n)++)    \
+			(argv)[(n)] = va_arg((ap), char *);                \
+		if ((argv)[(n) - 1]) {                                     \
+			va_end(ap);                                        \
+			errno = E2BIG;                                     \
+			return -1;                                         \
+		}                                                          \
+	} while (0)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, n);
+	va_end(ap);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, n);
+	va_end(ap);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	char *const *envp;
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, n);
+	envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
