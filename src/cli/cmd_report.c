@@ -11,7 +11,13 @@
  * and handed to flame-graph tools.  It only reads the database (opened
  * read-only); the one file it may create is --output's, which must not
  * exist: it is written under a temporary name and renamed when complete.
+ *
+ * One exception: a run directory with raw files and no profile.db, left
+ * by a kscope that was killed before it post-processed them, is finished
+ * first (finish_run): the raw files become the run's deliverables, as
+ * `kscope sample` would have written them.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -22,9 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argcheck.h"
 #include "cli.h"
 #include "log.h"
 #include "outdir.h"
+#include "post.h"
 #include "profile.h"
 #include "store.h"
 
@@ -90,6 +98,152 @@ static const struct ks_opt report_dir = {
 	.name = "DIR", .type = KS_OPT_PATH, .metavar = "DIR",
 	.flags = KS_PATH_READ,
 };
+
+/* ------------------------------------------------------------------ */
+/* Finishing a run whose kscope was killed                             */
+/* ------------------------------------------------------------------ */
+
+/* Whether process pid is alive and maps a file whose path contains what
+ * (its own executable, or libkscope.so): a pid alone may have been
+ * reused. */
+static bool process_maps(long pid, const char *what)
+{
+	char path[64], line[4400];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* A reason why the run in dir (its raw/ opened as rawfd) may still be
+ * going: its kscope (the pid that ends the directory's name) or one of
+ * its processes (raw/<pid>[.<n>].ksraw) alive with kscope's code mapped.
+ * Empty if none. */
+static void run_alive(const char *dir, int rawfd, char *why, size_t size)
+{
+	char self[PATH_MAX];
+	const char *us = strrchr(dir, '_');
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	DIR *d;
+	struct dirent *de;
+
+	why[0] = '\0';
+	if (n > 0 && us && strncmp(strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
+				   "sample_", 7) == 0) {
+		char *end;
+		long pid = strtol(us + 1, &end, 10);
+
+		self[n] = '\0';
+		if (!*end && pid > 0 && pid != getpid() && process_maps(pid, self)) {
+			snprintf(why, size, "its kscope (pid %ld) is still running", pid);
+			return;
+		}
+	}
+	d = fdopendir(dup(rawfd));
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (pid > 0 && (*end == '.') && strstr(end, ".ksraw") &&
+		    process_maps(pid, "libkscope.so")) {
+			snprintf(why, size, "its process %ld is still running", pid);
+			break;
+		}
+	}
+	closedir(d);
+}
+
+/* If dir is a sample run directory with raw files but no profile.db (its
+ * kscope was killed before post-processing), turns the raw files into
+ * profile.db, the trace and the reports, as `kscope sample` would have,
+ * and removes them.  Returns KS_EXIT_OK when there is nothing to do or it
+ * is done, else the exit status after logging why. */
+static int finish_run(const char *dir)
+{
+	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
+	struct ks_profile prof;
+	struct ks_post_stats st;
+	struct ks_err err;
+	struct stat sb;
+	char why[256];
+	int rawfd, status = KS_EXIT_FAIL;
+
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return KS_EXIT_OK;
+	rd.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rd.dirfd < 0)
+		return KS_EXIT_OK; /* database_path says why */
+	if (faccessat(rd.dirfd, "profile.db", F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    (rawfd = openat(rd.dirfd, "raw", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC)) < 0) {
+		close(rd.dirfd);
+		return KS_EXIT_OK;
+	}
+	run_alive(dir, rawfd, why, sizeof(why));
+	close(rawfd);
+	if (why[0]) {
+		ks_error("argument DIR: '%s' has no profile.db yet and %s; accepted: a "
+			 "finished run, or one whose kscope was killed (its results are "
+			 "written when the program ends)", dir, why);
+		status = KS_EXIT_USAGE;
+		goto out;
+	}
+	if (fstat(rd.dirfd, &sb) != 0 || !ks_dir_is_safe(&sb, getuid(), why, sizeof(why))) {
+		ks_error("argument DIR: '%s' has only raw files, and kscope will not write "
+			 "its results there: %s", dir, why);
+		status = KS_EXIT_USAGE;
+		goto out;
+	}
+	rd.path = realpath(dir, NULL);
+	if (!rd.path) {
+		ks_error("argument DIR: '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	ks_info("%s has no profile.db: its kscope ended before writing the results; "
+		"writing them from its raw files", rd.path);
+	ks_err_clear(&err);
+	if (ks_profile_init(&prof, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (ks_post_build(rd.path, &prof, &st, &err)) {
+		ks_error("%s: %s", rd.path, err.msg);
+		ks_profile_free(&prof);
+		goto out;
+	}
+	if (st.damaged_files)
+		ks_warn("%zu raw file%s ended in an incomplete record (%" PRIu64
+			" bytes ignored): a process was killed while writing",
+			st.damaged_files, st.damaged_files == 1 ? "" : "s", st.bytes_ignored);
+	ks_profile_meta(&prof, "program_status", "unknown");
+	ks_profile_meta(&prof, "finished_by", "kscope report (the run's kscope had ended)");
+	if (ks_run_write_outputs(&rd, &prof, false, 0, &err)) {
+		ks_error("%s: %s", rd.path, err.msg);
+		ks_profile_free(&prof);
+		goto out;
+	}
+	ks_run_remove_raw(&rd);
+	ks_info("%s: %" PRIu64 " samples written to profile.db, trace.perfetto-trace, "
+		"flat.txt, tree.txt and threads.txt", rd.path, st.samples);
+	ks_profile_free(&prof);
+	status = KS_EXIT_OK;
+out:
+	ks_rundir_close(&rd);
+	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                         */
+/* ------------------------------------------------------------------ */
 
 /* DIR/profile.db for a run directory, or the path itself for a file;
  * malloc'd, or NULL with the reason logged. */
@@ -269,6 +423,8 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 	(void)cmd;
 	if (!check_format(o))
 		return KS_EXIT_USAGE;
+	if ((status = finish_run(pp->positional[0])) != KS_EXIT_OK)
+		return status;
 	path = database_path(pp->positional[0]);
 	if (!path)
 		return KS_EXIT_USAGE;
@@ -353,7 +509,9 @@ const struct ks_cmd ks_cmd_report = {
 		"the call stacks of those samples instead: folded stacks for\n"
 		"flamegraph.pl and inferno, pprof's gzipped profile.proto (binary:\n"
 		"give --output FILE), or a speedscope file (one profile a thread).\n"
-		"--output writes to a new FILE instead of standard output.\n"
+		"--output writes to a new FILE instead of standard output.  A run\n"
+		"directory whose kscope was killed (raw files, no profile.db) is\n"
+		"first finished: its raw files become profile.db and the reports.\n"
 		"docs/profile-db.md describes every format.",
 	.args = {
 		.opts = report_opts,

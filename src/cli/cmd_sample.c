@@ -13,7 +13,6 @@
  * program's exit status (128+N if a signal N ended it), or 1 if profiling
  * itself failed.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,6 +35,7 @@
 #include "post.h"
 #include "profile.h"
 #include "runprog.h"
+#include "spec.h"
 #include "store.h"
 #include "trace.h"
 
@@ -61,6 +61,7 @@ struct sample_opts {
 	int trace_format;       /* index into trace_choices */
 	int format;             /* index into format_choices */
 	bool keep_raw;
+	bool keep_running;      /* leave the program running if kscope dies */
 };
 
 static const char *const sampler_choices[] = { "cputime", "realtime", "both", NULL };
@@ -130,6 +131,10 @@ static const struct ks_opt sample_opts[] = {
 	{ .name = "keep-raw", .type = KS_OPT_FLAG, .env = "KSCOPE_KEEP_RAW",
 	  .help = "keep the raw sample files (raw/) after post-processing",
 	  OPT(keep_raw) },
+	{ .name = "keep-running", .type = KS_OPT_FLAG, .env = "KSCOPE_KEEP_RUNNING",
+	  .help = "if kscope itself is killed, leave the program running (by "
+		  "default it is killed with it)",
+	  OPT(keep_running) },
 	KS_COMMON_OPTS(struct sample_opts),
 	KS_OPT_END
 };
@@ -142,79 +147,26 @@ static const struct ks_opt sample_opts[] = {
 /* Checks beyond the option table                                      */
 /* ------------------------------------------------------------------ */
 
-/* "0,2-4": thread indexes and ranges. */
-static int check_tids(const char *s, struct ks_err *err)
+/* --tids, --periods and --counters are parsed by spec.c, the code the
+ * runtime parses them with, so whatever passes here the runtime holds:
+ * nothing it would drop (a 65th range, a window past its limits) gets
+ * through to be ignored in the program. */
+static int check_spec(const struct sample_opts *o, struct ks_err *err)
 {
-	const char *p = s;
+	struct ks_spec_tidrange tids[KS_SPEC_MAX_TIDRANGES];
+	struct ks_spec_period periods[KS_SPEC_MAX_PERIODS];
+	char counters[KS_SPEC_MAX_COUNTERS][KS_SPEC_COUNTER_NAME_MAX + 1];
+	char why[512];
+	size_t n;
 
-	while (*p) {
-		char *end;
-		long a = strtol(p, &end, 10), b;
-
-		if (end == p || a < 0)
-			goto bad;
-		b = a;
-		if (*end == '-') {
-			p = end + 1;
-			b = strtol(p, &end, 10);
-			if (end == p || b < a)
-				goto bad;
-		}
-		if (*end == ',' && end[1])
-			end++;
-		else if (*end)
-			goto bad;
-		p = end;
-	}
+	if (o->tids && ks_spec_parse_tids(o->tids, tids, &n, why, sizeof(why)))
+		return ks_err_set(err, -EINVAL, "option --tids: %s", why);
+	if (o->periods && ks_spec_parse_periods(o->periods, periods, &n, why, sizeof(why)))
+		return ks_err_set(err, -EINVAL, "option --periods: %s", why);
+	if (o->counters && ks_spec_parse_counters(o->counters, counters, &n, why,
+						  sizeof(why)))
+		return ks_err_set(err, -EINVAL, "option --counters: %s", why);
 	return 0;
-bad:
-	return ks_err_set(err, -EINVAL, "option --tids: '%s' is not a thread list; "
-			  "accepted: indexes and ranges separated by commas, "
-			  "e.g. 0,2-4", s);
-}
-
-/* "clock:delay:duration:cycles ..." */
-static int check_periods(const char *s, struct ks_err *err)
-{
-	char *copy = strdup(s), *save = NULL, *tok;
-	int rc = 0;
-
-	if (!copy)
-		return ks_err_set(err, -ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		char clock[16], *f[4], *q = tok;
-		double delay, dur;
-		long cycles;
-		char *end;
-		int n = 0;
-
-		while (n < 4 && (f[n] = strsep(&q, ":")) != NULL)
-			n++;
-		if (n != 4 || q || strlen(f[0]) >= sizeof(clock))
-			goto bad;
-		strcpy(clock, f[0]);
-		if (strcmp(clock, "realtime") && strcmp(clock, "cputime"))
-			goto bad;
-		delay = strtod(f[1], &end);
-		if (!*f[1] || *end || delay < 0)
-			goto bad;
-		dur = strtod(f[2], &end);
-		if (!*f[2] || *end || dur <= 0)
-			goto bad;
-		cycles = strtol(f[3], &end, 10);
-		if (!*f[3] || *end || cycles < 0)
-			goto bad;
-		continue;
-bad:
-		rc = ks_err_set(err, -EINVAL, "option --periods: '%s' is not a period; "
-				"accepted: clock:delay:duration:cycles with clock "
-				"realtime or cputime, delay >= 0 and duration > 0 in "
-				"seconds, cycles >= 0 (0 repeats forever), e.g. "
-				"realtime:10:1:5", tok);
-		break;
-	}
-	free(copy);
-	return rc;
 }
 
 /* libkscope.so: next to the executable in a build tree (build/lib/), or
@@ -411,100 +363,6 @@ static int build_env(const struct sample_opts *o, const char *rundir,
 /* Outputs                                                             */
 /* ------------------------------------------------------------------ */
 
-static int write_report(struct ks_rundir *rd, const char *name,
-			int (*fn)(FILE *, const struct ks_profile *,
-				  const struct ks_report_opts *, struct ks_err *),
-			const struct ks_profile *p, const struct ks_report_opts *ro,
-			struct ks_err *err)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	int rc;
-
-	if (!mem)
-		return ks_err_set(err, -ENOMEM, "out of memory");
-	rc = fn(mem, p, ro, err);
-	if (fclose(mem) != 0 && !rc)
-		rc = ks_err_set(err, -ENOMEM, "out of memory");
-	if (!rc)
-		rc = ks_outfile_put(rd, name, buf, len, KS_DELIVERABLE_MODE, err);
-	free(buf);
-	return rc;
-}
-
-static int write_trace(struct ks_rundir *rd, const char *name,
-		       int (*fn)(const struct ks_profile *, struct ks_outfile *,
-				 struct ks_err *),
-		       const struct ks_profile *p, struct ks_err *err)
-{
-	struct ks_outfile of;
-	int rc = ks_outfile_open(rd, name, &of, err);
-
-	if (rc)
-		return rc;
-	rc = fn(p, &of, err);
-	if (rc) {
-		ks_outfile_abort(&of);
-		return rc;
-	}
-	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
-}
-
-static int write_outputs(const struct sample_opts *o, struct ks_rundir *rd,
-			 struct ks_profile *p, struct ks_err *err)
-{
-	struct ks_report_opts ro = { .json = o->format == 1, .thread = KS_NONE,
-				     .min_pct = 0.5 };
-	char path[PATH_MAX];
-	const char *ext = ro.json ? "json" : "txt";
-	char name[32];
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/profile.db", rd->path);
-	rc = ks_store_write(p, path, err);
-	if (!rc && chmod(path, KS_DELIVERABLE_MODE) != 0)
-		rc = ks_err_set(err, -errno, "cannot set the mode of profile.db: %s",
-				strerror(errno));
-	if (!rc && (o->trace_format == 0 || o->trace_format == 2))
-		rc = write_trace(rd, "trace.perfetto-trace", ks_trace_write_perfetto, p, err);
-	if (!rc && (o->trace_format == 1 || o->trace_format == 2))
-		rc = write_trace(rd, "trace.json", ks_trace_write_json, p, err);
-	snprintf(name, sizeof(name), "flat.%s", ext);
-	if (!rc)
-		rc = write_report(rd, name, ks_report_flat, p, &ro, err);
-	snprintf(name, sizeof(name), "tree.%s", ext);
-	if (!rc)
-		rc = write_report(rd, name, ks_report_tree, p, &ro, err);
-	snprintf(name, sizeof(name), "threads.%s", ext);
-	if (!rc)
-		rc = write_report(rd, name, ks_report_threads, p, &ro, err);
-	return rc;
-}
-
-/* Removes <run>/raw after the profile is written. */
-static void remove_raw(struct ks_rundir *rd)
-{
-	char path[PATH_MAX];
-	DIR *d;
-	struct dirent *de;
-	int fd = openat(rd->dirfd, "raw", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.')
-			unlinkat(fd, de->d_name, 0);
-	closedir(d);
-	snprintf(path, sizeof(path), "%s/raw", rd->path);
-	rmdir(path);
-}
-
 /* ------------------------------------------------------------------ */
 /* The command                                                         */
 /* ------------------------------------------------------------------ */
@@ -579,8 +437,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	(void)cmd;
 	ks_err_clear(&err);
 	/* Everything is checked before anything is created or launched. */
-	if ((o->tids && check_tids(o->tids, &err)) ||
-	    (o->periods && check_periods(o->periods, &err)) ||
+	if (check_spec(o, &err) ||
 	    ks_find_program(ps->program[0], &prog, &err) ||
 	    ks_check_dynamic(prog, "kscope sample", "its sampler", &err)) {
 		ks_error("%s", err.msg);
@@ -605,7 +462,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	ks_info("profiling %s; results in %s", prog, rd.path);
 	argv = ps->program;
-	status = ks_run_program(argv, env.envp, NULL, &err);
+	status = ks_run_program_tied(argv, env.envp, NULL, !o->keep_running, &err);
 	free(prog);
 	env_free(&env);
 	if (status < 0) {
@@ -630,14 +487,14 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			st.damaged_files, st.damaged_files == 1 ? "" : "s",
 			st.bytes_ignored);
 	add_run_meta(&prof, o, argv, status);
-	if (write_outputs(o, &rd, &prof, &err)) {
+	if (ks_run_write_outputs(&rd, &prof, o->format == 1, (unsigned)o->trace_format, &err)) {
 		ks_error("%s: %s", rd.path, err.msg);
 		ks_profile_free(&prof);
 		ks_rundir_close(&rd);
 		return KS_EXIT_FAIL;
 	}
 	if (!o->keep_raw)
-		remove_raw(&rd);
+		ks_run_remove_raw(&rd);
 	print_summary(stderr, &prof, &st);
 	fprintf(stderr, "results: %s\n", rd.path);
 	ks_profile_free(&prof);

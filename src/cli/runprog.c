@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -120,6 +121,13 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 
 int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
 {
+	return ks_run_program_tied(argv, envp, pid_out, false, err);
+}
+
+int ks_run_program_tied(char **argv, char **envp, pid_t *pid_out, bool die_with_kscope,
+			struct ks_err *err)
+{
+	pid_t parent = getpid();
 	struct sigaction sa, old_int, old_term;
 	struct timespec t0, t1;
 	struct rusage ru;
@@ -151,7 +159,15 @@ int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
 		close(pipefd[0]);
+		/* The death signal is tied to the parent as it is now: if
+		 * kscope died between fork and prctl, the child has already
+		 * been re-parented, and must not start the program. */
+		if (die_with_kscope && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+			goto failed;
+		if (die_with_kscope && getppid() != parent)
+			_exit(127);
 		execvpe(argv[0], argv, envp);
+failed:
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
 			_exit(127);

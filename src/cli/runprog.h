@@ -4,6 +4,7 @@
 #ifndef KS_RUNPROG_H
 #define KS_RUNPROG_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -35,6 +36,13 @@ int ks_find_own_file(const char *rel, int mode, const char *what, char *out,
  * Returns the wait status, or -errno with err set when the program could
  * not be started.  *pid_out (may be NULL) gets the program's pid. */
 int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err);
+
+/* The same; with die_with_kscope, the program gets SIGKILL if kscope
+ * itself dies first (kill -9 of kscope, a crash), so that it is not left
+ * running without anyone to collect it (PR_SET_PDEATHSIG, set before the
+ * exec; if kscope died before that, the program is never started). */
+int ks_run_program_tied(char **argv, char **envp, pid_t *pid_out, bool die_with_kscope,
+			struct ks_err *err);
 
 /* The exit status a shell would give for a wait status: the program's
  * own, 128+N when signal N ended it, else 1. */

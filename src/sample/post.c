@@ -348,7 +348,8 @@ static int add_sample(struct proc_ctx *pc, uint32_t thread,
 	if (s->nframes == 0) {
 		struct ks_pframe f = { 0 };
 
-		f.function = ks_profile_intern(p, "[no stack]");
+		f.function = ks_profile_intern(p, s->h.flags & KS_RAW_SAMPLE_AT_END
+						  ? KS_POST_AT_END_FRAME : "[no stack]");
 		f.module = ks_profile_intern(p, "[unknown]");
 		f.file = KS_NONE;
 		node = ks_profile_node(p, node, ks_profile_frame(p, &f));
@@ -377,7 +378,7 @@ static int add_sample(struct proc_ctx *pc, uint32_t thread,
 	ps->ts = rel(pc, s->ts);
 	ps->thread = thread;
 	ps->node = node;
-	ps->clock = (uint8_t)s->h.flags;
+	ps->clock = (uint8_t)(s->h.flags & KS_RAW_CLOCK_MASK);
 	ps->overrun = s->overrun;
 	ps->cpu_ns = s->cpu_ns;
 	ps->minflt = s->minflt;

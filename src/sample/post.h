@@ -17,6 +17,10 @@
 #include "err.h"
 #include "profile.h"
 
+/* The function name of the samples a thread's CPU-time timer owed when it
+ * ended (KS_RAW_SAMPLE_AT_END): CPU time counted, place unknown. */
+#define KS_POST_AT_END_FRAME "[thread ended between ticks]"
+
 struct ks_post_stats {
 	size_t files;          /* raw files read */
 	size_t damaged_files;  /* files with an incomplete or bad tail */

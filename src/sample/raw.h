@@ -118,10 +118,17 @@ struct ks_raw_thread_end {
 enum {
 	KS_RAW_CLOCK_CPU  = 0,   /* ks_raw_rec.flags of a sample: which timer */
 	KS_RAW_CLOCK_REAL = 1,
+	KS_RAW_CLOCK_MASK = 0xff,
+	/* A sample written when its thread ended, for the CPU-time periods
+	 * that expired after the last signal and were never signalled (the
+	 * kernel checks a CPU-time timer only at its tick).  No frames: where
+	 * that CPU time went is not known. */
+	KS_RAW_SAMPLE_AT_END = 0x100,
 };
 
-/* KS_RAW_SAMPLE.  h.flags: KS_RAW_CLOCK_*.  frames[0] is the interrupted
- * PC, then return addresses outwards (caller's). */
+/* KS_RAW_SAMPLE.  h.flags: KS_RAW_CLOCK_*, maybe KS_RAW_SAMPLE_AT_END.
+ * frames[0] is the interrupted PC, then return addresses outwards
+ * (caller's). */
 struct ks_raw_sample {
 	struct ks_raw_rec h;
 	uint64_t ts;

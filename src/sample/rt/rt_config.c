@@ -3,7 +3,9 @@
  * `kscope sample` launcher sets before it execs the program.  The launcher
  * has already checked them, but the runtime can also be preloaded by hand,
  * so every value is parsed defensively: anything unreadable falls back to
- * its default, and nothing here can fail the program.
+ * its default, and nothing here can fail the program.  The thread list,
+ * the periods and the counters are parsed by spec.c, the same code that
+ * checks `kscope sample`'s options, so the two agree on every limit.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,7 +21,6 @@
 #define KS_RT_MAX_FREQ 100000         /* 10 us between samples */
 #define KS_RT_MIN_BUFFER_SAMPLES 16
 #define KS_RT_MAX_BUFFER_SAMPLES (1u << 20) /* keeps a chunk under 4 GiB */
-#define KS_RT_MAX_SECONDS 1e9
 
 /* An unsigned integer in [0, max], or def if s is not one. */
 static uint32_t parse_u32(const char *s, uint32_t def, uint32_t max)
@@ -36,7 +37,7 @@ static uint32_t parse_u32(const char *s, uint32_t def, uint32_t max)
 	return (uint32_t)v;
 }
 
-/* Seconds (a non-negative decimal) as ns; def if s is not one. */
+/* Seconds (a non-negative decimal) as ns; false if s is not one. */
 static bool parse_seconds(const char *s, size_t len, uint64_t *ns)
 {
 	char tmp[64], *end;
@@ -48,7 +49,7 @@ static bool parse_seconds(const char *s, size_t len, uint64_t *ns)
 	tmp[len] = '\0';
 	errno = 0;
 	v = strtod(tmp, &end);
-	if (errno || *end || end == tmp || !isfinite(v) || v < 0 || v > KS_RT_MAX_SECONDS)
+	if (errno || *end || end == tmp || !isfinite(v) || v < 0 || v > KS_SPEC_MAX_SECONDS)
 		return false;
 	*ns = (uint64_t)(v * 1e9 + 0.5);
 	return true;
@@ -64,134 +65,12 @@ bool ks_rt_tid_selected(const struct ks_rt_opts *o, uint32_t index)
 	return false;
 }
 
-int ks_rt_parse_tids(const char *s, struct ks_rt_opts *o)
+/* A setting spec.c refuses is left out (the checker of `kscope sample`
+ * refuses the same text, so only a runtime preloaded by hand gets here),
+ * and the runtime says so at warn level. */
+static void spec_warn(const char *var, const char *why)
 {
-	size_t n = 0;
-
-	o->ntids = 0;
-	if (!s)
-		return 0;
-	while (*s) {
-		char *end;
-		unsigned long lo, hi;
-
-		while (*s == ' ' || *s == ',')
-			s++;
-		if (!*s)
-			break;
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		lo = strtoul(s, &end, 10);
-		hi = lo;
-		s = end;
-		if (*s == '-') {
-			s++;
-			if (*s < '0' || *s > '9')
-				return -EINVAL;
-			hi = strtoul(s, &end, 10);
-			s = end;
-		}
-		if (*s && *s != ',' && *s != ' ')
-			return -EINVAL;
-		if (hi < lo || hi > UINT32_MAX || n == KS_RT_MAX_TIDRANGES)
-			return -EINVAL;
-		o->tids[n].lo = (uint32_t)lo;
-		o->tids[n].hi = (uint32_t)hi;
-		n++;
-	}
-	o->ntids = n;
-	return 0;
-}
-
-/* One "clock:delay:duration:cycles" item of KSCOPE_PERIODS. */
-static int parse_period(const char *s, size_t len, struct ks_rt_period *p)
-{
-	const char *f[4];
-	size_t flen[4], nf = 0;
-	const char *start = s, *end = s + len;
-
-	for (const char *q = s; q <= end; q++) {
-		if (q == end || *q == ':') {
-			if (nf == 4)
-				return -EINVAL;
-			f[nf] = start;
-			flen[nf] = (size_t)(q - start);
-			nf++;
-			start = q + 1;
-		}
-	}
-	if (nf != 4)
-		return -EINVAL;
-	if (flen[0] == 8 && strncmp(f[0], "realtime", 8) == 0)
-		p->clock = KS_RT_PERIOD_REAL;
-	else if (flen[0] == 7 && strncmp(f[0], "cputime", 7) == 0)
-		p->clock = KS_RT_PERIOD_CPU;
-	else
-		return -EINVAL;
-	if (!parse_seconds(f[1], flen[1], &p->delay_ns) ||
-	    !parse_seconds(f[2], flen[2], &p->dur_ns) || p->dur_ns == 0)
-		return -EINVAL;
-	{
-		char tmp[24], *e;
-		unsigned long long c;
-
-		if (flen[3] == 0 || flen[3] >= sizeof(tmp))
-			return -EINVAL;
-		memcpy(tmp, f[3], flen[3]);
-		tmp[flen[3]] = '\0';
-		errno = 0;
-		c = strtoull(tmp, &e, 10);
-		if (errno || *e || tmp[0] == '-')
-			return -EINVAL;
-		p->cycles = c;
-	}
-	return 0;
-}
-
-int ks_rt_parse_periods(const char *s, struct ks_rt_opts *o)
-{
-	size_t n = 0;
-
-	o->nperiods = 0;
-	if (!s)
-		return 0;
-	while (*s) {
-		size_t len;
-
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!*s)
-			break;
-		len = strcspn(s, " \t");
-		if (n == KS_RT_MAX_PERIODS || parse_period(s, len, &o->periods[n]) < 0) {
-			o->nperiods = 0;
-			return -EINVAL;
-		}
-		n++;
-		s += len;
-	}
-	o->nperiods = n;
-	return 0;
-}
-
-static void parse_counters(const char *s, struct ks_rt_opts *o)
-{
-	o->ncounters = 0;
-	while (s && *s && o->ncounters < KS_RAW_MAX_COUNTERS) {
-		size_t len;
-
-		while (*s == ',' || *s == ' ')
-			s++;
-		len = strcspn(s, ", ");
-		if (len == 0)
-			break;
-		if (len < sizeof(o->counters[0])) {
-			memcpy(o->counters[o->ncounters], s, len);
-			o->counters[o->ncounters][len] = '\0';
-			o->ncounters++;
-		}
-		s += len;
-	}
+	ks_rt_log(KS_RT_LOG_WARN, "%s ignored: %s", var, why);
 }
 
 static int32_t parse_rank(void)
@@ -212,8 +91,21 @@ static int32_t parse_rank(void)
 void ks_rt_opts_from_env(struct ks_rt_opts *o)
 {
 	const char *s;
+	char why[256];
+	size_t n;
 
 	memset(o, 0, sizeof(*o));
+	/* First: the parsers below may log. */
+	o->log_level = KS_RT_LOG_WARN;
+	s = getenv("KSCOPE_LOG_LEVEL");
+	if (s) {
+		if (strcasecmp(s, "error") == 0)
+			o->log_level = KS_RT_LOG_ERROR;
+		else if (strcasecmp(s, "info") == 0)
+			o->log_level = KS_RT_LOG_INFO;
+		else if (strcasecmp(s, "debug") == 0)
+			o->log_level = KS_RT_LOG_DEBUG;
+	}
 	s = getenv("KSCOPE_RUN_DIR");
 	if (s && *s && strlen(s) < sizeof(o->run_dir)) {
 		/* Absolute, so a program that changes directory before it
@@ -239,28 +131,23 @@ void ks_rt_opts_from_env(struct ks_rt_opts *o)
 	s = getenv("KSCOPE_DURATION");
 	if (!s || !parse_seconds(s, strlen(s), &o->duration_ns))
 		o->duration_ns = 0;
-	if (ks_rt_parse_tids(getenv("KSCOPE_TIDS"), o) < 0)
-		o->ntids = 0;
-	if (ks_rt_parse_periods(getenv("KSCOPE_PERIODS"), o) < 0)
-		o->nperiods = 0;
+	if (ks_spec_parse_tids(getenv("KSCOPE_TIDS"), o->tids, &o->ntids, why,
+			       sizeof(why)) < 0)
+		spec_warn("KSCOPE_TIDS", why);
+	if (ks_spec_parse_periods(getenv("KSCOPE_PERIODS"), o->periods, &o->nperiods, why,
+				  sizeof(why)) < 0)
+		spec_warn("KSCOPE_PERIODS", why);
 	s = getenv("KSCOPE_UNWIND");
 	o->unwind_fp = s && strcmp(s, "fp") == 0;
-	parse_counters(getenv("KSCOPE_COUNTERS"), o);
+	if (ks_spec_parse_counters(getenv("KSCOPE_COUNTERS"), o->counters, &n, why,
+				   sizeof(why)) < 0)
+		spec_warn("KSCOPE_COUNTERS", why);
+	o->ncounters = (uint32_t)n;
 	o->buffer_samples = parse_u32(getenv("KSCOPE_BUFFER_SAMPLES"),
 				      KS_RT_DEFAULT_BUFFER_SAMPLES, UINT32_MAX);
 	if (o->buffer_samples < KS_RT_MIN_BUFFER_SAMPLES)
 		o->buffer_samples = KS_RT_MIN_BUFFER_SAMPLES;
 	if (o->buffer_samples > KS_RT_MAX_BUFFER_SAMPLES)
 		o->buffer_samples = KS_RT_MAX_BUFFER_SAMPLES;
-	o->log_level = KS_RT_LOG_WARN;
-	s = getenv("KSCOPE_LOG_LEVEL");
-	if (s) {
-		if (strcasecmp(s, "error") == 0)
-			o->log_level = KS_RT_LOG_ERROR;
-		else if (strcasecmp(s, "info") == 0)
-			o->log_level = KS_RT_LOG_INFO;
-		else if (strcasecmp(s, "debug") == 0)
-			o->log_level = KS_RT_LOG_DEBUG;
-	}
 	o->rank = parse_rank();
 }

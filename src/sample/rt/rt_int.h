@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "raw.h"
+#include "spec.h"
 
 /* Symbols the program must see (wrappers, user API); everything else in
  * the library is hidden (-fvisibility=hidden). */
@@ -56,21 +57,7 @@
 /* Options                                                            */
 /* ------------------------------------------------------------------ */
 
-#define KS_RT_MAX_TIDRANGES 64
-#define KS_RT_MAX_PERIODS   16
-
 enum { KS_RT_LOG_ERROR = 0, KS_RT_LOG_WARN, KS_RT_LOG_INFO, KS_RT_LOG_DEBUG };
-enum { KS_RT_PERIOD_REAL = 0, KS_RT_PERIOD_CPU = 1 };
-
-struct ks_rt_period {
-	int clock;               /* KS_RT_PERIOD_*: wall clock or process CPU time */
-	uint64_t delay_ns, dur_ns;
-	uint64_t cycles;         /* 0 = forever */
-};
-
-struct ks_rt_tidrange {
-	uint32_t lo, hi;         /* thread indexes, inclusive */
-};
 
 /* KSCOPE_* environment variables, parsed once at start (rt_config.c). */
 struct ks_rt_opts {
@@ -79,12 +66,14 @@ struct ks_rt_opts {
 	uint32_t realtime_freq;  /* samples per second, 0 = off */
 	uint64_t delay_ns;       /* before sampling starts */
 	uint64_t duration_ns;    /* of sampling after the delay, 0 = no end */
-	struct ks_rt_tidrange tids[KS_RT_MAX_TIDRANGES];
+	/* The limits and the parsers are spec.h's, shared with the checker
+	 * of `kscope sample`. */
+	struct ks_spec_tidrange tids[KS_SPEC_MAX_TIDRANGES];
 	size_t ntids;            /* 0 = every thread */
-	struct ks_rt_period periods[KS_RT_MAX_PERIODS];
+	struct ks_spec_period periods[KS_SPEC_MAX_PERIODS];
 	size_t nperiods;         /* 0 = no period restriction */
 	bool unwind_fp;          /* walk frame pointers instead of libunwind */
-	char counters[KS_RAW_MAX_COUNTERS][32];
+	char counters[KS_SPEC_MAX_COUNTERS][KS_SPEC_COUNTER_NAME_MAX + 1];
 	uint32_t ncounters;
 	uint32_t buffer_samples; /* capacity of a buffer, in maximum-size samples */
 	int log_level;           /* KS_RT_LOG_* */
@@ -92,10 +81,6 @@ struct ks_rt_opts {
 };
 
 void ks_rt_opts_from_env(struct ks_rt_opts *o);
-/* Parses the "clock:delay:duration:cycles ..." list; returns 0 or -EINVAL. */
-int ks_rt_parse_periods(const char *s, struct ks_rt_opts *o);
-/* Parses "0,2-5"; returns 0 or -EINVAL. */
-int ks_rt_parse_tids(const char *s, struct ks_rt_opts *o);
 bool ks_rt_tid_selected(const struct ks_rt_opts *o, uint32_t index);
 
 void ks_rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -188,6 +173,13 @@ struct ks_rt_thread {
 	pthread_mutex_t timer_lock;      /* timer create/delete/move */
 	timer_t timer[2];                /* per sampler */
 	bool has_timer[2];
+	/* The CPU-time timer's schedule, to find at the thread's end the
+	 * periods that expired but were never signalled (ks_rt_timers_end):
+	 * its expiries are at thread CPU time cpu_first_ns + k * cpu_period_ns,
+	 * and cpu_periods_seen counts those its signals stood for (written
+	 * only by the thread's own handler). */
+	uint64_t cpu_first_ns, cpu_period_ns;
+	volatile uint64_t cpu_periods_seen;
 	int counter_fd[KS_RAW_MAX_COUNTERS]; /* perf_event fds or -1 */
 	uint64_t counter_id[KS_RAW_MAX_COUNTERS]; /* their PERF_EVENT_IOC_ID */
 	uintptr_t stack_lo, stack_hi;    /* for frame-pointer walks */
@@ -248,6 +240,10 @@ void ks_rt_timer_stop(struct ks_rt_thread *t, int which);
 /* Starts the timers t should have, under t->timer_lock. */
 void ks_rt_timers_start(struct ks_rt_thread *t);
 void ks_rt_timers_stop(struct ks_rt_thread *t);
+/* On the calling thread t, as it ends: stops its timers and records the
+ * CPU-time periods that expired but were never signalled, as one sample
+ * without frames (KS_RAW_SAMPLE_AT_END). */
+void ks_rt_timers_end(struct ks_rt_thread *t);
 /* The SA_SIGINFO handler of both sampling signals. */
 void ks_rt_on_sample(int sig, siginfo_t *si, void *uc);
 /* Whether the sampling windows (delay, duration, periods) are open now
@@ -382,6 +378,8 @@ struct ks_rt {
 	pid_t pid;                       /* the process that owns the file */
 	uint64_t origin_ns;              /* CLOCK_MONOTONIC at start: windows */
 	uint64_t origin_cpu_ns;          /* process CPU time at start */
+	_Atomic uint64_t phase_seq;      /* counter of the timers' random first
+					  * expiries (rt_timer_async.c) */
 
 	/* the raw file */
 	char path[4200];                 /* for reopening (see file_check) */

@@ -255,7 +255,13 @@ static void key_destructor(void *p)
 
 static void on_exit_hook(int status, void *arg)
 {
+	struct ks_rt_thread *t = ks_rt_self_get();
+
 	(void)arg;
+	/* The exiting thread's CPU-time periods since its last tick; the
+	 * other threads still running lose at most one tick's worth. */
+	if (t && ks_rt_on())
+		ks_rt_timers_end(t);
 	atomic_store(&ks_rt.exit_status, status & 0xff);
 	ks_rt_finish(KS_RAW_END_EXIT, status & 0xff, false);
 }

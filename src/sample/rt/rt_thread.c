@@ -240,7 +240,7 @@ void ks_rt_thread_end(void)
 
 	if (!t || t == KS_RT_SELF_ENDED)
 		return;
-	ks_rt_timers_stop(t);
+	ks_rt_timers_end(t);
 	/* From here on a late timer signal finds no state and is ignored. */
 	ks_rt_self = KS_RT_SELF_ENDED;
 	pthread_setspecific(ks_rt.key, NULL);

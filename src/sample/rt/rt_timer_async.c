@@ -28,10 +28,36 @@
 /* Timers (normal context)                                            */
 /* ------------------------------------------------------------------ */
 
+static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, int overrun,
+			void *uc);
+
 /* async-signal-safe */
 static uint32_t sampler_freq(int which)
 {
 	return which == KS_RT_CPU ? ks_rt.opts.cputime_freq : ks_rt.opts.realtime_freq;
+}
+
+/* A uniform random first expiry in [1, period] ns (normal context).
+ *
+ * A timer whose first expiry is one whole period away never fires in a
+ * thread that uses less than a period of CPU: thousands of short threads
+ * would be invisible however much CPU they used together.  With the first
+ * expiry uniform over one period, a thread that uses c < period is
+ * sampled with probability c / period, and every thread's expected
+ * number of periods is its CPU time / period, however short it is.  The
+ * generator is the runtime's own (splitmix64 over a shared counter, mixed
+ * with the time and the tid), so the program's rand() sequence is
+ * untouched. */
+static uint64_t first_expiry(uint64_t period, pid_t tid)
+{
+	uint64_t z = atomic_fetch_add_explicit(&ks_rt.phase_seq, 0x9e3779b97f4a7c15ull,
+					       memory_order_relaxed);
+
+	z ^= ks_rt_now() ^ ((uint64_t)(uint32_t)tid << 32);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return 1 + z % period;
 }
 
 /* Normal context, t->timer_lock held. */
@@ -40,7 +66,7 @@ int ks_rt_timer_start(struct ks_rt_thread *t, int which)
 	struct sigevent sev;
 	struct itimerspec its;
 	uint32_t freq = sampler_freq(which);
-	uint64_t period;
+	uint64_t period, first;
 	clockid_t clk;
 	int err = 0, saved = errno;
 
@@ -63,7 +89,16 @@ int ks_rt_timer_start(struct ks_rt_thread *t, int which)
 		period = 1;
 	its.it_interval.tv_sec = (time_t)(period / 1000000000u);
 	its.it_interval.tv_nsec = (long)(period % 1000000000u);
-	its.it_value = its.it_interval;
+	first = first_expiry(period, t->tid);
+	its.it_value.tv_sec = (time_t)(first / 1000000000u);
+	its.it_value.tv_nsec = (long)(first % 1000000000u);
+	if (which == KS_RT_CPU) {
+		/* Read just before arming: the kernel's start is at most a
+		 * few microseconds later. */
+		t->cpu_first_ns = ks_rt_thread_cpu_ns(t->tid) + first;
+		t->cpu_period_ns = period;
+		t->cpu_periods_seen = 0;
+	}
 	if (timer_settime(t->timer[which], 0, &its, NULL) != 0) {
 		err = -errno;
 		timer_delete(t->timer[which]);
@@ -107,12 +142,58 @@ void ks_rt_timers_stop(struct ks_rt_thread *t)
 	pthread_mutex_unlock(&t->timer_lock);
 }
 
+/* Normal context, on t's own thread as it ends.
+ *
+ * The kernel checks a CPU-time timer only at a scheduler tick that finds
+ * the thread running (every 4 ms at CONFIG_HZ=250).  The periods that
+ * expire after the last such tick are never signalled if the thread ends
+ * first: a thread that uses less CPU than a tick would be seen in
+ * proportion to its CPU time squared, not its CPU time.  So at the end
+ * the periods due by the thread's CPU time, less those its signals stood
+ * for, are recorded as one sample without frames: the thread's CPU time
+ * is all counted, and the reports say that this part has no call path. */
+void ks_rt_timers_end(struct ks_rt_thread *t)
+{
+	uint64_t cpu, due, seen, now;
+	bool had;
+	int saved = errno;
+
+	pthread_mutex_lock(&t->timer_lock);
+	had = t->has_timer[KS_RT_CPU];
+	ks_rt_timer_stop(t, KS_RT_CPU);
+	ks_rt_timer_stop(t, KS_RT_REAL);
+	pthread_mutex_unlock(&t->timer_lock);
+	/* The timer is gone: a signal it had queued was delivered on the way
+	 * out of timer_delete, so cpu_periods_seen is final. */
+	if (!had || !t->cpu_period_ns)
+		goto out;
+	cpu = ks_rt_thread_cpu_ns(t->tid);
+	seen = t->cpu_periods_seen;
+	if (cpu < t->cpu_first_ns)
+		goto out;
+	due = (cpu - t->cpu_first_ns) / t->cpu_period_ns + 1;
+	if (due <= seen)
+		goto out;
+	now = ks_rt_now();
+	if (atomic_load(&ks_rt.gate) || !atomic_load(&ks_rt.sampler_on[KS_RT_CPU]) ||
+	    !ks_rt_window_open(now) || !ks_rt_busy_wait(t))
+		goto out;
+	if (!t->ended) {
+		uint64_t owed = due - seen - 1;
+
+		take_sample(t, KS_RT_CPU, now, owed > INT32_MAX ? INT32_MAX : (int)owed, NULL);
+	}
+	ks_rt_busy_release(t);
+out:
+	errno = saved;
+}
+
 /* ------------------------------------------------------------------ */
 /* Windows (async-signal-safe)                                        */
 /* ------------------------------------------------------------------ */
 
 /* async-signal-safe */
-static bool period_on(const struct ks_rt_period *p, uint64_t t)
+static bool period_on(const struct ks_spec_period *p, uint64_t t)
 {
 	uint64_t cycle = p->delay_ns + p->dur_ns;
 	uint64_t k;
@@ -139,9 +220,9 @@ bool ks_rt_window_open(uint64_t now_ns)
 	if (o->nperiods == 0)
 		return true;
 	for (size_t i = 0; i < o->nperiods; i++) {
-		const struct ks_rt_period *p = &o->periods[i];
+		const struct ks_spec_period *p = &o->periods[i];
 
-		if (p->clock == KS_RT_PERIOD_CPU) {
+		if (p->clock == KS_SPEC_CLOCK_CPU) {
 			if (cpu == UINT64_MAX) {
 				struct timespec ts;
 
@@ -167,7 +248,8 @@ bool ks_rt_window_open(uint64_t now_ns)
  * checked the timer, as it reports them (si_overrun).  A thread that gets
  * the CPU in slices between the kernel's ticks, or waits for a CPU with
  * its signal pending, sees one signal for several periods; the sample
- * then stands for all of them. */
+ * then stands for all of them.  uc NULL: the periods owed at the thread's
+ * end (ks_rt_timers_end), recorded without frames. */
 static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, int overrun,
 			void *uc)
 {
@@ -208,12 +290,12 @@ static void take_sample(struct ks_rt_thread *t, int which, uint64_t now, int ove
 		}
 		s->data[i] = v;
 	}
-	n = ks_rt_unwind(t, uc, &s->data[nc], KS_RAW_MAX_FRAMES);
+	n = uc ? ks_rt_unwind(t, uc, &s->data[nc], KS_RAW_MAX_FRAMES) : 0;
 	s->ncounters = (uint16_t)nc;
 	s->nframes = (uint16_t)n;
 	s->overrun = overrun > 0 ? (uint32_t)overrun : 0;
 	s->h.type = KS_RAW_SAMPLE;
-	s->h.flags = (uint16_t)which;
+	s->h.flags = (uint16_t)(uc ? which : which | KS_RAW_SAMPLE_AT_END);
 	s->h.size = (uint32_t)(sizeof(*s) + 8u * (nc + (uint32_t)n));
 	ks_rt_buf_commit(t, s->h.size);
 }
@@ -238,6 +320,11 @@ void ks_rt_on_sample(int sig, siginfo_t *si, void *uc)
 	ks_rt_tls.in_sample++;
 	which = (int)(v & 1);
 	t = ks_rt_self_get();
+	/* Every period the signal stands for, sampled or not (gates,
+	 * windows, a busy buffer): what ks_rt_timers_end must not count
+	 * again. */
+	if (t && which == KS_RT_CPU)
+		t->cpu_periods_seen += 1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0);
 	if (!t || !t->selected || atomic_load_explicit(&ks_rt.gate, memory_order_relaxed) ||
 	    !atomic_load_explicit(&ks_rt.sampler_on[which], memory_order_relaxed))
 		goto out_counted;

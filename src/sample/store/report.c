@@ -861,78 +861,251 @@ static void tree_label(const struct tree *t, uint32_t node, char *buf, size_t si
 		snprintf(buf, size, "%s [%s]", str(p, f->function), mod);
 }
 
-/* Prints list (n nodes at depth) and, depth first, what is below them.
- * The depth is bounded by the longest call path (a few hundred frames). */
-static void tree_print(FILE *out, const struct tree *t, const uint32_t *list,
-		       size_t n, unsigned depth)
+/* The depth-first walk of the shown tree, shared by the text and JSON
+ * writers.  It keeps its own stack of levels on the heap rather than
+ * recursing: a stored call path can be as deep as the profile has nodes
+ * (a damaged or hand-made profile.db, deep recursion, nested regions), and
+ * a recursion per level overflows the C stack long before that. */
+struct walk_level {
+	const uint32_t *list;  /* the nodes of this level, by total */
+	size_t n;              /* in list */
+	size_t shown;          /* of them above the minimum share */
+	size_t i;              /* next to visit */
+	unsigned depth;        /* 0: the roots */
+};
+
+struct walk {
+	const struct tree *t;
+	struct walk_level *lv; /* lv[0..nlv): the open levels, outermost first */
+	size_t nlv, cap;
+};
+
+/* Opens the level of list (n nodes) at depth; with --depth, levels from
+ * max_depth on are left empty (nothing shown, nothing folded).  The
+ * walk's levels may move: callers re-fetch pointers into w->lv. */
+static int walk_push(struct walk *w, const uint32_t *list, size_t n, unsigned depth)
 {
-	uint64_t ns = t->c->nperiods, mself = 0, mtotal = 0;
-	size_t shown = tree_shown(t, list, n);
-	char label[8400];
+	struct walk_level *l;
 
-	if (t->c->o->max_depth && depth >= t->c->o->max_depth)
-		return;
-	for (size_t i = 0; i < shown; i++) {
-		uint32_t x = list[i];
+	if (w->nlv == w->cap) {
+		size_t nc = w->cap ? 2 * w->cap : 64;
+		struct walk_level *nl = realloc(w->lv, nc * sizeof(*nl));
 
-		tree_label(t, x, label, sizeof(label));
-		fprintf(out, "%6.2f %6.2f  %*s%s\n", pct(t->total[x], ns),
-			pct(t->self[x], ns), (int)(2 * depth), "", label);
-		tree_print(out, t, t->child + t->child_at[x],
-			   t->child_at[x + 1] - t->child_at[x], depth + 1);
+		if (!nl)
+			return -ENOMEM;
+		w->lv = nl;
+		w->cap = nc;
 	}
-	if (shown == n)
-		return;
-	for (size_t i = shown; i < n; i++) {
-		mself += t->self[list[i]];
-		mtotal += t->total[list[i]];
+	l = &w->lv[w->nlv++];
+	l->depth = depth;
+	l->i = 0;
+	if (w->t->c->o->max_depth && depth >= w->t->c->o->max_depth) {
+		l->list = NULL;
+		l->n = l->shown = 0;
+	} else {
+		l->list = list;
+		l->n = n;
+		l->shown = tree_shown(w->t, list, n);
 	}
-	fprintf(out, "%6.2f %6.2f  %*s[%zu more]\n", pct(mtotal, ns), pct(mself, ns),
-		(int)(2 * depth), "", n - shown);
+	return 0;
 }
 
-static json_t *tree_json(struct jb *b, const struct tree *t, const uint32_t *list,
-			 size_t n, unsigned depth, json_t **more)
+/* Opens the level of node x's children. */
+static int walk_push_children(struct walk *w, uint32_t x, unsigned depth)
+{
+	const struct tree *t = w->t;
+
+	return walk_push(w, t->child + t->child_at[x], t->child_at[x + 1] - t->child_at[x],
+			 depth);
+}
+
+/* The summed self and total of the nodes of level l below the minimum
+ * share ("[N more]"). */
+static void walk_folded(const struct walk *w, const struct walk_level *l, uint64_t *self,
+			uint64_t *total)
+{
+	*self = *total = 0;
+	for (size_t i = l->shown; i < l->n; i++) {
+		*self += w->t->self[l->list[i]];
+		*total += w->t->total[l->list[i]];
+	}
+}
+
+/* Prints the tree, depth first: each shown node, what is below it, then a
+ * "[N more]" line for the level's folded nodes. */
+static int tree_print(FILE *out, const struct tree *t, struct ks_err *err)
+{
+	struct walk w = { .t = t };
+	uint64_t ns = t->c->nperiods;
+	char *label = malloc(8400);
+	int rc = -ENOMEM;
+
+	if (!label || walk_push(&w, t->roots, t->nroots, 0))
+		goto out;
+	while (w.nlv) {
+		struct walk_level *l = &w.lv[w.nlv - 1];
+		unsigned depth = l->depth;
+
+		if (l->i < l->shown) {
+			uint32_t x = l->list[l->i++];
+
+			tree_label(t, x, label, 8400);
+			fprintf(out, "%6.2f %6.2f  %*s%s\n", pct(t->total[x], ns),
+				pct(t->self[x], ns), (int)(2 * depth), "", label);
+			if (walk_push_children(&w, x, depth + 1))
+				goto out;
+			continue;
+		}
+		if (l->shown < l->n) {
+			uint64_t mself, mtotal;
+
+			walk_folded(&w, l, &mself, &mtotal);
+			fprintf(out, "%6.2f %6.2f  %*s[%zu more]\n", pct(mtotal, ns),
+				pct(mself, ns), (int)(2 * depth), "", l->n - l->shown);
+		}
+		w.nlv--;
+	}
+	rc = 0;
+out:
+	free(label);
+	free(w.lv);
+	return rc ? ks_err_set(err, rc, "out of memory") : finish_text(out, err);
+}
+
+/* The tree's JSON is written by hand around jansson, in exactly the layout
+ * json_dumpf gives with JSON_INDENT(2): jansson builds and dumps each
+ * node's own fields, and this code nests them.  A whole jansson document
+ * would be dumped and freed by recursion, two C frames of some 300 bytes
+ * per level, which a path a few thousand deep overflows. */
+#define JSON_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
+
+/* Writes v as json_dumpf would at nesting indent (its lines after the
+ * first indented by that many more spaces); with open_end, without its
+ * last line (the closing brace), so that more fields can follow.  Takes
+ * the reference to v. */
+static int put_json(FILE *out, json_t *v, unsigned indent, bool open_end)
+{
+	char *s = v ? json_dumps(v, JSON_FLAGS) : NULL, *end, *nl;
+
+	json_decref(v);
+	if (!s)
+		return -ENOMEM;
+	end = s + strlen(s);
+	if (open_end && (nl = strrchr(s, '\n')) != NULL)
+		end = nl;
+	for (char *p = s; p < end; p++) {
+		fputc(*p, out);
+		if (*p == '\n')
+			fprintf(out, "%*s", (int)indent, "");
+	}
+	free(s);
+	return 0;
+}
+
+/* The fields of node x, without the closing brace. */
+static int put_node_head(FILE *out, const struct tree *t, uint32_t x, unsigned indent)
 {
 	const struct ks_profile *p = t->c->p;
-	uint64_t ns = t->c->nperiods, mself = 0, mtotal = 0;
-	size_t shown = tree_shown(t, list, n);
-	json_t *arr = json_array();
+	uint64_t ns = t->c->nperiods;
+	struct jb b = { false };
+	json_t *o = json_object();
 
-	*more = json_null();
-	if (t->c->o->max_depth && depth >= t->c->o->max_depth)
-		return arr;
-	for (size_t i = 0; i < shown; i++) {
-		uint32_t x = list[i];
-		json_t *o = json_object(), *kids, *kmore;
-
-		frame_json(b, o, p, t->c->func_frame[t->func[x]], t->line_frame[x]);
-		jput(b, o, "self", jint(t->self[x]));
-		jput(b, o, "total", jint(t->total[x]));
-		jput(b, o, "self_pct", json_real(pct(t->self[x], ns)));
-		jput(b, o, "total_pct", json_real(pct(t->total[x], ns)));
-		kids = tree_json(b, t, t->child + t->child_at[x],
-				 t->child_at[x + 1] - t->child_at[x], depth + 1, &kmore);
-		jput(b, o, "children", kids);
-		jput(b, o, "more", kmore);
-		jappend(b, arr, o);
+	frame_json(&b, o, p, t->c->func_frame[t->func[x]], t->line_frame[x]);
+	jput(&b, o, "self", jint(t->self[x]));
+	jput(&b, o, "total", jint(t->total[x]));
+	jput(&b, o, "self_pct", json_real(pct(t->self[x], ns)));
+	jput(&b, o, "total_pct", json_real(pct(t->total[x], ns)));
+	if (b.oom) {
+		json_decref(o);
+		return -ENOMEM;
 	}
-	if (shown < n) {
-		json_t *m = json_object();
+	return put_json(out, o, indent, true);
+}
 
-		for (size_t i = shown; i < n; i++) {
-			mself += t->self[list[i]];
-			mtotal += t->total[list[i]];
+/* The "more" of level l: null, or the sums of its folded nodes. */
+static int put_more(FILE *out, const struct walk *w, const struct walk_level *l,
+		    unsigned indent)
+{
+	uint64_t ns = w->t->c->nperiods, mself, mtotal;
+	struct jb b = { false };
+	json_t *m;
+
+	if (l->shown == l->n) {
+		fputs("null", out);
+		return 0;
+	}
+	walk_folded(w, l, &mself, &mtotal);
+	m = json_object();
+	jput(&b, m, "nodes", jint(l->n - l->shown));
+	jput(&b, m, "self", jint(mself));
+	jput(&b, m, "total", jint(mtotal));
+	jput(&b, m, "self_pct", json_real(pct(mself, ns)));
+	jput(&b, m, "total_pct", json_real(pct(mtotal, ns)));
+	if (b.oom) {
+		json_decref(m);
+		return -ENOMEM;
+	}
+	return put_json(out, m, indent, false);
+}
+
+/* The tree report as JSON: header (the root object less its closing
+ * brace), then "roots" and "more".  The nodes of level depth d stand at
+ * indent 4 + 4d, and the "children" or "roots" key holding them at 2 + 4d. */
+static int tree_json(FILE *out, const struct rctx *c, const struct tree *t,
+		     struct ks_err *err)
+{
+	struct walk w = { .t = t };
+	struct jb b = { false };
+	json_t *root = header_json(&b, c, "tree");
+	int rc;
+
+	jput(&b, root, "min_pct", json_real(c->o->min_pct));
+	jput(&b, root, "max_depth", jint(c->o->max_depth));
+	if (b.oom) {
+		json_decref(root);
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = put_json(out, root, 0, true)))
+		goto out;
+	fputs(",\n  \"roots\": ", out);
+	if ((rc = walk_push(&w, t->roots, t->nroots, 0)))
+		goto out;
+	fputs(w.lv[0].shown ? "[\n" : "[]", out);
+	while (w.nlv) {
+		struct walk_level *l = &w.lv[w.nlv - 1];
+		unsigned depth = l->depth, key = 2 + 4 * depth;
+
+		if (l->i < l->shown) {
+			uint32_t x = l->list[l->i++];
+
+			fprintf(out, "%s%*s", l->i > 1 ? ",\n" : "", (int)(key + 2), "");
+			if ((rc = put_node_head(out, t, x, key + 2)))
+				goto out;
+			fprintf(out, ",\n%*s\"children\": ", (int)(key + 4), "");
+			if ((rc = walk_push_children(&w, x, depth + 1)))
+				goto out;
+			fputs(w.lv[w.nlv - 1].shown ? "[\n" : "[]", out);
+			continue;
 		}
-		jput(b, m, "nodes", jint(n - shown));
-		jput(b, m, "self", jint(mself));
-		jput(b, m, "total", jint(mtotal));
-		jput(b, m, "self_pct", json_real(pct(mself, ns)));
-		jput(b, m, "total_pct", json_real(pct(mtotal, ns)));
-		json_decref(*more);
-		*more = m;
+		/* The level is done: close its array, then give the "more"
+		 * of the node (or root object) that holds it, and close that. */
+		if (l->shown)
+			fprintf(out, "\n%*s]", (int)key, "");
+		fprintf(out, ",\n%*s\"more\": ", (int)key, "");
+		if ((rc = put_more(out, &w, l, key)))
+			goto out;
+		fprintf(out, "\n%*s}", (int)(key - 2), "");
+		w.nlv--;
 	}
-	return arr;
+	fputc('\n', out);
+out:
+	free(w.lv);
+	if (rc)
+		return ks_err_set(err, rc, "out of memory building the report");
+	if (fflush(out) != 0 || ferror(out))
+		return ks_err_set(err, -EIO, "writing the report failed");
+	return 0;
 }
 
 int ks_report_tree(FILE *out, const struct ks_profile *p,
@@ -949,19 +1122,11 @@ int ks_report_tree(FILE *out, const struct ks_profile *p,
 		goto out;
 	}
 	if (o->json) {
-		struct jb b = { false };
-		json_t *root = header_json(&b, &c, "tree"), *more;
-
-		jput(&b, root, "min_pct", json_real(o->min_pct));
-		jput(&b, root, "max_depth", jint(o->max_depth));
-		jput(&b, root, "roots", tree_json(&b, &t, t.roots, t.nroots, 0, &more));
-		jput(&b, root, "more", more);
-		rc = dump_json(out, root, &b, err);
+		rc = tree_json(out, &c, &t, err);
 	} else {
 		header_text(out, &c);
 		fprintf(out, "%6s %6s  %s\n", "total%", "self%", "function");
-		tree_print(out, &t, t.roots, t.nroots, 0);
-		rc = finish_text(out, err);
+		rc = tree_print(out, &t, err);
 	}
 out:
 	tree_free(&t);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "err.h"
+#include "outdir.h"
 #include "profile.h"
 
 /* Writes p to a new SQLite database at path (which must not exist), in
@@ -19,6 +20,15 @@
 int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err);
 /* Reads a profile.db back (p must be freshly ks_profile_init'ed). */
 int ks_store_read(const char *path, struct ks_profile *p, struct ks_err *err);
+
+/* The deliverables of a run (outputs.c), in the run directory rd, each
+ * under a temporary name until complete and then read-only:
+ * profile.db, traces (0 trace.perfetto-trace, 1 trace.json, 2 both, 3
+ * neither), then flat, tree and threads as .txt, or .json with json. */
+int ks_run_write_outputs(struct ks_rundir *rd, const struct ks_profile *p, bool json,
+			 unsigned traces, struct ks_err *err);
+/* Removes <run>/raw/ and its files after the deliverables are written. */
+void ks_run_remove_raw(struct ks_rundir *rd);
 
 struct ks_report_opts {
 	bool json;             /* JSON instead of text */

@@ -203,6 +203,48 @@ many_threads)
 	[[ $(sql "SELECT count(*) FROM threads") -ge 3000 ]] ||
 		fail "threads: $(sql 'SELECT count(*) FROM threads')"
 	;;
+short_threads)
+	# 3000 threads of 0.9 ms of CPU each, sampled at 1000 Hz: every one
+	# uses less than one 1 ms period.  Their samples, in timer periods,
+	# must add up to the CPU time the threads table gives.  Each thread
+	# that runs c ms is due c/P periods on average (random first expiry),
+	# and the count it gets is floor(c/P) or one more: a Bernoulli of
+	# variance f(1 - f), f = frac(c/P), so the total has standard
+	# deviation sqrt(sum f(1 - f)) (some 14 periods of 2700 here).  The
+	# bound is 4 of those, plus 2% for the CPU each thread spends before
+	# its timer is armed and after it is stopped (thread start and end in
+	# glibc and kscope, some 10-30 us a thread).  A first expiry of one
+	# whole period saw none of these threads; one that is random but
+	# left the periods of a thread's last tick unsignalled saw about
+	# c / (2 * tick) of them, a tenth.
+	run_sample -F 1000 -- "$EX/short_threads" 3000 900 2
+	[[ $STATUS == 0 ]] || fail "exit status $STATUS"
+	check_outputs
+	python3 - "$RUN/profile.db" <<'PY'
+import math, sqlite3, sys
+con = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+freq = con.execute("SELECT cputime_freq FROM sampling").fetchone()[0]
+period = 1e9 / freq
+cpu = [r[0] for r in con.execute("SELECT cpu_ns FROM threads")]
+due = sum(c / period for c in cpu)
+var = sum((c / period % 1) * (1 - c / period % 1) for c in cpu)
+seen = con.execute("SELECT sum(1 + overrun) FROM samples WHERE clock = 0").fetchone()[0] or 0
+sampled = con.execute("SELECT count(*) FROM threads WHERE samples > 0").fetchone()[0]
+tol = 4 * math.sqrt(var) + 0.02 * due
+print("threads %d (%d sampled), CPU %.3f s: %.0f periods due, %d seen, "
+      "tolerance %.0f" % (len(cpu), sampled, sum(cpu) / 1e9, due, seen, tol))
+assert len(cpu) == 3001, len(cpu)
+assert abs(seen - due) <= tol, (seen, due, tol)
+# Each worker is due 0.9 periods: most must have been sampled.
+assert sampled >= 2000, sampled
+PY
+	# The reports count the same periods.
+	"$KSCOPE" report "$RUN" --threads --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["periods"] == int(sys.argv[1]), (d["periods"], sys.argv[1])
+' "$(sql "SELECT sum(1 + overrun) FROM samples")"
+	;;
 same_output)
 	# The program behaves as without kscope: same output (kscope's summary
 	# goes to stderr), same status.
@@ -272,6 +314,205 @@ errors)
 		grep -q "accepted" err || fail "'$args': no 'accepted' in: $(cat err)"
 	done
 	[[ ! -e out ]] || fail "a rejected run wrote out/"
+	;;
+finish)
+	# kill -9 of kscope: the program dies with it (unless
+	# --keep-running), and 'kscope report RUN' turns the raw files left
+	# behind into profile.db and the reports.
+	# start NAME ARGS...: kscope sample ARGS -- sigint in the background,
+	# once the program has printed its first line; sets $kpid, $prog, $RUN.
+	start() {
+		local name=$1
+		shift
+		"$KSCOPE" sample -o "$name" --keep-raw "$@" -- "$EX/sigint" >"$name.out" 2>"$name.err" &
+		kpid=$!
+		for _ in $(seq 100); do [[ -s "$name.out" ]] && break; sleep 0.1; done
+		[[ -s "$name.out" ]] || fail "$name: the program did not start: $(cat "$name.err")"
+		prog=$(pgrep -P $kpid) || fail "$name: no program under kscope"
+		RUN=$(echo "$PWD/$name"/sample_*)
+		[[ -d $RUN/raw ]] || fail "$name: no raw/ in $RUN"
+	}
+	# gone PID: true once PID has ended (polled: the kernel sends the
+	# death signal as kscope's exit is processed).
+	gone() { for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+	start a
+	sleep 1
+	# While kscope runs, report refuses to finish the run behind its back.
+	set +e
+	"$KSCOPE" report "$RUN" >/dev/null 2>err
+	st=$?
+	set -e
+	[[ $st == 2 ]] && grep -q "still running" err || fail "report during the run: exit $st: $(cat err)"
+	kill -KILL $kpid
+	wait $kpid 2>/dev/null || true
+	gone "$prog" || { kill -KILL "$prog"; fail "the program outlived kill -9 of kscope"; }
+	[[ ! -e $RUN/profile.db ]] || fail "profile.db exists before finishing"
+	ls "$RUN"/raw/*.ksraw >/dev/null || fail "no raw files left"
+	set +e
+	"$KSCOPE" report "$RUN" >flat.txt 2>err
+	st=$?
+	set -e
+	[[ $st == 0 ]] || fail "report of the killed run: exit $st: $(cat err)"
+	grep -q "writing them from its raw files" err || fail "report did not say it finished the run: $(cat err)"
+	check_outputs
+	[[ $(sql "SELECT sum(1 + overrun) FROM samples") -gt 50 ]] || fail "too few samples: $(sql 'SELECT count(*) FROM samples')"
+	grep -q "spin\|main" flat.txt || fail "the flat profile lacks the program: $(head flat.txt)"
+	cmp -s flat.txt "$RUN/flat.txt" || fail "the printed flat profile differs from flat.txt"
+	# Finished once: the next report only reads.
+	"$KSCOPE" report "$RUN" --threads >/dev/null 2>err || fail "second report: $(cat err)"
+	! grep -q "raw files" err || fail "the run was finished twice"
+	# --keep-running: the program outlives kscope, as asked.
+	start b --keep-running
+	kill -KILL $kpid
+	wait $kpid 2>/dev/null || true
+	sleep 1
+	kill -0 "$prog" 2>/dev/null || fail "--keep-running: the program died with kscope"
+	kill -TERM "$prog"
+	gone "$prog" || { kill -KILL "$prog"; fail "the program ignored SIGTERM"; }
+	"$KSCOPE" report "$RUN" >/dev/null 2>err || fail "report of the --keep-running run: $(cat err)"
+	[[ $(sql "SELECT end_reason FROM processes LIMIT 1") == 3 ]] ||
+		fail "the program's end was not recorded: $(sql 'SELECT end_reason FROM processes')"
+	;;
+deep_tree)
+	# A call path 5,000 frames deep in profile.db (a real run's database
+	# with one chain added by hand: deep recursion or nested regions give
+	# the same) goes through every report and export.  The call tree was
+	# printed by a recursion with some 12 KB of locals a level, which
+	# overflowed the stack at about 700 levels; its JSON was dumped by
+	# jansson's recursion, which overflows at some 1,600 levels per MiB of
+	# stack.  Now both walk the tree with a stack of their own: they also
+	# run within a 1 MiB stack.
+	run_sample -- "$EX/cpu_split" 0.2
+	[[ $STATUS == 0 ]] || fail "exit status $STATUS"
+	cp "$RUN/profile.db" deep.db
+	chmod u+w deep.db
+	python3 - deep.db 5000 <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+depth = int(sys.argv[2])
+sid = con.execute("SELECT max(id) + 1 FROM strings").fetchone()[0]
+con.execute("INSERT INTO strings VALUES (?, 'deep')", (sid,))
+mod = con.execute("SELECT module FROM frames LIMIT 1").fetchone()[0]
+fid = con.execute("SELECT max(id) + 1 FROM frames").fetchone()[0]
+con.execute("INSERT INTO frames VALUES (?, ?, NULL, 0, ?, 4096, 0)", (fid, sid, mod))
+first = con.execute("SELECT max(id) + 1 FROM stacks").fetchone()[0]
+for i in range(depth):
+    con.execute("INSERT INTO stacks VALUES (?, ?, ?)",
+                (first + i, first + i - 1 if i else None, fid))
+ts = con.execute("SELECT max(ts_ns) FROM samples").fetchone()[0]
+con.execute("""INSERT INTO samples VALUES ((SELECT max(id) + 1 FROM samples), ?, 0, ?,
+               0, 0, 0, 0, 0)""", (ts, first + depth - 1))
+con.execute("UPDATE threads SET samples = samples + 1 WHERE id = 0")
+con.commit()
+PY
+	# check_deep FILE FORMAT: the chain of 'deep' frames is all there.
+	check_deep() {
+		python3 - "$1" "$2" 5000 <<'PY'
+import json, sys
+path, fmt, depth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if fmt == "text":
+    rows = [l for l in open(path) if l.rstrip().endswith("deep [cpu_split]")]
+    ind = sorted(len(l) - len(l.lstrip()) for l in (r[15:] for r in rows))
+    assert len(rows) == depth, len(rows)
+    assert ind == list(range(0, 2 * depth, 2)), ind[:5]
+else:
+    sys.setrecursionlimit(4 * depth + 1000)
+    d = json.load(open(path))
+    node = next(r for r in d["roots"] if r["function"] == "deep")
+    n = 1
+    while node["children"]:
+        assert len(node["children"]) == 1 and node["more"] is None
+        node = node["children"][0]
+        n += 1
+    assert n == depth and node["self"] == 1 and node["function"] == "deep", (n, node)
+PY
+	}
+	for stack in "$(ulimit -s)" 1024; do
+		(ulimit -s $stack && "$KSCOPE" report deep.db --tree --min-pct 0 >tree.txt) ||
+			fail "report --tree, stack $stack: exit $?"
+		check_deep tree.txt text || fail "tree.txt, stack $stack"
+		(ulimit -s $stack && "$KSCOPE" report deep.db --tree --min-pct 0 --format json >tree.json) ||
+			fail "report --tree --format json, stack $stack: exit $?"
+		check_deep tree.json json || fail "tree.json, stack $stack"
+		# The other reports and the exports walk call paths too.
+		for args in "" "--threads" "--format json" "--format folded" \
+			    "--format speedscope" "--format pprof --output p$stack.pb.gz"; do
+			# shellcheck disable=SC2086
+			(ulimit -s $stack && "$KSCOPE" report deep.db $args >out.txt) ||
+				fail "report $args, stack $stack: exit $?"
+		done
+	done
+	"$KSCOPE" report deep.db --format folded >folded.txt
+	grep -qx "$(printf 'deep;%.0s' $(seq 4999))deep 1" folded.txt ||
+		fail "the folded stack of the deep path is missing"
+	# --depth still cuts the deep path.
+	[[ $("$KSCOPE" report deep.db --tree --min-pct 0 --depth 3 --format json |
+	     python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)).count("\"deep\""))') == 3 ]] ||
+		fail "--depth 3 did not cut the deep path"
+	;;
+limits)
+	# --tids, --periods and --counters: whatever the checker accepts the
+	# runtime applies, and what the runtime could not hold is refused
+	# (exit 2, the limit in the message, nothing run) instead of being
+	# dropped in the program, which then sampled everything.
+	odd() { python3 -c "import sys; print(','.join(str(2 * i + 1) for i in range(int(sys.argv[1]))))" "$1"; }
+	late() { python3 -c "import sys; print(' '.join(['realtime:100:1:1'] * int(sys.argv[1])))" "$1"; }
+	# refused ARGS... -- EXPECTED: exit 2, the message has EXPECTED and
+	# 'accepted', the program did not run.
+	refused() {
+		local args=() want
+		while [[ $1 != -- ]]; do args+=("$1"); shift; done
+		want=$2
+		set +e
+		"$KSCOPE" sample -o refused "${args[@]}" -- sh -c 'echo ran' >stdout 2>err
+		st=$?
+		set -e
+		[[ $st == 2 ]] || fail "${args[*]:0:2}: exit $st: $(cat err)"
+		grep -qF -- "$want" err || fail "${args[*]:0:2}: no '$want' in: $(cat err)"
+		grep -q accepted err || fail "${args[*]:0:2}: no 'accepted' in: $(cat err)"
+		[[ ! -s stdout && ! -e refused ]] || fail "${args[*]:0:2}: the program ran"
+	}
+	# samples: the run's sample count.
+	samples() { sql "SELECT count(*) FROM samples"; }
+	# At the bounds the runtime applies the filter: 64 ranges and the
+	# largest index, none of them thread 0, leave the one-thread
+	# cpu_split unsampled; so do 16 windows that open after 100 s, and
+	# one that opens after the longest delay.
+	run_sample --tids "$(odd 64)" -- "$EX/cpu_split" 0.3
+	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "64 tid ranges: status $STATUS, $(samples) samples"
+	run_sample --tids 4294967295 -- "$EX/cpu_split" 0.3
+	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "tid 4294967295: $(samples) samples"
+	run_sample --periods "$(late 16)" -- "$EX/cpu_split" 0.3
+	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "16 periods: $(samples) samples"
+	run_sample --periods cputime:1000000000:1:18446744073709551615 -- "$EX/cpu_split" 0.3
+	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "the longest delay: $(samples) samples"
+	# ... and a control: the same program without a filter is sampled.
+	run_sample -- "$EX/cpu_split" 0.3
+	[[ $(samples) -gt 0 ]] || fail "cpu_split was not sampled at all"
+	# 8 counters of names up to 31 bytes are all recorded (unknown ones
+	# as not supported).
+	long31=abcdefghijklmnopqrstuvwxyz01234
+	run_sample --counters "cycles,instructions,cache-misses,branch-misses,page-faults,context-switches,$long31,x" -- "$EX/cpu_split" 0.2
+	[[ $(sql "SELECT count(*) FROM counter_names") == 8 ]] || fail "8 counters: $(sql 'SELECT count(*) FROM counter_names') recorded"
+	# Past the bounds: refused.
+	refused --tids "$(odd 65)" -- "at most 64"
+	refused --tids 1,99999999999999999999 -- "0 to 4294967295"
+	refused --tids 4294967296 -- "0 to 4294967295"
+	refused --tids 0-4294967296 -- "0 to 4294967295"
+	refused --periods "$(late 17)" -- "at most 16"
+	refused --periods cputime:1e10:1:1 -- "0 to 1000000000 seconds"
+	refused --periods cputime:1000000000.5:1:1 -- "0 to 1000000000 seconds"
+	refused --periods realtime:0:1e10:1 -- "0 to 1000000000 seconds"
+	refused --periods realtime:0:nan:1 -- "a decimal from 0 to 1000000000"
+	refused --periods realtime:0:1:18446744073709551616 -- "to 18446744073709551615"
+	refused --counters "cycles,instructions,cache-misses,branch-misses,page-faults,context-switches,$long31,x,y" -- "at most 8"
+	refused --counters "${long31}5" -- "at most 31 bytes"
+	# The environment variables go through the same checks.
+	set +e
+	KSCOPE_TIDS=$(odd 65) "$KSCOPE" sample -o refused -- true 2>err
+	st=$?
+	set -e
+	[[ $st == 2 ]] && grep -q "at most 64" err || fail "KSCOPE_TIDS: exit $st: $(cat err)"
 	;;
 mpi)
 	command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 0; }
