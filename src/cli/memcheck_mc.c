@@ -369,6 +369,50 @@ static void adopt_xml(struct ks_rundir *rd, const struct ks_mc_opts *o,
 	}
 }
 
+/* The processes that forked without exec'ing, from the marks
+ * libkscope-mcexec.so left (forked.<pid>.<ppid>), which are removed: the
+ * pids of those with no XML of their own (they never exec'd, so Memcheck
+ * did not check them) go into buf as "123, 456", and their count is
+ * returned. */
+static size_t unchecked_forks(struct ks_rundir *rd, const struct xml_file *files, size_t n,
+			      char *buf, size_t size)
+{
+	int fd = dup(rd->dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	size_t count = 0, len = 0;
+
+	buf[0] = '\0';
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	rewinddir(d); /* the descriptor's offset is shared with rd's */
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+		bool seen = false;
+
+		if (strncmp(de->d_name, "forked.", 7))
+			continue;
+		pid = strtol(de->d_name + 7, &end, 10);
+		if (end == de->d_name + 7 || *end != '.')
+			continue;
+		unlinkat(rd->dirfd, de->d_name, 0);
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = files[i].pid == pid;
+		if (seen)
+			continue;
+		count++;
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%ld", len ? ", " : "",
+						pid);
+	}
+	closedir(d);
+	return count;
+}
+
 /* --gen-suppressions: every distinct suppression Memcheck wrote, in
  * suppressions.supp, ready for --suppressions. */
 static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *docs,
@@ -497,12 +541,12 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	struct ks_mtr_summary sum;
 	struct ks_err err;
 	struct xml_file *files = NULL;
-	size_t nfiles = 0, ndocs = 0, last = SIZE_MAX;
+	size_t nfiles = 0, ndocs = 0, last = SIZE_MAX, nforks = 0;
 	unsigned show, errs;
 	pid_t pid = 0;
 	int status, code = KS_EXIT_FAIL, exit_code;
 	bool have_rd = false, died = false, heap = false;
-	char death[256], incomplete[768];
+	char death[256], incomplete[768], forks[256];
 
 	ks_err_clear(&err);
 	if (parse_leak_kinds("show-leak-kinds", o->show_leak_kinds, &show) ||
@@ -644,6 +688,12 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	ro.has_redzone = ro.has_freelist = true;
 	ro.redzone = (uint64_t)o->redzone;
 	ro.freelist_vol = (uint64_t)o->freelist_vol;
+	nforks = unchecked_forks(&rd, files, nfiles, forks, sizeof(forks));
+	if (nforks)
+		ks_warn("%zu process%s forked without exec were not checked (%s): Valgrind "
+			"3.19 cannot keep a forked process's findings apart from its parent's; "
+			"a build with -fsanitize=address checks them (kscope memcheck runs it "
+			"with AddressSanitizer)", nforks, nforks == 1 ? "" : "es", forks);
 	if (died) {
 		char hint[256] = "";
 
@@ -662,6 +712,13 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 			 "Memcheck's XML of the program %s; the %zu errors before that are "
 			 "reported", docs[last].damaged ? "is damaged" : "ends early",
 			 docs[last].nerrors);
+		ro.incomplete = incomplete;
+	} else if (nforks) {
+		snprintf(incomplete, sizeof(incomplete),
+			 "%zu process%s forked without exec were not checked (%s): Valgrind 3.19 "
+			 "cannot keep a forked process's findings apart from its parent's; a "
+			 "build with -fsanitize=address checks them", nforks,
+			 nforks == 1 ? "" : "es", forks);
 		ro.incomplete = incomplete;
 	}
 	if (ks_mcx_report(docs, ndocs, &ro, &rd, stderr, &sum, &err)) {

@@ -395,8 +395,9 @@ def proc_fork():
     """fork without exec: three processes, each with its own file and error
     (contention, falseshare).  memcheck on Valgrind's Memcheck checks the
     program and leaves a forked child that does not exec unchecked, as
-    docs/memtools.md says: the parent's error is reported, and its report
-    stays whole."""
+    docs/memtools.md says: the parent's error is reported, its report stays
+    whole, and every report and stderr say which two processes were not
+    checked."""
     native = subprocess.run([proc("mt_fork")], stdout=subprocess.PIPE)
     check(native.returncode == 0, "mt_fork failed natively")
     for tool in TOOLS:
@@ -414,6 +415,13 @@ def proc_fork():
             check(len(rep["errors"]) == 1, f"memcheck: expected the parent's error only, "
                   f"got {[(e['pid'], e['kind']) for e in rep['errors']]}")
             validate_sarif(rundir, ["--expect-results", "1"])
+            said = rep.get("incomplete") or ""
+            check("2 processes forked without exec were not checked" in said and
+                  "-fsanitize=address" in said, f"memcheck: report.json: {said!r}")
+            check("2 processes forked without exec were not checked" in err,
+                  f"memcheck: stderr does not say so: {err[-1500:]!r}")
+            check(not [f for f in os.listdir(rundir) if f.startswith("forked.")],
+                  f"memcheck: marks left behind: {os.listdir(rundir)}")
             continue
         ps = procs_of(rep)
         check(len(ps) == 3, f"{tool}: expected 3 processes, got {ps}")

@@ -14,13 +14,21 @@
  * names are given back.  kscope memcheck reads the set-aside files as the
  * process's earlier images (src/cli/memcheck_mc.c).
  *
+ * A child forked without exec is not checked (Valgrind 3.19 would write
+ * its XML into its parent's file, so kscope runs Memcheck with
+ * --child-silent-after-fork=yes): a fork handler leaves the mark
+ * RUN/forked.<pid>.<ppid>, so that kscope can say which processes went
+ * unchecked.
+ *
  * KSCOPE_MC_RUNDIR names the run directory; without it nothing is done.
  * Nothing here allocates (Memcheck would count it), and errno is what the
  * real call left.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,84 +83,68 @@ static void give_back(const struct aside *a)
 	errno = saved;
 }
 
+/* In a forked child: the mark that it ran, unchecked until it execs. */
+static void forked_child(void)
+{
+	const char *dir = getenv("KSCOPE_MC_RUNDIR");
+	char path[PATH_MAX];
+	int saved = errno, fd;
+
+	if (!dir || dir[0] != '/')
+		return;
+	snprintf(path, sizeof(path), "%s/forked.%d.%d", dir, (int)getpid(), (int)getppid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+}
+
+__attribute__((constructor)) static void mcexec_init(void)
+{
+	pthread_atfork(NULL, NULL, forked_child);
+}
+
 static void *real(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	int (*f)(const char *, char *const[], char *const[]) = real("execve");
-	struct aside a;
-	int rc;
-
-	if (!f) {
-		errno = ENOSYS;
-		return -1;
+/* An exec function of the C library: its files set aside, the real call,
+ * the files given back if it returns (it failed). */
+#define WRAP_EXEC(name, params, args)                                  \
+	EXPORT int name params                                         \
+	{                                                              \
+		int(*f) params = (int(*) params)real(#name);           \
+		struct aside a;                                        \
+		int rc;                                                \
+									       \
+		if (!f) {                                              \
+			errno = ENOSYS;                                \
+			return -1;                                     \
+		}                                                      \
+		set_aside(&a);                                         \
+		rc = f args;                                           \
+		give_back(&a);                                         \
+		return rc;                                             \
 	}
-	set_aside(&a);
-	rc = f(path, argv, envp);
-	give_back(&a);
-	return rc;
-}
+
+WRAP_EXEC(execve, (const char *path, char *const argv[], char *const envp[]),
+	  (path, argv, envp))
+WRAP_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]),
+	  (file, argv, envp))
+WRAP_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+WRAP_EXEC(execveat, (int dirfd, const char *path, char *const argv[], char *const envp[],
+		     int flags),
+	  (dirfd, path, argv, envp, flags))
 
 EXPORT int execv(const char *path, char *const argv[])
 {
 	return execve(path, argv, environ);
 }
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	int (*f)(const char *, char *const[], char *const[]) = real("execvpe");
-	struct aside a;
-	int rc;
-
-	if (!f) {
-		errno = ENOSYS;
-		return -1;
-	}
-	set_aside(&a);
-	rc = f(file, argv, envp);
-	give_back(&a);
-	return rc;
-}
-
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	return execvpe(file, argv, environ);
-}
-
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	int (*f)(int, char *const[], char *const[]) = real("fexecve");
-	struct aside a;
-	int rc;
-
-	if (!f) {
-		errno = ENOSYS;
-		return -1;
-	}
-	set_aside(&a);
-	rc = f(fd, argv, envp);
-	give_back(&a);
-	return rc;
-}
-
-EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
-		    int flags)
-{
-	int (*f)(int, const char *, char *const[], char *const[], int) = real("execveat");
-	struct aside a;
-	int rc;
-
-	if (!f) {
-		errno = ENOSYS;
-		return -1;
-	}
-	set_aside(&a);
-	rc = f(dirfd, path, argv, envp, flags);
-	give_back(&a);
-	return rc;
 }
 
 /* execl, execlp, execle: the arguments into an array on the stack. */
