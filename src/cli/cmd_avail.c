@@ -141,11 +141,15 @@ static size_t counters(struct item *it, size_t max)
 		it[k].group = c->type == 0 ? "hardware" : "software";
 		it[k].name = c->name;
 		it[k].available = rc == 0;
-		if (rc == 0)
+		if (rc == 0) {
 			snprintf(it[k].detail, sizeof(it[k].detail), "%s", c->help);
-		else
+		} else {
+			char why[256];
+
+			ks_counter_why(c, rc, why, sizeof(why));
 			snprintf(it[k].detail, sizeof(it[k].detail), "%s; not supported "
-				 "here (%s)", c->help, strerror(-rc));
+				 "here: %s", c->help, why);
+		}
 	}
 	return k;
 }

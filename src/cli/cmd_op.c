@@ -239,6 +239,8 @@ struct op_state {
 	struct ks_op_msg *in, *out;   /* 64 KiB each */
 	/* what the program did (run 0) */
 	bool saw_hello, used_opencl;
+	char unusable[512];           /* `unusable`: a runtime the program tried
+	                                 and could not use ("cuda: why") */
 	char **kernels;
 	size_t nkernels;
 	struct launch_rec *launches;  /* every collect sent, in order */
@@ -784,6 +786,19 @@ static void on_timing(struct op_state *st, struct op_run *r)
 	}
 }
 
+/* `unusable backend=B reason=R`: the program tried runtime B (CUDA) and
+ * could not use it; explain_nothing() says so. */
+static void on_unusable(struct op_state *st)
+{
+	char be[32], why[400];
+
+	if (!ks_op_msg_get(st->in, "backend", NULL, be, sizeof(be)) ||
+	    !ks_op_msg_get(st->in, "reason", NULL, why, sizeof(why)))
+		return;
+	snprintf(st->unusable, sizeof(st->unusable), "%s, but %s",
+		 strcmp(be, "cuda") == 0 ? "CUDA" : be, why);
+}
+
 static void handle_message(struct op_state *st, struct op_run *r)
 {
 	char type[32];
@@ -795,8 +810,10 @@ static void handle_message(struct op_state *st, struct op_run *r)
 	}
 	if (strcmp(type, "hello") == 0)
 		on_hello(st, r);
-	else if (strcmp(type, "opencl") == 0)
+	else if (strcmp(type, "opencl") == 0 || strcmp(type, "cuda") == 0)
 		st->used_opencl |= r->no == 0;
+	else if (strcmp(type, "unusable") == 0 && r->no == 0)
+		on_unusable(st);
 	else if (strcmp(type, "kernel") == 0)
 		on_kernel(st, r);
 	else if (strcmp(type, "launch") == 0)
@@ -1212,10 +1229,16 @@ static void explain_nothing(const struct op_state *st, bool as_error)
 	}
 	if (off >= sizeof(names))
 		memcpy(names + sizeof(names) - 4, "...", 4);
+	if (st->unusable[0] && !st->nkernels) {
+		/* One line naming what is missing: the program ran as it would. */
+		ks_log(as_error ? KS_LOG_ERROR : KS_LOG_WARN,
+		       "the program uses %s; nothing was profiled", st->unusable);
+		return;
+	}
 	if (!st->saw_hello || (!st->used_opencl && !st->nkernels)) {
 		ks_log(as_error ? KS_LOG_ERROR : KS_LOG_WARN,
-		       "the program never used OpenCL (no OpenCL call reached kscope's "
-		       "runtime)");
+		       "the program never used OpenCL or CUDA (no OpenCL or CUDA call reached "
+		       "kscope's runtime)");
 		if (!st->saw_hello)
 			ks_debug("kscope's runtime never connected: the program is not "
 				 "dynamically linked to libc, or a script ran it in a child");

@@ -40,6 +40,7 @@ struct report_opts {
 	struct ks_common_opts common;
 	bool tree;
 	bool threads;
+	bool counters;        /* the per-sample counters per function and line */
 	int64_t tid;          /* -1: every thread */
 	char *region;         /* NULL: no region filter */
 	int format;           /* index into format_choices (enum fmt) */
@@ -61,6 +62,10 @@ static const struct ks_opt report_opts[] = {
 	{ .name = "threads", .type = KS_OPT_FLAG, .env = "KSCOPE_REPORT_THREADS",
 	  .help = "print one row a thread instead of the flat profile",
 	  .offset = offsetof(struct report_opts, threads) },
+	{ .name = "counters", .type = KS_OPT_FLAG, .env = "KSCOPE_REPORT_COUNTERS",
+	  .help = "print the per-sample counters (kscope sample --counters) per "
+		  "function and per line instead of the flat profile",
+	  .offset = offsetof(struct report_opts, counters) },
 	{ .name = "thread", .type = KS_OPT_INT, .metavar = "TID", .def = "-1",
 	  .env = "KSCOPE_REPORT_THREAD",
 	  .help = "count only the samples of the thread with this id; -1: all threads",
@@ -284,15 +289,18 @@ static bool check_format(const struct report_opts *o)
 	bool export = o->format >= FMT_FOLDED;
 	const char *f = format_choices[o->format];
 
-	if (o->tree && o->threads) {
-		ks_error("options --tree and --threads choose different reports; give "
-			 "one of them");
+	if (o->tree + o->threads + o->counters > 1) {
+		ks_error("options %s choose different reports; give one of them",
+			 !o->counters ? "--tree and --threads" :
+			 !o->threads ? "--tree and --counters" :
+			 !o->tree ? "--threads and --counters" :
+			 "--tree, --threads and --counters");
 		return false;
 	}
-	if (export && (o->tree || o->threads)) {
+	if (export && (o->tree || o->threads || o->counters)) {
 		ks_error("option --format %s exports every call stack; --%s chooses a "
 			 "report, printed with --format text or json", f,
-			 o->tree ? "tree" : "threads");
+			 o->tree ? "tree" : o->threads ? "threads" : "counters");
 		return false;
 	}
 	if (export && (o->min_pct != 0.5 || o->depth != 0)) {
@@ -446,6 +454,13 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 			goto out;
 		}
 	}
+	if (o->counters && p.n_counter_names == 0) {
+		ks_error("option --counters: the profile has no per-sample counters; "
+			 "record some with kscope sample --counters LIST (kscope avail "
+			 "--counters lists them)");
+		status = KS_EXIT_USAGE;
+		goto out;
+	}
 	/* With --output, the report is made in memory first, so that a
 	 * failed one leaves no file. */
 	if (o->output && !(out = open_memstream(&buf, &buflen))) {
@@ -463,6 +478,8 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 		rc = ks_report_tree(out, &p, &ro, &err);
 	else if (o->threads)
 		rc = ks_report_threads(out, &p, &ro, &err);
+	else if (o->counters)
+		rc = ks_report_counters(out, &p, &ro, &err);
 	else
 		rc = ks_report_flat(out, &p, &ro, &err);
 	if (o->output && fclose(out) != 0 && !rc)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "dwsym.h"
 #include "raw_read.h"
 
@@ -697,15 +698,27 @@ static int do_file(struct ks_profile *p, const struct ks_raw_file *f,
 
 			if (p->n_counter_names == 0)
 				for (uint32_t i = 0; i < ci->ncounters && i < KS_RAW_MAX_COUNTERS; i++) {
-					char name[64];
+					char name[320], why[256], cname[33];
 					uint32_t *slot = ks_profile_push(p, counter_names);
 
 					if (!slot) {
 						rc = -ENOMEM;
 						break;
 					}
-					snprintf(name, sizeof(name), "%.32s%s", ci->names[i],
-						 (ci->supported_mask >> i) & 1 ? "" : " (not supported)");
+					memcpy(cname, ci->names[i], 32);
+					cname[32] = '\0';
+					/* An unsupported counter keeps why in its name:
+					 * the reports show it, and no schema change is
+					 * needed to carry it. */
+					if ((ci->supported_mask >> i) & 1)
+						snprintf(name, sizeof(name), "%s", cname);
+					else if (r->size >= sizeof(*ci) && ci->error[i] > 0) {
+						ks_counter_why(ks_counter_find(cname), ci->error[i],
+							       why, sizeof(why));
+						snprintf(name, sizeof(name), "%s (not supported: %s)",
+							 cname, why);
+					} else
+						snprintf(name, sizeof(name), "%s (not supported)", cname);
 					*slot = ks_profile_intern(p, name);
 				}
 			break;

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,7 +33,7 @@ static size_t min_size(unsigned type)
 	case KS_RAW_RESUME:       return sizeof(struct ks_raw_named) + 8;
 	case KS_RAW_MPI:          return sizeof(struct ks_raw_mpi);
 	case KS_RAW_COUNTER:      return sizeof(struct ks_raw_counter);
-	case KS_RAW_COUNTER_INFO: return sizeof(struct ks_raw_counter_info);
+	case KS_RAW_COUNTER_INFO: return offsetof(struct ks_raw_counter_info, error);
 	case KS_RAW_DROPPED:      return sizeof(struct ks_raw_dropped);
 	case KS_RAW_END:          return sizeof(struct ks_raw_end);
 	case KS_RAW_CMDLINE:      return sizeof(struct ks_raw_cmdline);

@@ -178,12 +178,15 @@ struct ks_raw_counter {
 
 /* KS_RAW_COUNTER_INFO: names of the per-sample counters, in order; a
  * counter the machine does not support is listed with supported = 0 and
- * its sample values are 0. */
+ * its sample values are 0.  Per-sample values are the thread's running
+ * totals since it started (or since its process forked). */
 struct ks_raw_counter_info {
 	struct ks_raw_rec h;
 	uint32_t ncounters;
 	uint32_t supported_mask; /* bit i: counter i works here */
 	char names[KS_RAW_MAX_COUNTERS][32];
+	int32_t error[KS_RAW_MAX_COUNTERS]; /* why counter i failed to open
+					     * (an errno), or 0 */
 };
 
 struct ks_raw_dropped {

@@ -6,6 +6,8 @@
  */
 #include "spec.h"
 
+#include "counters.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -245,6 +247,17 @@ int ks_spec_parse_counters(const char *s, char (*out)[KS_SPEC_COUNTER_NAME_MAX +
 				   "most %d", KS_SPEC_MAX_COUNTERS, KS_SPEC_MAX_COUNTERS);
 		memcpy(out[k], s, len);
 		out[k][len] = '\0';
+		if (!ks_counter_find(out[k])) {
+			char known[256];
+
+			ks_counter_list(known, sizeof(known));
+			return bad(why, why_size, "unknown counter '%s'; accepted: %s",
+				   out[k], known);
+		}
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(out[j], out[k]) == 0)
+				return bad(why, why_size, "the counter '%s' is named twice; "
+					   "accepted: each counter once", out[k]);
 		k++;
 		s += len;
 		if (!*s)

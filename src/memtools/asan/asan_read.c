@@ -490,7 +490,13 @@ static long long thread_of(const char *s)
 	}
 	if (!isdigit((unsigned char)*t))
 		return 0;
-	return strtoll(t, NULL, 10) + 1;
+	/* ASan's thread numbers are small; a number out of range is no
+	 * thread kscope can name. */
+	{
+		long long n = strtoll(t, NULL, 10);
+
+		return n >= 0 && n < (1LL << 40) ? n + 1 : 0;
+	}
 }
 
 /* A frame's name as reports show it: ASan's interceptors are the

@@ -72,11 +72,13 @@ extern struct ks_ocl_real ks_ocl_real;
  * when not, the wrappers only forward. */
 bool ks_ocl_resolve(void);
 
-/* Whether wrappers should do more than forward: the runtime is on and the
- * real entry points were found. */
+/* Whether wrappers should do more than forward: the runtime is on, the
+ * real entry points were found, and OpenCL is the process's backend (the
+ * first accelerator runtime the program called). */
 static inline bool ks_ocl_on(void)
 {
-	return ks_oprt_active() && ks_ocl_resolve();
+	return ks_oprt_active() && ks_ocl_resolve() &&
+	       ks_oprt_backend_use(&ks_oprt_opencl_backend);
 }
 
 /* ------------------------------------------------------------------ */

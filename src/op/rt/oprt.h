@@ -2,8 +2,9 @@
  * The interface between the runtime-neutral part of libkscope-op.so
  * (src/op/rt: the channel to kscope, the configuration, the launch
  * filters, the replay drivers and the raw files) and the backend of one
- * accelerator runtime (src/op/opencl; a CUDA backend would be a sibling
- * folder with its own table).
+ * accelerator runtime (src/op/opencl, src/op/cuda: each a table of
+ * operations).  The backend of a process is the runtime it calls first
+ * (ks_oprt_backend_use).
  *
  * A backend wraps its runtime's entry points and keeps records of the
  * program's objects.  For each kernel launch the program makes, its
@@ -223,6 +224,10 @@ struct ks_oprt_backend {
 	 * *data (len bytes) belongs to rep. */
 	void (*rep_program)(void *rep, const char **file, const void **data, size_t *len);
 	void (*rep_free)(void *rep);
+	/* Optional.  At exit, when the program launched nothing through any
+	 * backend: whether it tried this runtime and could not use it (no
+	 * driver, no device), with why in buf, one line. */
+	bool (*why_unusable)(char *buf, size_t size);
 };
 
 /* ------------------------------------------------------------------ */
@@ -254,7 +259,14 @@ void ks_oprt_shared_unlock(void);
  * they cost without it. */
 bool ks_oprt_profile_program_queues(void);
 
-/* Sends `<backend name> platform=P device=D driver=V` once per process. */
+/* Makes be the backend of this process unless another is already: the
+ * first accelerator runtime a program calls is the one profiled, and a
+ * program calling both has the other one's calls only forwarded.
+ * Whether be is the backend.  Cheap after the first call (one load). */
+bool ks_oprt_backend_use(const struct ks_oprt_backend *be);
+
+/* Sends `<backend name> platform=P device=D driver=V` once per process
+ * (call after ks_oprt_backend_use returned true). */
 void ks_oprt_runtime_used(const char *platform, const char *device, const char *driver);
 
 /* Test hook: whether KSCOPE_OP_TEST_FAIL_REPLAY names this kernel, whose
@@ -265,7 +277,11 @@ bool ks_oprt_test_fail_replay(const char *kernel);
 /* Monotonic clock, ns. */
 uint64_t ks_oprt_now(void);
 
-/* The backend built into this library (opencl/ocl_backend.c). */
+/* The backends built into this library (opencl/ocl_backend.c,
+ * cuda/cuda_backend.c where the CUDA toolkit's headers were found). */
 extern const struct ks_oprt_backend ks_oprt_opencl_backend;
+#ifdef KS_OPRT_HAVE_CUDA
+extern const struct ks_oprt_backend ks_oprt_cuda_backend;
+#endif
 
 #endif

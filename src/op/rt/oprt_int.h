@@ -7,7 +7,8 @@
  *
  * How the parts fit together:
  *   oprt_main.c      constructor, destructor, fork, the replay lock, the
- *                    test hook; the backend table (one backend: OpenCL)
+ *                    test hook; the backends (OpenCL, CUDA) and which
+ *                    one a process uses
  *   oprt_chan.c      the channel to kscope (proto.h): hello, config, the
  *                    request/reply pairs, bye
  *   oprt_config.c    `config` into struct ks_oprt_config; the targets file
@@ -61,7 +62,9 @@ struct ks_oprt_open_range {
  * Fields set by the constructor are read-only afterwards.
  */
 struct ks_oprt_state {
-	const struct ks_oprt_backend *be;
+	/* The backend of the process (ks_oprt_backend_use): NULL until the
+	 * program calls an accelerator runtime. */
+	_Atomic(const struct ks_oprt_backend *) be;
 	struct ks_oprt_config cfg;
 	unsigned run;                     /* KSCOPE_OP_RUN */
 	bool child;                       /* a forked child (runs unprofiled;
@@ -103,6 +106,16 @@ struct ks_oprt_state {
 };
 
 extern struct ks_oprt_state ks_oprt;
+
+/* The backend the replay drivers use: the process's, or OpenCL's before
+ * the program called any runtime (a range may start before that). */
+static inline const struct ks_oprt_backend *ks_oprt_be(void)
+{
+	const struct ks_oprt_backend *be =
+		atomic_load_explicit(&ks_oprt.be, memory_order_acquire);
+
+	return be ? be : &ks_oprt_opencl_backend;
+}
 
 /* oprt_main.c: the replay lock held exclusively (replay drivers). */
 void ks_oprt_excl_lock(void);

@@ -255,6 +255,6 @@ int ks_oprt_launch_handle(struct ks_oprt_launch *l, const struct ks_oprt_decisio
 		uint64_t ns;
 		bool have;
 
-		return ks_oprt.be->launch_original(l->be, false, &ns, &have);
+		return ks_oprt_be()->launch_original(l->be, false, &ns, &have);
 	}
 }

@@ -3,8 +3,9 @@
  * opens the channel to kscope op and reads its configuration, the fork
  * handler that leaves children unprofiled, the destructor that says `bye`;
  * and the small services every other file uses (the replay lock, the
- * clock, the test hook).  The backend table is chosen here: one backend,
- * OpenCL.
+ * clock, the test hook).  The backends are listed here (OpenCL, and CUDA
+ * where the toolkit's headers were found at build time); a process uses
+ * the first whose runtime it calls (ks_oprt_backend_use).
  *
  * Without KSCOPE_OP_CHANNEL, or when anything about the channel fails,
  * ks_oprt_on stays false and every wrapper only forwards: the program
@@ -20,8 +21,17 @@
 
 atomic_bool ks_oprt_on;
 
+/* Every backend built in; each one's init and fini run in every process
+ * (they must be cheap: neither loads its runtime). */
+static const struct ks_oprt_backend *const backends[] = {
+	&ks_oprt_opencl_backend,
+#ifdef KS_OPRT_HAVE_CUDA
+	&ks_oprt_cuda_backend,
+#endif
+};
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
 struct ks_oprt_state ks_oprt = {
-	.be = &ks_oprt_opencl_backend,
 	.chan_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.names_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -86,13 +96,46 @@ bool ks_oprt_profile_program_queues(void)
 	return ks_oprt.cfg.mode == KS_OPRT_MODE_APPLICATION;
 }
 
+bool ks_oprt_backend_use(const struct ks_oprt_backend *be)
+{
+	const struct ks_oprt_backend *cur =
+		atomic_load_explicit(&ks_oprt.be, memory_order_acquire);
+
+	if (cur)
+		return cur == be;
+	return atomic_compare_exchange_strong(&ks_oprt.be, &cur, be) || cur == be;
+}
+
+/* At exit when nothing was launched: a backend whose runtime the program
+ * tried and could not use says why (`unusable backend=B reason=R`), so
+ * that kscope names the cause rather than "never used". */
+static void oprt_report_unusable(void)
+{
+	char why[400];
+
+	if (atomic_load(&ks_oprt.be) || atomic_load(&ks_oprt.next_index))
+		return;
+	for (size_t i = 0; i < NBACKENDS; i++) {
+		struct ks_op_msg *m;
+
+		if (!backends[i]->why_unusable || !backends[i]->why_unusable(why, sizeof(why)))
+			continue;
+		m = ks_oprt_chan_begin("unusable");
+		if (!m)
+			return;
+		ks_op_msg_add(m, "backend", backends[i]->name);
+		ks_op_msg_add(m, "reason", why);
+		ks_oprt_chan_send();
+	}
+}
+
 void ks_oprt_runtime_used(const char *platform, const char *device, const char *driver)
 {
 	struct ks_op_msg *m;
 
 	if (atomic_exchange(&ks_oprt.runtime_announced, true))
 		return;
-	m = ks_oprt_chan_begin(ks_oprt.be->name);
+	m = ks_oprt_chan_begin(ks_oprt_be()->name);
 	if (!m)
 		return;
 	ks_op_msg_add(m, "platform", platform);
@@ -119,13 +162,17 @@ __attribute__((constructor)) static void oprt_init(void)
 	const char *hook = getenv("KSCOPE_OP_TEST_FAIL_REPLAY");
 	struct ks_err err;
 	int saved = errno;
+	bool ok;
 
 	if (hook && *hook)
 		ks_oprt.fail_replay = strdup(hook);
 	if (ks_oprt_chan_open(&err) != 0)
 		goto out;
-	if (ks_oprt_config_parse(ks_oprt.in, &ks_oprt.cfg, &err) != 0 ||
-	    ks_oprt.be->init(&err) != 0) {
+	ok = ks_oprt_config_parse(ks_oprt.in, &ks_oprt.cfg, &err) == 0;
+
+	for (size_t i = 0; ok && i < NBACKENDS; i++)
+		ok = backends[i]->init(&err) == 0;
+	if (!ok) {
 		pthread_mutex_lock(&ks_oprt.chan_lock);
 		ks_oprt_chan_close_locked();
 		pthread_mutex_unlock(&ks_oprt.chan_lock);
@@ -144,11 +191,13 @@ __attribute__((destructor)) static void oprt_fini(void)
 	if (!ks_oprt_active())
 		return;
 	ks_oprt_range_atexit();
+	oprt_report_unusable();
 	if (ks_oprt_chan_begin("bye"))
 		ks_oprt_chan_send();
 	/* From here every wrapper only forwards (the program's own
 	 * destructors may still release objects). */
 	atomic_store(&ks_oprt_on, false);
-	ks_oprt.be->fini();
+	for (size_t i = 0; i < NBACKENDS; i++)
+		backends[i]->fini();
 	errno = saved;
 }

@@ -72,7 +72,7 @@ static void range_ask(const struct ks_oprt_open_range *r, uint64_t n, uint64_t o
 		return;
 	}
 	ks_oprt_chan_end();
-	rep = ks_oprt.be->rep_new();
+	rep = ks_oprt_be()->rep_new();
 	if (!rep) {
 		ks_oprt_send_collected(dir, false, "out of memory");
 		return;
@@ -182,7 +182,7 @@ KS_OPRT_EXPORT void kscope_range_end(uint64_t id)
 
 int ks_oprt_range_record(struct ks_oprt_launch *l)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	struct ks_err err;
 	uint64_t ns;
 	bool have;

@@ -100,7 +100,7 @@ int ks_oprt_raw_context(const char *dir, void *rep, bool range, const char *name
 			uint64_t index, uint64_t ordinal, const char *range_name,
 			struct ks_err *err)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	const char *file = NULL;
 	const void *data = NULL;
 	size_t len = 0;

@@ -86,7 +86,7 @@ static int where(struct ks_err *err, const char *step, unsigned i)
 static int replay_passes(void *rep, struct ks_oprt_measure *m, const char *rel,
 			 struct ks_err *err)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	unsigned total = m->warmup + m->passes;
 	uint64_t last = ks_oprt_now();
 	int rc;
@@ -119,7 +119,7 @@ static int replay_passes(void *rep, struct ks_oprt_measure *m, const char *rel,
 static void take_buffers(void *rep, struct ks_oprt_measure *m)
 {
 	size_t n = 0;
-	struct ks_oprt_buf *b = ks_oprt.be->rep_bufs(rep, &n);
+	struct ks_oprt_buf *b = ks_oprt_be()->rep_bufs(rep, &n);
 	struct ks_oprt_buf *copy = n ? malloc(n * sizeof(*copy)) : NULL;
 
 	m->bufs = copy;
@@ -160,7 +160,7 @@ static int write_measure(const char *dir, struct ks_oprt_measure *m, struct ks_e
 
 int ks_oprt_collect(struct ks_oprt_launch *l, const char *rel)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	const struct ks_oprt_config *c = &ks_oprt.cfg;
 	bool app = c->mode == KS_OPRT_MODE_APPLICATION;
 	bool captured = false, backed_up = false, have = false;
@@ -281,7 +281,7 @@ write:
 
 int ks_oprt_time_target(struct ks_oprt_launch *l)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	struct ks_err err;
 	uint64_t ns = 0, bytes = 0;
 	bool have = false, ok;
@@ -309,7 +309,7 @@ int ks_oprt_time_target(struct ks_oprt_launch *l)
 void ks_oprt_range_replay(void *rep, const char *rel, const char *name, uint64_t index,
 			  unsigned launches, const char *error)
 {
-	const struct ks_oprt_backend *be = ks_oprt.be;
+	const struct ks_oprt_backend *be = ks_oprt_be();
 	const struct ks_oprt_config *c = &ks_oprt.cfg;
 	bool after = false;
 	struct ks_oprt_measure m;

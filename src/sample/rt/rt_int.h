@@ -46,6 +46,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "counters.h"
 #include "raw.h"
 #include "spec.h"
 
@@ -410,8 +411,8 @@ struct ks_rt {
 
 	/* per-sample counters */
 	uint32_t counter_mask;           /* supported counters */
-	uint32_t counter_type[KS_RAW_MAX_COUNTERS];
-	uint64_t counter_config[KS_RAW_MAX_COUNTERS];
+	const struct ks_counter_def *counter_def[KS_RAW_MAX_COUNTERS]; /* counters.c's */
+	int32_t counter_errno[KS_RAW_MAX_COUNTERS]; /* why one is not supported, or 0 */
 
 	/* libunwind's code, whose own sigprocmask calls are left alone */
 	uintptr_t unwind_lo, unwind_hi;

@@ -163,8 +163,10 @@ static void counter_info_write(void)
 	ci.h.size = sizeof(ci);
 	ci.ncounters = ks_rt.opts.ncounters;
 	ci.supported_mask = ks_rt.counter_mask;
-	for (uint32_t i = 0; i < ks_rt.opts.ncounters; i++)
+	for (uint32_t i = 0; i < ks_rt.opts.ncounters; i++) {
 		memcpy(ci.names[i], ks_rt.opts.counters[i], sizeof(ci.names[i]));
+		ci.error[i] = ks_rt.counter_errno[i];
+	}
 	ks_rt_file_write(&ci, sizeof(ci));
 }
 

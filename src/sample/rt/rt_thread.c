@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "rt_int.h"
 
 __thread struct ks_rt_thread *ks_rt_self __attribute__((tls_model("initial-exec")));
@@ -30,39 +31,20 @@ __thread struct ks_rt_tls ks_rt_tls __attribute__((tls_model("initial-exec")));
 /* Per-sample counters                                                */
 /* ------------------------------------------------------------------ */
 
-static const struct {
-	const char *name;
-	uint32_t type;
-	uint64_t config;
-} counter_table[] = {
-	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
-	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
-	{ "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
-	{ "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
-	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
-	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
-};
-
-/* A counter of the calling thread, user space only; -errno on failure. */
+/* A counter of the calling thread, opened as counters.c opens every
+ * counter (the table `kscope avail` and the checker use); -errno on
+ * failure. */
 static int counter_open(uint32_t i, uint64_t *id)
 {
-	struct perf_event_attr attr;
-	long fd;
+	int fd = ks_counter_open(ks_rt.counter_def[i], false, PERF_FLAG_FD_CLOEXEC);
 
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = ks_rt.counter_type[i];
-	attr.config = ks_rt.counter_config[i];
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	if (ioctl((int)fd, PERF_EVENT_IOC_ID, id) != 0) {
-		close((int)fd);
+		return fd;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, id) != 0) {
+		close(fd);
 		return -ENOTTY;
 	}
-	return ks_rt_fd_high((int)fd);
+	return ks_rt_fd_high(fd);
 }
 
 void ks_rt_counters_init(void)
@@ -71,29 +53,24 @@ void ks_rt_counters_init(void)
 
 	ks_rt.counter_mask = 0;
 	for (uint32_t i = 0; i < ks_rt.opts.ncounters; i++) {
-		bool known = false;
 		uint64_t id;
 		int fd;
 
-		for (size_t k = 0; k < sizeof(counter_table) / sizeof(counter_table[0]); k++) {
-			if (strcmp(ks_rt.opts.counters[i], counter_table[k].name) == 0) {
-				ks_rt.counter_type[i] = counter_table[k].type;
-				ks_rt.counter_config[i] = counter_table[k].config;
-				known = true;
-			}
-		}
-		if (!known) {
-			ks_rt_log(KS_RT_LOG_DEBUG, "counter %s is unknown; recorded as unsupported",
-				  ks_rt.opts.counters[i]);
+		/* spec.c accepted only names of the table. */
+		ks_rt.counter_def[i] = ks_counter_find(ks_rt.opts.counters[i]);
+		if (!ks_rt.counter_def[i]) {
+			ks_rt.counter_errno[i] = ENOENT;
 			continue;
 		}
 		fd = counter_open(i, &id);
 		if (fd < 0) {
+			ks_rt.counter_errno[i] = -fd;
 			ks_rt_log(KS_RT_LOG_DEBUG, "counter %s is not supported here (%s)",
 				  ks_rt.opts.counters[i], strerror(-fd));
 			continue;
 		}
 		close(fd);
+		ks_rt.counter_errno[i] = 0;
 		ks_rt.counter_mask |= 1u << i;
 	}
 	errno = saved;

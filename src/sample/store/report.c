@@ -1215,3 +1215,372 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 	ctx_free(&c);
 	return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* Per-sample counters                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Each sample holds its thread's running totals of the counters.  The
+ * events between a thread's previous sample and this one are given to
+ * this sample's innermost frame: the statistical attribution of every
+ * sampling profiler, true on average for a function that runs often
+ * enough to be sampled.  A total below the previous one (a counter the
+ * runtime lost, which then reads 0) gives 0. */
+
+struct crow {
+	uint32_t key;          /* function index, or line index */
+	uint64_t self;         /* periods of the samples that end in it */
+	uint64_t *v;           /* nc values */
+};
+
+struct cctx {
+	size_t nc;
+	uint32_t order;        /* counter that sorts the rows: the first supported */
+	const struct ks_profile *p;
+	const struct rctx *c;
+	const uint32_t *line_frame; /* lines: per line, a frame of it */
+	bool lines;
+};
+
+static int cmp_crow(const void *a, const void *b, void *arg)
+{
+	const struct crow *x = a, *y = b;
+	const struct cctx *cc = arg;
+	const struct ks_profile *p = cc->p;
+	uint32_t fx, fy;
+	int d;
+
+	if (x->v[cc->order] != y->v[cc->order])
+		return x->v[cc->order] > y->v[cc->order] ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	fx = cc->lines ? cc->line_frame[x->key] : cc->c->func_frame[x->key];
+	fy = cc->lines ? cc->line_frame[y->key] : cc->c->func_frame[y->key];
+	d = strcmp(str(p, p->frames[fx].function), str(p, p->frames[fy].function));
+	if (d)
+		return d;
+	if (cc->lines) {
+		d = strcmp(str(p, p->frames[fx].file), str(p, p->frames[fy].file));
+		if (d)
+			return d;
+		if (p->frames[fx].line != p->frames[fy].line)
+			return p->frames[fx].line < p->frames[fy].line ? -1 : 1;
+	}
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* The counter's name without the " (not supported...)" note post.c adds
+ * to a counter the machine lacked; *note is that note without its
+ * parentheses, copied into note_buf, or NULL for a counter that counted.
+ * The macro below passes the caller's note_buf, a local of each user. */
+static void counter_name_note(const struct ks_profile *p, size_t k, char *buf, size_t size,
+			      char *note_buf, size_t note_size, const char **note)
+{
+	const char *s = str(p, p->counter_names[k]);
+	const char *paren = strstr(s, " (not supported");
+
+	*note = NULL;
+	snprintf(buf, size, "%s", s);
+	if (paren) {
+		size_t len = strlen(paren + 2);
+
+		snprintf(buf, size, "%.*s", (int)(paren - s), s);
+		if (len && paren[2 + len - 1] == ')')
+			len--;
+		snprintf(note_buf, note_size, "%.*s", (int)len, paren + 2);
+		*note = note_buf;
+	}
+}
+
+#define counter_name(p, k, buf, size, note) \
+	counter_name_note(p, k, buf, size, note_buf, sizeof(note_buf), note)
+
+static json_t *crow_values_json(struct jb *b, const struct ks_profile *p,
+				const struct crow *r, size_t nc)
+{
+	json_t *o = json_object();
+
+	for (size_t k = 0; k < nc; k++) {
+		char name[64], note_buf[400];
+		const char *note;
+
+		counter_name(p, k, name, sizeof(name), &note);
+		jput(b, o, name, note ? json_null() : jint(r->v[k]));
+	}
+	return o;
+}
+
+static void crow_values_text(FILE *out, const struct ks_profile *p, const struct crow *r,
+			     size_t nc, const int *w)
+{
+	for (size_t k = 0; k < nc; k++) {
+		char name[64], note_buf[400];
+		const char *note;
+
+		counter_name(p, k, name, sizeof(name), &note);
+		if (note)
+			fprintf(out, "%*s  ", w[k], "-");
+		else
+			fprintf(out, "%*" PRIu64 "  ", w[k], r->v[k]);
+	}
+}
+
+int ks_report_counters(FILE *out, const struct ks_profile *p,
+		       const struct ks_report_opts *o, struct ks_err *err)
+{
+	struct rctx c;
+	struct cctx cc = { 0 };
+	size_t nc = p->n_counter_names, nlines = 0, nfrows = 0, nlrows = 0;
+	uint64_t *prev = NULL, *frval = NULL, *frself = NULL, *fval = NULL, *lval = NULL;
+	uint64_t *fself = NULL, *lself = NULL, *tot = NULL;
+	uint32_t *line_of = NULL, *line_frame = NULL, *best = NULL, *frame_ids = NULL;
+	uint64_t *frtotal = NULL;
+	struct crow *frows = NULL, *lrows = NULL;
+	struct tmap lm = { 0 };
+	bool *pass = NULL;
+	int w[64];             /* column widths, per counter */
+	bool any_supported = false;
+	int rc;
+
+	if (nc == 0)
+		return ks_err_set(err, -ENOENT, "the profile has no per-sample counters; "
+				  "record them with kscope sample --counters LIST "
+				  "(kscope avail --counters lists them)");
+	if (nc > sizeof(w) / sizeof(w[0]))
+		return ks_err_set(err, -EINVAL, "the profile has %zu per-sample counters; "
+				  "this report shows at most %zu", nc, sizeof(w) / sizeof(w[0]));
+	if ((rc = ctx_init(&c, p, o, err)))
+		return rc;
+	if ((rc = ks_report_select(p, o, &pass, err)))
+		goto out_ctx;
+	prev = calloc(p->n_threads * nc + 1, sizeof(*prev));
+	frval = calloc(p->n_frames * nc + 1, sizeof(*frval));
+	frself = calloc(p->n_frames + 1, sizeof(*frself));
+	frtotal = calloc(p->n_frames + 1, sizeof(*frtotal));
+	fval = calloc(c.nfunc * nc + 1, sizeof(*fval));
+	fself = calloc(c.nfunc + 1, sizeof(*fself));
+	line_of = malloc((p->n_frames + 1) * sizeof(*line_of));
+	line_frame = malloc((p->n_frames + 1) * sizeof(*line_frame));
+	best = calloc(c.nfunc + 1, sizeof(*best));
+	frame_ids = malloc((p->n_frames + 1) * sizeof(*frame_ids));
+	tot = calloc(nc, sizeof(*tot));
+	if (!prev || !frval || !frself || !frtotal || !fval || !fself || !line_of ||
+	    !line_frame || !best || !frame_ids || !tot)
+		goto oom;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct ks_psample *s = &p->samples[i];
+
+		if (s->counters == KS_NONE)
+			continue;
+		for (size_t k = 0; k < nc; k++) {
+			size_t at = (size_t)s->counters + k;
+			uint64_t v = at < p->n_counter_values ? p->counter_values[at] : 0;
+			uint64_t *pv = &prev[(size_t)s->thread * nc + k];
+			uint64_t d = v >= *pv ? v - *pv : 0;
+
+			*pv = v;
+			if (!pass[i])
+				continue;
+			tot[k] += d;
+			if (s->node != KS_NONE)
+				frval[(size_t)p->nodes[s->node].frame * nc + k] += d;
+		}
+	}
+	for (size_t n = 0; n < p->n_nodes; n++) {
+		frself[p->nodes[n].frame] += c.self[n];
+		frtotal[p->nodes[n].frame] += c.total[n];
+	}
+	/* Functions, and lines: frames with a file, by function, file, line. */
+	for (size_t fr = 0; fr < p->n_frames; fr++) {
+		const struct ks_pframe *f = &p->frames[fr];
+		uint32_t fn = c.fkey[fr];
+
+		frame_ids[fr] = (uint32_t)fr;
+		fself[fn] += frself[fr];
+		for (size_t k = 0; k < nc; k++)
+			fval[(size_t)fn * nc + k] += frval[fr * nc + k];
+		line_of[fr] = KS_NONE;
+		if (f->file != KS_NONE && f->line) {
+			bool added;
+			uint32_t l = tmap_get(&lm, f->function, f->file, f->line, &added);
+
+			if (l == KS_NONE)
+				goto oom;
+			if (added)
+				line_frame[l] = (uint32_t)fr;
+			line_of[fr] = l;
+		}
+	}
+	nlines = lm.n;
+	lval = calloc(nlines * nc + 1, sizeof(*lval));
+	lself = calloc(nlines + 1, sizeof(*lself));
+	frows = calloc(c.nfunc + 1, sizeof(*frows));
+	lrows = calloc(nlines + 1, sizeof(*lrows));
+	if (!lval || !lself || !frows || !lrows)
+		goto oom;
+	for (size_t fr = 0; fr < p->n_frames; fr++) {
+		if (line_of[fr] == KS_NONE)
+			continue;
+		lself[line_of[fr]] += frself[fr];
+		for (size_t k = 0; k < nc; k++)
+			lval[(size_t)line_of[fr] * nc + k] += frval[fr * nc + k];
+	}
+	if (hottest_lines(p, p->n_frames, c.fkey, frame_ids, frself, frtotal, c.nfunc, best))
+		goto oom;
+	cc.nc = nc;
+	cc.p = p;
+	cc.c = &c;
+	cc.line_frame = line_frame;
+	for (size_t k = 0; k < nc; k++) {
+		char name[64], note_buf[400];
+		const char *note;
+
+		counter_name(p, k, name, sizeof(name), &note);
+		if (!note && !any_supported) {
+			cc.order = (uint32_t)k;
+			any_supported = true;
+		}
+		w[k] = (int)strlen(name) < 10 ? 10 : (int)strlen(name);
+		if (w[k] < digits(tot[k]))
+			w[k] = digits(tot[k]);
+	}
+	/* Rows: what the samples found running, or what counted events. */
+	for (size_t f = 0; f < c.nfunc; f++) {
+		bool any = fself[f] != 0;
+
+		for (size_t k = 0; k < nc; k++)
+			any |= fval[f * nc + k] != 0;
+		if (any)
+			frows[nfrows++] = (struct crow){ (uint32_t)f, fself[f], &fval[f * nc] };
+	}
+	for (size_t l = 0; l < nlines; l++) {
+		bool any = lself[l] != 0;
+
+		for (size_t k = 0; k < nc; k++)
+			any |= lval[l * nc + k] != 0;
+		if (any)
+			lrows[nlrows++] = (struct crow){ (uint32_t)l, lself[l], &lval[l * nc] };
+	}
+	cc.lines = false;
+	qsort_r(frows, nfrows, sizeof(*frows), cmp_crow, &cc);
+	cc.lines = true;
+	qsort_r(lrows, nlrows, sizeof(*lrows), cmp_crow, &cc);
+
+	if (o->json) {
+		struct jb b = { false };
+		json_t *root = header_json(&b, &c, "counters"), *names = json_array();
+		json_t *funcs = json_array(), *lines = json_array();
+		struct crow totrow = { 0, c.nperiods, tot };
+
+		for (size_t k = 0; k < nc; k++) {
+			json_t *n = json_object();
+			char name[64], note_buf[400];
+			const char *note;
+
+			counter_name(p, k, name, sizeof(name), &note);
+			jput(&b, n, "name", ks_json_text(name));
+			jput(&b, n, "supported", json_boolean(!note));
+			jput(&b, n, "note", jstr_or_null(note));
+			jappend(&b, names, n);
+		}
+		jput(&b, root, "counters", names);
+		jput(&b, root, "totals", crow_values_json(&b, p, &totrow, nc));
+		for (size_t i = 0; i < nfrows; i++) {
+			json_t *r = json_object();
+
+			frame_json(&b, r, p, c.func_frame[frows[i].key], best[frows[i].key]);
+			jput(&b, r, "self", jint(frows[i].self));
+			jput(&b, r, "counters", crow_values_json(&b, p, &frows[i], nc));
+			jappend(&b, funcs, r);
+		}
+		jput(&b, root, "functions", funcs);
+		for (size_t i = 0; i < nlrows; i++) {
+			json_t *r = json_object();
+
+			frame_json(&b, r, p, line_frame[lrows[i].key], line_frame[lrows[i].key]);
+			jput(&b, r, "self", jint(lrows[i].self));
+			jput(&b, r, "counters", crow_values_json(&b, p, &lrows[i], nc));
+			jappend(&b, lines, r);
+		}
+		jput(&b, root, "lines", lines);
+		rc = dump_json(out, root, &b, err);
+	} else {
+		int wn = digits(c.nperiods) < 5 ? 5 : digits(c.nperiods);
+		char loc[4200];
+
+		header_text(out, &c);
+		for (size_t k = 0; k < nc; k++) {
+			char name[64], note_buf[400];
+			const char *note;
+
+			counter_name(p, k, name, sizeof(name), &note);
+			if (note)
+				fprintf(out, "counter %s: %s\n", name, note);
+			else
+				fprintf(out, "counter %s: %" PRIu64 " events in these samples\n",
+					name, tot[k]);
+		}
+		fprintf(out, "Events between a thread's samples go to the function "
+			"(and line) its later sample found running.\n");
+		fprintf(out, "\nBy function:\n");
+		for (size_t k = 0; k < nc; k++) {
+			char name[64], note_buf[400];
+			const char *note;
+
+			counter_name(p, k, name, sizeof(name), &note);
+			fprintf(out, "%*s  ", w[k], name);
+		}
+		fprintf(out, "%*s  %s  %s  %s\n", wn, "self", "function", "location", "module");
+		for (size_t i = 0; i < nfrows; i++) {
+			const struct ks_pframe *f = &p->frames[c.func_frame[frows[i].key]];
+
+			location(p, best[frows[i].key], loc, sizeof(loc));
+			crow_values_text(out, p, &frows[i], nc, w);
+			fprintf(out, "%*" PRIu64 "  %s  %s  %s\n", wn, frows[i].self,
+				str(p, f->function), loc[0] ? loc : "-",
+				base_name(str(p, f->module)));
+		}
+		fprintf(out, "\nBy line:\n");
+		for (size_t k = 0; k < nc; k++) {
+			char name[64], note_buf[400];
+			const char *note;
+
+			counter_name(p, k, name, sizeof(name), &note);
+			fprintf(out, "%*s  ", w[k], name);
+		}
+		fprintf(out, "%*s  %s  %s\n", wn, "self", "location", "function");
+		for (size_t i = 0; i < nlrows; i++) {
+			const struct ks_pframe *f = &p->frames[line_frame[lrows[i].key]];
+
+			location(p, line_frame[lrows[i].key], loc, sizeof(loc));
+			crow_values_text(out, p, &lrows[i], nc, w);
+			fprintf(out, "%*" PRIu64 "  %s  %s\n", wn, lrows[i].self, loc,
+				str(p, f->function));
+		}
+		rc = finish_text(out, err);
+	}
+	goto out;
+oom:
+	rc = ks_err_set(err, -ENOMEM, "out of memory");
+out:
+	tmap_free(&lm);
+	free(prev);
+	free(frval);
+	free(frself);
+	free(frtotal);
+	free(fval);
+	free(fself);
+	free(lval);
+	free(lself);
+	free(tot);
+	free(line_of);
+	free(line_frame);
+	free(best);
+	free(frame_ids);
+	free(frows);
+	free(lrows);
+	free(pass);
+out_ctx:
+	ctx_free(&c);
+	return rc;
+}

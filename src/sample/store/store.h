@@ -49,6 +49,13 @@ int ks_report_tree(FILE *out, const struct ks_profile *p,
 int ks_report_threads(FILE *out, const struct ks_profile *p,
 		      const struct ks_report_opts *o, struct ks_err *err);
 
+/* The per-sample counters (cycles, context switches, ...) per function
+ * and per line: the events between a thread's consecutive samples, given
+ * to the later sample's innermost frame.  -ENOENT when the profile has
+ * no counters. */
+int ks_report_counters(FILE *out, const struct ks_profile *p,
+		       const struct ks_report_opts *o, struct ks_err *err);
+
 /* The exports (export.c): every call stack of the samples that pass o's
  * thread and region filters (o's other fields are not used).  Folded
  * stacks (text), pprof's profile.proto (gzip-compressed binary) and
