@@ -6,8 +6,9 @@
  * it.  So kscope wraps both:
  *
  *   dlsym          glibc's dlsym is interposed (the library is preloaded);
- *                  a lookup of a wrapped cu* name that finds the driver's
- *                  definition returns the wrapper instead;
+ *                  a lookup by handle (not RTLD_NEXT or RTLD_DEFAULT) of a
+ *                  wrapped cu* name that finds the driver's definition
+ *                  returns the wrapper instead;
  *   cuGetProcAddress  the pointer the driver hands out is compared with
  *                  the driver's exported definitions of the wrapped entry
  *                  points, and the matching wrapper is handed out instead
@@ -113,17 +114,23 @@ void *ks_cu_dlsym_hook(void *handle, const char *name)
 /* ------------------------------------------------------------------ */
 
 #if defined(__x86_64__)
-/* RTLD_NEXT is ((void *)-1).  The slow path (glibc's dlsym not found yet:
- * a lookup before this library's constructors) resolves it keeping the
- * arguments, then jumps as the fast path does; it returns NULL if glibc
- * has none (it always has). */
+/* RTLD_NEXT ((void *)-1) and RTLD_DEFAULT (NULL) go straight to glibc's:
+ * what they find depends on the caller (the object after it, or the
+ * caller's own local scope for a library dlopen'd RTLD_LOCAL), so only a
+ * jump keeps their meaning; the CUDA runtimes look the driver up by the
+ * handle dlopen gave them, which the hook sees.  The slow path (glibc's
+ * dlsym not found yet: a lookup before this library's constructors)
+ * resolves it keeping the arguments, then jumps as the fast path does; it
+ * returns NULL if glibc has none (it always has). */
 __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
 	"dlsym:\n"
 	"	cmpq $-1, %rdi\n"
+	"	je 4f\n"
+	"	testq %rdi, %rdi\n"
 	"	jne 2f\n"
-	"	movq ks_cu_glibc_dlsym(%rip), %rax\n"
+	"4:	movq ks_cu_glibc_dlsym(%rip), %rax\n"
 	"	testq %rax, %rax\n"
 	"	jz 1f\n"
 	"	jmp *%rax\n"
