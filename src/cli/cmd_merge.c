@@ -310,6 +310,16 @@ static int merge_rank(struct merge *m, const struct ks_profile *in, int32_t rank
 		s->thread += (uint32_t)sp->threads;
 		s->name = smap[s->name];
 	}
+	for (size_t i = 0; i < in->n_modules; i++) {
+		struct ks_pmodule *x = ks_profile_push(out, modules);
+
+		if (!x)
+			goto out;
+		*x = in->modules[i];
+		x->process += (uint32_t)sp->processes;
+		x->path = smap[x->path];
+		x->build_id = REMAP_STR(x->build_id);
+	}
 	for (size_t i = 0; i < in->n_counters; i++) {
 		struct ks_pcounter *c = ks_profile_push(out, counters);
 

@@ -15,6 +15,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,12 +30,22 @@
 /* Per-file symbolization                                              */
 /* ------------------------------------------------------------------ */
 
+/* A function symbol of a module known from a KS_RAW_IMAGE (the vdso). */
+struct isym {
+	uint64_t value, size;  /* ELF address and size */
+	uint32_t name;         /* string id */
+	bool global;           /* STB_GLOBAL (preferred over a weak alias) */
+};
+
 struct module {
 	uint64_t base, low, high;
 	const char *path;      /* inside the mapped raw file */
 	uint32_t name;         /* string id */
+	uint32_t row;          /* its row in the profile's modules */
 	struct ks_dwsym_mod sym; /* sym.dwfl NULL if libdw could not load it */
 	bool kscope;           /* kscope's own runtime: its frames are dropped */
+	struct isym *isyms;    /* from its image, by value; NULL if none */
+	size_t nisyms;
 };
 
 /* Cached symbolization of one address: frame ids, innermost first. */
@@ -54,6 +65,7 @@ struct symtab {
 	uint32_t *ids;
 	size_t nids, capids;
 	struct ks_post_stats *stats;
+	uint32_t process;      /* the profile's process these modules are in */
 };
 
 static uint32_t intern_name(struct ks_profile *p, const char *name)
@@ -72,11 +84,12 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static int symtab_init(struct symtab *st, struct ks_profile *p,
+static int symtab_init(struct symtab *st, struct ks_profile *p, uint32_t process,
 		       struct ks_post_stats *stats)
 {
 	memset(st, 0, sizeof(*st));
 	st->p = p;
+	st->process = process;
 	st->stats = stats;
 	st->dwfl = dwfl_begin(&ks_dwsym_callbacks);
 	if (!st->dwfl)
@@ -89,18 +102,84 @@ static void symtab_free(struct symtab *st)
 {
 	if (st->dwfl)
 		dwfl_end(st->dwfl);
-	for (size_t i = 0; i < st->nmods; i++)
+	for (size_t i = 0; i < st->nmods; i++) {
 		ks_dwsym_mod_free(&st->mods[i].sym);
+		free(st->mods[i].isyms);
+	}
 	free(st->mods);
 	free(st->slots);
 	free(st->ids);
 	memset(st, 0, sizeof(*st));
 }
 
+/* The string id of a build-id's bytes in lowercase hex (what
+ * `file`, `readelf -n` and debuginfod print); KS_NONE for none. */
+static uint32_t intern_build_id(struct ks_profile *p, const unsigned char *bits,
+				size_t n, bool *oom)
+{
+	static const char hexd[] = "0123456789abcdef";
+	char *hex;
+	uint32_t id;
+
+	if (!bits || n == 0)
+		return KS_NONE;
+	hex = malloc(2 * n + 1);
+	if (!hex) {
+		*oom = true;
+		return KS_NONE;
+	}
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = hexd[bits[i] >> 4];
+		hex[2 * i + 1] = hexd[bits[i] & 15];
+	}
+	hex[2 * n] = '\0';
+	id = ks_profile_intern(p, hex);
+	free(hex);
+	*oom = id == KS_NONE;
+	return id;
+}
+
+/* The profile's module table: one row per module per process, for
+ * symbolizing the profile again later (docs/profile-db.md, modules). */
+static int record_module(struct symtab *st, struct module *mod,
+			 const unsigned char *bits, size_t nbits)
+{
+	struct ks_pmodule *pm;
+	bool oom = false;
+	uint32_t bid = intern_build_id(st->p, bits, nbits, &oom);
+
+	if (oom)
+		return -ENOMEM;
+	/* A process that called exec has one raw file per image: a module
+	 * both images mapped at the same place is one row. */
+	for (size_t i = st->p->n_modules; i-- > 0 && st->p->modules[i].process == st->process;) {
+		pm = &st->p->modules[i];
+		if (pm->path == mod->name && pm->base == mod->base && pm->low == mod->low &&
+		    pm->high == mod->high && pm->build_id == bid) {
+			mod->row = (uint32_t)i;
+			return 0;
+		}
+	}
+	mod->row = (uint32_t)st->p->n_modules;
+	pm = ks_profile_push(st->p, modules);
+	if (!pm)
+		return -ENOMEM;
+	pm->process = st->process;
+	pm->path = mod->name;
+	pm->base = mod->base;
+	pm->low = mod->low;
+	pm->high = mod->high;
+	pm->build_id = bid;
+	return 0;
+}
+
 static int symtab_add_module(struct symtab *st, const struct ks_raw_module *m,
 			     const char *path)
 {
+	const unsigned char *bits = NULL;
 	struct module *mod;
+	GElf_Addr vaddr;
+	int nbits = 0;
 
 	for (size_t i = 0; i < st->nmods; i++)
 		if (st->mods[i].base == m->base && strcmp(st->mods[i].path, path) == 0)
@@ -116,10 +195,170 @@ static int symtab_add_module(struct symtab *st, const struct ks_raw_module *m,
 	/* The runtime's thread trampoline sits between start_thread and the
 	 * thread's function: it is kscope's, not the program's. */
 	mod->kscope = strcmp(basename_of(path), "libkscope.so") == 0;
+	if (mod->name == KS_NONE)
+		return -ENOMEM;
 	if (path[0] == '/')
 		mod->sym.dwfl = dwfl_report_elf(st->dwfl, basename_of(path), path, -1,
 					    m->base, false);
-	return mod->name == KS_NONE ? -ENOMEM : 0;
+	/* The build-id note of the file as it is now: if it was rebuilt since
+	 * the run, this is the new one (nothing better is known here). */
+	if (mod->sym.dwfl)
+		nbits = dwfl_module_build_id(mod->sym.dwfl, &bits, &vaddr);
+	return record_module(st, mod, bits, nbits > 0 ? (size_t)nbits : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Modules known from their image (the vdso)                           */
+/* ------------------------------------------------------------------ */
+
+static int push_id(struct symtab *st, uint32_t id);
+
+static int isym_cmp(const void *a, const void *b)
+{
+	const struct isym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return (int)y->global - (int)x->global; /* global first */
+}
+
+/* The function symbols (.dynsym, .symtab) and the build-id note of an ELF
+ * image in memory, into mod.  A symbol defined under two names at one
+ * address (the vdso's __vdso_clock_gettime, global, and its weak alias
+ * clock_gettime) keeps the global one, the vdso's own definition. */
+static int image_read(struct symtab *st, struct module *mod, Elf *elf)
+{
+	struct isym *v = NULL;
+	size_t n = 0, cap = 0, k = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	int rc = 0;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL && !rc) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || !(d = elf_getdata(scn, NULL)))
+			continue;
+		if (sh.sh_type == SHT_NOTE) {
+			GElf_Nhdr nh;
+			size_t off = 0, name_off, desc_off;
+
+			while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+				    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0) {
+					bool oom = false;
+					uint32_t bid = intern_build_id(
+						st->p, (const unsigned char *)d->d_buf + desc_off,
+						nh.n_descsz, &oom);
+
+					if (oom)
+						rc = -ENOMEM;
+					else
+						st->p->modules[mod->row].build_id = bid;
+				}
+			}
+			continue;
+		}
+		if (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+			struct isym *s;
+
+			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || !name[0])
+				continue;
+			s = ks_profile_grow((void **)&v, &n, &cap, sizeof(*v));
+			if (!s) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->value = sym.st_value;
+			s->size = sym.st_size;
+			s->global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL;
+			s->name = intern_name(st->p, name);
+			if (s->name == KS_NONE) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+	}
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	/* By address; one name per address. */
+	if (n)
+		qsort(v, n, sizeof(*v), isym_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1].value != v[i].value)
+			v[k++] = v[i];
+	free(mod->isyms);
+	mod->isyms = v;
+	mod->nisyms = k;
+	return 0;
+}
+
+/* A KS_RAW_IMAGE record: the module it copies (the one whose range starts
+ * at its address and that no file describes) gets its symbols and
+ * build-id.  An image libelf cannot read leaves the module unnamed. */
+static int symtab_add_image(struct symtab *st, const struct ks_raw_image *img)
+{
+	struct module *mod = NULL;
+	char *copy;
+	Elf *elf;
+	int rc;
+
+	for (size_t i = st->nmods; i-- > 0;)
+		if (st->mods[i].low == img->low && !st->mods[i].sym.dwfl) {
+			mod = &st->mods[i];
+			break;
+		}
+	if (!mod || img->size == 0)
+		return 0;
+	/* libelf reads the image in place; a copy keeps the raw file's
+	 * mapping untouched and gives the image its own alignment. */
+	copy = malloc(img->size);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, img->data, img->size);
+	elf_version(EV_CURRENT);
+	elf = elf_memory(copy, img->size);
+	rc = elf ? image_read(st, mod, elf) : 0;
+	if (elf)
+		elf_end(elf);
+	free(copy);
+	return rc;
+}
+
+/* The frame of an address in a module known from its image: the function
+ * whose symbol covers it, or the module's name. */
+static int image_frame(struct symtab *st, struct module *mod, uint64_t look,
+		       struct ks_pframe *f)
+{
+	size_t lo = 0, hi = mod->nisyms;
+	uint64_t a = look - mod->base;
+
+	while (lo < hi) { /* first symbol above a */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mod->isyms[mid].value <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && (mod->isyms[lo - 1].size == 0 ||
+		       a < mod->isyms[lo - 1].value + mod->isyms[lo - 1].size))
+		f->function = mod->isyms[lo - 1].name;
+	else
+		f->function = ks_profile_intern(st->p, basename_of(mod->path));
+	if (f->function == KS_NONE)
+		return -ENOMEM;
+	return push_id(st, ks_profile_frame(st->p, f));
 }
 
 static struct module *find_module(struct symtab *st, uint64_t pc)
@@ -193,6 +432,8 @@ static int symbolize(struct symtab *st, uint64_t pc, uint64_t adjust)
 		return 0; /* no frame: the path goes straight to the caller */
 	c.f.module = c.mod->name;
 	c.f.address = pc - c.mod->base;
+	if (c.mod->isyms)
+		return image_frame(st, c.mod, pc - adjust, &c.f);
 	return ks_dwsym_frames(&c.mod->sym, pc - adjust, add_frame, &c);
 }
 
@@ -629,7 +870,7 @@ static int do_file(struct ks_profile *p, const struct ks_raw_file *f,
 		p->cputime_freq = f->hdr->cputime_freq;
 	if (f->hdr->realtime_freq)
 		p->realtime_freq = f->hdr->realtime_freq;
-	rc = symtab_init(&st, p, stats);
+	rc = symtab_init(&st, p, pc.process, stats);
 	if (rc)
 		return ks_err_set(err, rc, "cannot start libdw");
 
@@ -645,6 +886,10 @@ static int do_file(struct ks_profile *p, const struct ks_raw_file *f,
 				rc = -ENOMEM;
 			break;
 		}
+		case KS_RAW_IMAGE:
+			if (symtab_add_image(&st, (const void *)r) != 0)
+				rc = -ENOMEM;
+			break;
 		case KS_RAW_CHUNK: {
 			struct chunk_ref *c = ks_profile_grow((void **)&refs, &nrefs, &caprefs,
 							      sizeof(*c));

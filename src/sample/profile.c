@@ -165,6 +165,7 @@ void ks_profile_free(struct ks_profile *p)
 	free(p->counter_values);
 	free(p->counter_names);
 	free(p->meta);
+	free(p->modules);
 	if (in) {
 		free(in->strings.slot);
 		free(in->frames.slot);

@@ -102,6 +102,17 @@ struct ks_pcounter {
 	double value;
 };
 
+/* An ELF object mapped in a process: where it was and which build it was,
+ * so the profile's addresses can be symbolized again later. */
+struct ks_pmodule {
+	uint32_t process;      /* index into processes */
+	uint32_t path;         /* string id: the path as mapped ("[vdso]") */
+	uint64_t base;         /* load bias: runtime address - ELF address */
+	uint64_t low, high;    /* runtime address range of its PT_LOAD segments */
+	uint32_t build_id;     /* string id: NT_GNU_BUILD_ID in lowercase hex,
+				* or KS_NONE when it has none or was unreadable */
+};
+
 struct ks_pmeta {
 	uint32_t key, value;   /* string ids */
 };
@@ -122,6 +133,7 @@ struct ks_profile {
 	KS_ARRAY(uint64_t, counter_values);  /* per-sample counter values */
 	KS_ARRAY(uint32_t, counter_names);   /* string ids of per-sample counters */
 	KS_ARRAY(struct ks_pmeta, meta);     /* run metadata: key/value */
+	KS_ARRAY(struct ks_pmodule, modules);
 	uint64_t dropped_samples;
 	uint32_t cputime_freq, realtime_freq;
 	void *intern;          /* private: string and node lookup tables */

@@ -37,6 +37,7 @@ static size_t min_size(unsigned type)
 	case KS_RAW_DROPPED:      return sizeof(struct ks_raw_dropped);
 	case KS_RAW_END:          return sizeof(struct ks_raw_end);
 	case KS_RAW_CMDLINE:      return sizeof(struct ks_raw_cmdline);
+	case KS_RAW_IMAGE:        return sizeof(struct ks_raw_image);
 	default:                  return 0;
 	}
 }
@@ -132,6 +133,15 @@ const struct ks_raw_rec *ks_raw_next(struct ks_raw_iter *it, size_t *bad)
 			it->p = it->end;
 			return NULL;
 		}
+	}
+	/* An image's bytes must fit inside it. */
+	if (r->type == KS_RAW_IMAGE &&
+	    ((const struct ks_raw_image *)(const void *)r)->size >
+	    r->size - sizeof(struct ks_raw_image)) {
+		if (bad)
+			*bad = left;
+		it->p = it->end;
+		return NULL;
 	}
 	it->p += r->size;
 	return r;

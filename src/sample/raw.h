@@ -81,6 +81,10 @@ enum ks_raw_type {
 	KS_RAW_DROPPED     = 16, /* process: samples lost (buffer busy, no memory) */
 	KS_RAW_END         = 17, /* process: how it ended; last record */
 	KS_RAW_CMDLINE     = 18, /* process: argv joined by NULs */
+	KS_RAW_IMAGE       = 19, /* process: a copy of a module that is no
+				  * file (the vdso), after its MODULE record.
+				  * Files written before it existed lack it and
+				  * read as before. */
 };
 
 /* KS_RAW_MODULE: one ELF object mapped in the process, from
@@ -91,6 +95,19 @@ struct ks_raw_module {
 	uint64_t low, high;      /* lowest and highest address of its PT_LOAD segments */
 	uint64_t ts;             /* when it was seen */
 	char path[];             /* absolute path ("[vdso]", or the executable's path) */
+};
+
+/* KS_RAW_IMAGE: the bytes of a module mapped from no file, so that
+ * post-processing can read its symbols and build-id: the vdso, whose
+ * image the kernel holds (there is no /lib/modules/.../vdso/ file on most
+ * machines).  The ELF image from `low` (its ELF header), `size` bytes:
+ * its PT_LOAD extent and, when they lie inside the mapping, its section
+ * headers. */
+struct ks_raw_image {
+	struct ks_raw_rec h;
+	uint64_t low;            /* run-time address of the image: the MODULE's low */
+	uint64_t size;           /* bytes in data[] */
+	unsigned char data[];
 };
 
 /* KS_RAW_CHUNK: followed (within `size`) by the thread's records. */

@@ -85,6 +85,47 @@ static void module_write(const struct ks_rt_modseen *m, const char *path)
 	ks_rt_file_write(&u, size);
 }
 
+/* The extent of the vdso's ELF image to copy: its PT_LOAD extent, and its
+ * section headers (which name .dynsym for libelf) when they lie inside
+ * the pages the kernel mapped for it, as they do: the kernel maps the
+ * whole image file.  0 if its header looks wrong. */
+static size_t vdso_size(const struct ks_rt_modseen *m)
+{
+	const ElfW(Ehdr) *e = (const void *)(uintptr_t)m->low;
+	size_t page = 4096, load = (size_t)(m->high - m->low), mapped, sh;
+
+	if (memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || load < sizeof(*e))
+		return 0;
+	mapped = (load + page - 1) / page * page;
+	sh = (size_t)e->e_shoff + (size_t)e->e_shnum * e->e_shentsize;
+	return e->e_shoff && sh > load && sh <= mapped ? sh : load;
+}
+
+/* A KS_RAW_IMAGE record of the vdso (post.c names its functions from
+ * it); nothing if memory is short: the vdso then stays unnamed. */
+static void vdso_write(const struct ks_rt_modseen *m)
+{
+	/* Only where the image starts at its mapping's lowest address, as
+	 * the kernel lays the vdso out: then m->low is its ELF header. */
+	size_t n = m->low == getauxval(AT_SYSINFO_EHDR) ? vdso_size(m) : 0;
+	uint32_t size;
+	struct ks_raw_image *r;
+
+	if (n == 0 || n > (64u << 20))
+		return;
+	size = KS_RAW_ALIGN((uint32_t)(sizeof(*r) + n));
+	r = calloc(1, size);
+	if (!r)
+		return;
+	r->h.type = KS_RAW_IMAGE;
+	r->h.size = size;
+	r->low = m->low;
+	r->size = n;
+	memcpy(r->data, (const void *)(uintptr_t)m->low, n);
+	ks_rt_file_write(r, size);
+	free(r);
+}
+
 static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ks_rt_modseen m;
@@ -123,6 +164,8 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
 	if (mod_seen(&m) || mod_add(&m) < 0)
 		return 0;
 	module_write(&m, path);
+	if (strcmp(path, "[vdso]") == 0)
+		vdso_write(&m);
 	return 0;
 }
 

@@ -32,9 +32,10 @@
 #include "outdir.h"
 #include "store_int.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 /* The oldest version this code reads: version 1 had no samples.overrun
- * (each sample stood for one timer period). */
+ * (each sample stood for one timer period), versions 1 and 2 no modules
+ * table (they read as a profile without modules). */
 #define SCHEMA_VERSION_MIN 1
 /* PRAGMA application_id: "KSCP", so `file` and tools can tell a kscope
  * profile from any other SQLite database. */
@@ -96,6 +97,14 @@ static const char schema_tables[] =
 	"  id        INTEGER PRIMARY KEY,\n"
 	"  parent_id INTEGER REFERENCES stacks(id),\n"
 	"  frame_id  INTEGER NOT NULL REFERENCES frames(id));\n"
+	"CREATE TABLE modules(\n"
+	"  id         INTEGER PRIMARY KEY,\n"
+	"  process_id INTEGER NOT NULL REFERENCES processes(id),\n"
+	"  path       INTEGER NOT NULL REFERENCES strings(id),\n"
+	"  base       INTEGER NOT NULL,\n"
+	"  low        INTEGER NOT NULL,\n"
+	"  high       INTEGER NOT NULL,\n"
+	"  build_id   INTEGER REFERENCES strings(id));\n"
 	"CREATE TABLE counter_names(\n"
 	"  id   INTEGER PRIMARY KEY,\n"
 	"  name INTEGER NOT NULL REFERENCES strings(id));\n"
@@ -300,6 +309,14 @@ int ks_store_check_profile(const struct ks_profile *p, struct ks_err *err)
 		if (p->counters[i].process >= p->n_processes)
 			BAD("counter value %zu has process %" PRIu32 " of %zu", i,
 			    p->counters[i].process, p->n_processes);
+	for (size_t i = 0; i < p->n_modules; i++) {
+		const struct ks_pmodule *m = &p->modules[i];
+
+		if (m->process >= p->n_processes || m->path >= ns ||
+		    (m->build_id != KS_NONE && m->build_id >= ns))
+			BAD("module %zu has process %" PRIu32 " of %zu or a bad string",
+			    i, m->process, p->n_processes);
+	}
 	for (size_t i = 0; i < p->n_counter_names; i++)
 		if (p->counter_names[i] >= ns)
 			BAD("counter name %zu names a string that does not exist", i);
@@ -472,6 +489,24 @@ static int write_model(struct writer *w, const struct ks_profile *p)
 		bind_ref(st, 2, p->nodes[i].parent);
 		sqlite3_bind_int64(st, 3, p->nodes[i].frame);
 		if ((rc = w_step(w, st, "stacks")))
+			goto out;
+	}
+	sqlite3_finalize(st);
+
+	if ((rc = w_prepare(w, "INSERT INTO modules VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			    &st)))
+		goto out;
+	for (size_t i = 0; i < p->n_modules; i++) {
+		const struct ks_pmodule *m = &p->modules[i];
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
+		sqlite3_bind_int64(st, 2, m->process);
+		sqlite3_bind_int64(st, 3, m->path);
+		sqlite3_bind_int64(st, 4, u64(m->base));
+		sqlite3_bind_int64(st, 5, u64(m->low));
+		sqlite3_bind_int64(st, 6, u64(m->high));
+		bind_ref(st, 7, m->build_id);
+		if ((rc = w_step(w, st, "modules")))
 			goto out;
 	}
 	sqlite3_finalize(st);
@@ -663,10 +698,10 @@ int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *
 			 "PRAGMA temp_store=MEMORY;"
 			 "PRAGMA cache_size=-65536;"
 			 "PRAGMA application_id=1263747920;"
-			 "PRAGMA user_version=2;", "setting up the database")))
+			 "PRAGMA user_version=3;", "setting up the database")))
 		goto out;
 	_Static_assert(APPLICATION_ID == 1263747920, "application_id above");
-	_Static_assert(SCHEMA_VERSION == 2, "user_version above");
+	_Static_assert(SCHEMA_VERSION == 3, "user_version above");
 
 	if ((rc = w_exec(&w, "BEGIN", "starting a transaction")) ||
 	    (rc = w_exec(&w, schema_tables, "creating the tables")) ||
@@ -1037,6 +1072,33 @@ static int read_threads(struct reader *r)
 	return rc < 0 ? rc : 0;
 }
 
+/* Version 3 on; an older database reads as a profile without modules. */
+static int read_modules(struct reader *r)
+{
+	struct ks_profile *p = r->p;
+	int rc;
+
+	if (r->version < 3)
+		return 0;
+	if ((rc = r_prepare(r, "modules", "SELECT id, process_id, path, base, low, "
+			    "high, build_id FROM modules ORDER BY id")))
+		return rc;
+	while ((rc = r_step(r)) == 1) {
+		struct ks_pmodule *m = ks_profile_push(p, modules);
+
+		if (!m)
+			return NOMEM();
+		if ((rc = r_ref(r, 1, p->n_processes, false, &m->process)) ||
+		    (rc = r_ref(r, 2, p->n_strings, false, &m->path)) ||
+		    (rc = r_u64(r, 3, &m->base)) ||
+		    (rc = r_u64(r, 4, &m->low)) ||
+		    (rc = r_u64(r, 5, &m->high)) ||
+		    (rc = r_ref(r, 6, p->n_strings, true, &m->build_id)))
+			return rc;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 static int read_counter_names(struct reader *r)
 {
 	struct ks_profile *p = r->p;
@@ -1246,6 +1308,7 @@ int ks_store_read(const char *path, struct ks_profile *p, struct ks_err *err)
 	    (rc = read_stacks(&r)) ||
 	    (rc = read_processes(&r)) ||
 	    (rc = read_threads(&r)) ||
+	    (rc = read_modules(&r)) ||
 	    (rc = read_counter_names(&r)) ||
 	    (rc = read_samples(&r)) ||
 	    (rc = read_regions(&r)) ||

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "jsontext.h"
+#include "post.h"
+#include "raw.h"
 #include "store_int.h"
 
 #define REGION_MODULE "[region]"
@@ -121,6 +123,10 @@ struct rctx {
 	uint64_t nperiods;     /* periods of the samples that pass the filters */
 	uint64_t nsamples;     /* samples that pass the filters */
 	uint64_t nostack;      /* of those, samples without a call path */
+	/* The header's account, per timer (enum hclock): */
+	uint64_t hsignals[3];  /* samples taken at a signal (call stacks) */
+	uint64_t hperiods[3];  /* the periods those stand for */
+	uint64_t hend[3];      /* periods counted at a thread's end, no stack */
 	uint32_t nthreads;     /* threads with at least one passing sample */
 	uint32_t *fkey;        /* per frame: its function (name and module) */
 	uint32_t *func_frame;  /* per function: its first frame (for the names) */
@@ -223,10 +229,39 @@ static int check_input(const struct ks_profile *p, const struct ks_report_opts *
 	return 0;
 }
 
+/* The timers the header tells apart: the clock column holds 0 or 1 as
+ * kscope writes it; any other value (a database edited by hand) is
+ * counted as a timer of unknown rate. */
+enum hclock { HC_CPU, HC_REAL, HC_OTHER };
+
+static enum hclock hclock_of(uint8_t clock)
+{
+	return clock == KS_RAW_CLOCK_CPU ? HC_CPU
+	     : clock == KS_RAW_CLOCK_REAL ? HC_REAL : HC_OTHER;
+}
+
+/* The frame of the samples written when a thread ended, for the CPU-time
+ * periods that expired after its last signal (post.c's
+ * KS_POST_AT_END_FRAME); KS_NONE if the profile has none.  Frames are
+ * unique, so there is at most one. */
+static uint32_t at_end_frame(const struct ks_profile *p)
+{
+	for (size_t i = 0; i < p->n_frames; i++) {
+		const struct ks_pframe *f = &p->frames[i];
+
+		if (f->file == KS_NONE && f->line == 0 && f->address == 0 && !f->inlined &&
+		    strcmp(ks_profile_str(p, f->function), KS_POST_AT_END_FRAME) == 0 &&
+		    strcmp(ks_profile_str(p, f->module), "[unknown]") == 0)
+			return (uint32_t)i;
+	}
+	return KS_NONE;
+}
+
 static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		    const struct ks_report_opts *o, struct ks_err *err)
 {
 	bool *in_region = NULL;
+	uint32_t end_frame;
 	uint64_t w;
 	int rc;
 
@@ -249,6 +284,7 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		rc = ks_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	end_frame = at_end_frame(p);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct ks_psample *s = &p->samples[i];
 
@@ -267,6 +303,13 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 			c->nostack++;
 		else
 			c->self[s->node] += w;
+		if (end_frame != KS_NONE && s->node != KS_NONE &&
+		    p->nodes[s->node].frame == end_frame) {
+			c->hend[hclock_of(s->clock)] += w;
+		} else {
+			c->hsignals[hclock_of(s->clock)]++;
+			c->hperiods[hclock_of(s->clock)] += w;
+		}
 	}
 	for (size_t i = p->n_nodes; i-- > 0;) {
 		c->total[i] += c->self[i];
@@ -426,22 +469,75 @@ static void location(const struct ks_profile *p, uint32_t frame, char *buf,
 /* Output helpers                                                      */
 /* ------------------------------------------------------------------ */
 
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* One timer's part of the header: "P CPU-time periods of 1 ms (notes)". */
+static void header_timer(FILE *out, const struct rctx *c, enum hclock k)
+{
+	static const char *const kind[] = { "CPU-time", "real-time", "timer" };
+	uint32_t freq = k == HC_CPU ? c->p->cputime_freq
+		      : k == HC_REAL ? c->p->realtime_freq : 0;
+	uint64_t periods = c->hperiods[k] + c->hend[k];
+	uint64_t late = c->hperiods[k] - c->hsignals[k];
+	double ms = freq ? 1000.0 / freq : 0;
+
+	fprintf(out, "%" PRIu64 " %s period%s", periods, kind[k], plural(periods));
+	if (!freq)
+		fprintf(out, " (sampling rate unknown)");
+	else if (ms >= 1000)
+		fprintf(out, " of %.3g s", ms / 1000);
+	else
+		fprintf(out, " of %.3g ms", ms);
+	if (late) {
+		fprintf(out, " (%" PRIu64 " period%s ended while a timer signal was "
+			"pending and %s counted with the call stack taken when it arrived",
+			late, plural(late), late == 1 ? "is" : "are");
+	}
+	if (c->hend[k]) {
+		fprintf(out, "%s%" PRIu64 " period%s expired after a thread's last "
+			"signal and %s counted at its end, without a call stack",
+			late ? "; " : " (", c->hend[k], plural(c->hend[k]),
+			c->hend[k] == 1 ? "is" : "are");
+	}
+	if (late || c->hend[k])
+		fputc(')', out);
+}
+
+/* The first line of every text report, in words: how many call stacks
+ * were sampled, from how many timer periods of which length, and how the
+ * periods that got no signal of their own were counted (see
+ * docs/profile-db.md, "Reports"). */
 static void header_text(FILE *out, const struct rctx *c)
 {
 	const struct ks_profile *p = c->p;
+	bool shown[3], any = false;
+	uint64_t stacks;
 
-	fprintf(out, "%" PRIu64 " sample%s", c->nsamples, c->nsamples == 1 ? "" : "s");
-	if (c->nperiods != c->nsamples)
-		fprintf(out, " standing for %" PRIu64 " timer periods", c->nperiods);
-	fprintf(out, ", %" PRIu32 " thread%s", c->nthreads, c->nthreads == 1 ? "" : "s");
-	if (p->cputime_freq)
-		fprintf(out, ", CPU-time sampling at %" PRIu32 " Hz", p->cputime_freq);
-	if (p->realtime_freq)
-		fprintf(out, ", real-time sampling at %" PRIu32 " Hz", p->realtime_freq);
-	if (!p->cputime_freq && !p->realtime_freq)
-		fprintf(out, ", sampling rate unknown");
+	/* A timer is named when it ran (a rate) or has samples. */
+	shown[HC_CPU] = p->cputime_freq || c->hsignals[HC_CPU] || c->hend[HC_CPU];
+	shown[HC_REAL] = p->realtime_freq || c->hsignals[HC_REAL] || c->hend[HC_REAL];
+	shown[HC_OTHER] = c->hsignals[HC_OTHER] || c->hend[HC_OTHER];
+	for (int k = HC_CPU; k <= HC_OTHER; k++) {
+		if (!shown[k])
+			continue;
+		stacks = c->hsignals[k];
+		if (!any)
+			fprintf(out, "%" PRIu64 " call stack%s sampled from ", stacks,
+				plural(stacks));
+		else
+			fprintf(out, " and %" PRIu64 " from ", stacks);
+		header_timer(out, c, (enum hclock)k);
+		any = true;
+	}
+	if (!any)
+		fprintf(out, "0 call stacks sampled (sampling rate unknown)");
+	fprintf(out, ", %" PRIu32 " thread%s", c->nthreads, plural(c->nthreads));
 	if (p->dropped_samples)
-		fprintf(out, ", %" PRIu64 " dropped", p->dropped_samples);
+		fprintf(out, ", %" PRIu64 " sample%s dropped by the runtime (not counted)",
+			p->dropped_samples, plural(p->dropped_samples));
 	if (c->nostack)
 		fprintf(out, ", %" PRIu64 " without a call path", c->nostack);
 	if (c->o->thread != KS_NONE)

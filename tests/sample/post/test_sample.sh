@@ -4,9 +4,9 @@
 # trace.  Times are never asserted; shares get the tolerance the issue
 # sets (3 percentage points).
 #
-#   usage: test_sample.sh KSCOPE EXAMPLES_DIR SCENARIO
+#   usage: test_sample.sh KSCOPE EXAMPLES_DIR SCENARIO [PROGRAM]
 set -euo pipefail
-KSCOPE=$1 EX=$2 SCENARIO=$3
+KSCOPE=$1 EX=$2 SCENARIO=$3 PROG=${4:-}
 work=$(mktemp -d /tmp/kscope-sample-test.XXXXXX)
 trap 'chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
@@ -372,6 +372,67 @@ finish)
 	"$KSCOPE" report "$RUN" >/dev/null 2>err || fail "report of the --keep-running run: $(cat err)"
 	[[ $(sql "SELECT end_reason FROM processes LIMIT 1") == 3 ]] ||
 		fail "the program's end was not recorded: $(sql 'SELECT end_reason FROM processes')"
+	;;
+modules)
+	# profile.db's module table: the executable, libc and the vdso, one
+	# row each for the process, with the build-ids readelf reads from the
+	# files, and every frame's address inside its module's range.  The
+	# header of the reports counts what the database holds.
+	run_sample -F 1000 -- "$EX/cpu_split" 0.5
+	[[ $STATUS == 0 ]] || fail "exit status $STATUS"
+	check_outputs
+	exe=$(readlink -f "$EX/cpu_split")
+	libc=$(sql "SELECT s.text FROM modules m JOIN strings s ON s.id = m.path
+		    WHERE s.text LIKE '%/libc.so.6'")
+	[[ -n "$libc" ]] || fail "no libc in the module table"
+	for f in "$exe" "$libc"; do
+		want=$(readelf -n "$f" | sed -n 's/^ *Build ID: //p')
+		[[ -n "$want" ]] || fail "$f has no build-id to compare"
+		got=$(sql "SELECT b.text FROM modules m JOIN strings s ON s.id = m.path
+			   JOIN strings b ON b.id = m.build_id WHERE s.text = '$f'")
+		[[ "$got" == "$want" ]] || fail "$f: build-id '$got', readelf says '$want'"
+	done
+	[[ $(sql "SELECT count(*) FROM modules m JOIN strings s ON s.id = m.path
+		  WHERE s.text = '[vdso]'") == 1 ]] || fail "no [vdso] row"
+	[[ $(sql "SELECT count(*) FROM (SELECT process_id, path, base FROM modules
+		  GROUP BY 1, 2, 3 HAVING count(*) > 1)") == 0 ]] || fail "a module twice"
+	[[ $(sql "SELECT count(*) FROM modules WHERE low >= high OR
+		  process_id NOT IN (SELECT id FROM processes)") == 0 ]] || fail "bad rows"
+	# A frame's address + its module's base is a run-time address inside
+	# the module: what re-symbolizing needs.
+	[[ $(sql "SELECT count(*) FROM frames f JOIN modules m ON m.path = f.module
+		  WHERE f.address + m.base < m.low OR f.address + m.base >= m.high") == 0 ]] ||
+		fail "a frame outside its module"
+	[[ $(sql "SELECT count(*) FROM frames f JOIN modules m ON m.path = f.module") -gt 0 ]] ||
+		fail "no frame of a recorded module"
+	# The header in words, with the database's own counts.
+	stacks=$(sql "SELECT count(*) FROM samples s LEFT JOIN stacks k ON k.id = s.stack_id
+		      LEFT JOIN frames f ON f.id = k.frame_id LEFT JOIN strings n
+		      ON n.id = f.function
+		      WHERE n.text IS NULL OR n.text != '[thread ended between ticks]'")
+	periods=$(sql "SELECT sum(1 + overrun) FROM samples")
+	head -1 "$RUN/flat.txt" | grep -q "^$stacks call stacks\{0,1\} sampled from $periods CPU-time periods\{0,1\} of 1 ms" ||
+		fail "header: $(head -1 "$RUN/flat.txt") (want $stacks stacks, $periods periods)"
+	;;
+vdso)
+	# A program that spends its time in the vdso's clock_gettime: the top
+	# function is the vdso's own name for it (__vdso_clock_gettime on
+	# x86-64, __kernel_clock_gettime on arm64), in module [vdso], not the
+	# bare "[vdso]"; and the vdso's module row has its build-id.
+	run_sample -- "$PROG" 20
+	[[ $STATUS == 0 ]] || fail "exit status $STATUS"
+	check_outputs
+	"$KSCOPE" report "$RUN" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+top = d["functions"][0]
+print("top:", top["function"], top["module_path"], "%.1f%%" % top["self_pct"])
+assert top["module_path"] == "[vdso]", top
+assert top["function"] != "[vdso]" and "clock_gettime" in top["function"], top
+'
+	bid=$(sql "SELECT b.text FROM modules m JOIN strings s ON s.id = m.path
+		   JOIN strings b ON b.id = m.build_id WHERE s.text = '[vdso]'")
+	[[ "$bid" =~ ^[0-9a-f]{16,}$ ]] || fail "vdso build-id '$bid'"
 	;;
 deep_tree)
 	# A call path 5,000 frames deep in profile.db (a real run's database

@@ -29,7 +29,9 @@
 
 #include <cmocka.h>
 
+#include "post.h"
 #include "profile.h"
+#include "raw.h"
 #include "store.h"
 #include "test_util.h"
 
@@ -84,7 +86,7 @@ static void add_samples(struct ks_profile *p, uint32_t thread, uint32_t node,
 		s->ts = (*ts += 1000000);
 		s->thread = thread;
 		s->node = node;
-		s->clock = (uint8_t)(i % 2);
+		s->clock = KS_RAW_CLOCK_CPU;  /* tests that need the other set it */
 		s->cpu_ns = *ts / 2;
 		s->minflt = i;
 		s->majflt = i / 10;
@@ -214,6 +216,25 @@ static void build_basic(struct ks_profile *p)
 	assert_int_equal(ks_profile_meta(p, "hostname", "node1"), 0);
 	assert_int_equal(ks_profile_meta(p, "cputime_freq", "1000"), 0);
 	assert_int_equal(ks_profile_meta(p, "note", "a \"quoted\" value; with\nnewline"), 0);
+	{
+		struct ks_pmodule *m = ks_profile_push(p, modules);
+
+		assert_non_null(m);
+		m->process = 0;
+		m->path = S(p, prog);
+		m->base = 0x555555554000ull;
+		m->low = 0x555555554000ull;
+		m->high = 0x555555559000ull;
+		m->build_id = S(p, "3f2a9c0d5e8b7a61c4d2e0f1a9b8c7d6e5f40312");
+		m = ks_profile_push(p, modules);
+		assert_non_null(m);
+		m->process = 0;
+		m->path = S(p, libc);
+		m->base = 0xffff800000000000ull; /* 2^63 and more: stored negative */
+		m->low = 0xffff800000028000ull;
+		m->high = 0xffff8000001bd000ull;
+		m->build_id = KS_NONE;
+	}
 	p->dropped_samples = 3;
 	p->cputime_freq = 1000;
 	p->realtime_freq = 0;
@@ -353,6 +374,15 @@ static void assert_profiles_equal(const struct ks_profile *a, const struct ks_pr
 		assert_true(x->ts == y->ts);
 		assert_true(x->value == y->value || (isnan(x->value) && isnan(y->value)));
 	}
+	assert_int_equal(a->n_modules, b->n_modules);
+	for (size_t i = 0; i < a->n_modules; i++) {
+		const struct ks_pmodule *x = &a->modules[i], *y = &b->modules[i];
+
+		assert_int_equal(x->process, y->process);
+		assert_int_equal(x->path, y->path);
+		assert_true(x->base == y->base && x->low == y->low && x->high == y->high);
+		assert_int_equal(x->build_id, y->build_id);
+	}
 	assert_int_equal(a->n_meta, b->n_meta);
 	for (size_t i = 0; i < a->n_meta; i++) {
 		assert_int_equal(a->meta[i].key, b->meta[i].key);
@@ -365,7 +395,8 @@ static void assert_profiles_equal(const struct ks_profile *a, const struct ks_pr
 
 static const char *const all_tables[] = {
 	"meta", "sampling", "strings", "processes", "threads", "frames", "stacks",
-	"counter_names", "samples", "sample_counters", "regions", "counters", NULL,
+	"counter_names", "samples", "sample_counters", "regions", "counters",
+	"modules", NULL,
 };
 
 static sqlite3 *open_ro(const char *path)
@@ -558,7 +589,7 @@ static void test_round_trip(void **state)
 	/* What the documentation promises about the contents. */
 	db = open_ro(p1);
 	assert_int_equal(query_int(db, "PRAGMA application_id"), 0x4b534350);
-	assert_int_equal(query_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(query_int(db, "PRAGMA user_version"), 3);
 	{
 		char *jm = query_text(db, "PRAGMA journal_mode");
 
@@ -566,7 +597,19 @@ static void test_round_trip(void **state)
 		free(jm);
 	}
 	assert_int_equal(query_int(db, "SELECT count(*) FROM meta WHERE key = "
-				   "'schema_version' AND value = '2' AND id = 0"), 1);
+				   "'schema_version' AND value = '3' AND id = 0"), 1);
+	/* The module table: paths by string, build-ids in hex or NULL. */
+	assert_int_equal(table_rows(db, "modules"), 2);
+	{
+		char *bid = query_text(db, "SELECT b.text FROM modules m JOIN strings p "
+				       "ON p.id = m.path JOIN strings b ON b.id = "
+				       "m.build_id WHERE p.text = '/usr/bin/prog'");
+
+		assert_string_equal(bid, "3f2a9c0d5e8b7a61c4d2e0f1a9b8c7d6e5f40312");
+		free(bid);
+	}
+	assert_int_equal(query_int(db, "SELECT count(*) FROM modules WHERE "
+				   "build_id IS NULL AND base < 0"), 1);
 	assert_int_equal(table_rows(db, "samples"), 80);
 	assert_int_equal(table_rows(db, "sample_counters"), 80);
 	assert_int_equal(query_int(db, "SELECT count(*) FROM samples WHERE "
@@ -634,7 +677,7 @@ static void test_schema_documented(void **state)
 	}
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(n, 12 + 7 + 3); /* tables, indexes, views */
+	assert_int_equal(n, 13 + 7 + 3); /* tables, indexes, views */
 	free(doc);
 	ks_profile_free(&a);
 	ks_test_rmtree(dir);
@@ -661,13 +704,13 @@ static void test_empty_profile(void **state)
 	assert_same_tables(p1, p2);
 
 	assert_report(ks_report_flat, &b, &o,
-		      "0 samples, 0 threads, sampling rate unknown\n"
+		      "0 call stacks sampled (sampling rate unknown), 0 threads\n"
 		      " self%  total%  self total  function  location  module\n");
 	assert_report(ks_report_tree, &b, &o,
-		      "0 samples, 0 threads, sampling rate unknown\n"
+		      "0 call stacks sampled (sampling rate unknown), 0 threads\n"
 		      "total%  self%  function\n");
 	assert_report(ks_report_threads, &b, &o,
-		      "0 samples, 0 threads, sampling rate unknown\n"
+		      "0 call stacks sampled (sampling rate unknown), 0 threads\n"
 		      "index      tid      pid  name samples  share%      cpu_s     wall_s\n");
 	j = report_json(ks_report_flat, &b, o);
 	assert_int_equal(json_array_size(json_object_get(j, "functions")), 0);
@@ -745,9 +788,19 @@ static void test_damaged_databases(void **state)
 	unlink(bad);
 
 	copy_file(good, bad);
-	exec_sql(bad, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
-	expect_read_error(bad, -EPROTONOSUPPORT, "schema version '3'; this kscope "
-			  "reads versions 1 to 2");
+	exec_sql(bad, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+	expect_read_error(bad, -EPROTONOSUPPORT, "schema version '4'; this kscope "
+			  "reads versions 1 to 3");
+	unlink(bad);
+
+	copy_file(good, bad);
+	exec_sql(bad, "UPDATE modules SET process_id = 4 WHERE id = 1");
+	expect_read_error(bad, -EBADMSG, "table modules, row 1, column process_id is 4");
+	unlink(bad);
+
+	copy_file(good, bad);
+	exec_sql(bad, "UPDATE modules SET build_id = 100000 WHERE id = 0");
+	expect_read_error(bad, -EBADMSG, "table modules, row 0, column build_id is 100000");
 	unlink(bad);
 	copy_file(good, bad);
 	exec_sql(bad, "UPDATE meta SET value = '0' WHERE key = 'schema_version'");
@@ -938,7 +991,8 @@ static void test_flat(void **state)
 	(void)state;
 	build_basic(&p);
 	assert_report(ks_report_flat, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		" self%  total%  self total  function      location              module\n"
 		" 75.00   75.00    60    60  work_a        a.c:12                prog\n"
 		" 25.00   25.00    20    20  work_b        b.c:7                 prog\n"
@@ -950,7 +1004,8 @@ static void test_flat(void **state)
 	/* Only thread 1: the same 3:1 split. */
 	o.thread = 1;
 	assert_report(ks_report_flat, &p, &o,
-		"40 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"40 call stacks sampled from 40 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"thread 1 (tid 1001)\n"
 		" self%  total%  self total  function      location              module\n"
 		" 75.00   75.00    30    30  work_a        a.c:12                prog\n"
@@ -962,7 +1017,8 @@ static void test_flat(void **state)
 	o.thread = KS_NONE;
 	o.region = "solve";
 	assert_report(ks_report_flat, &p, &o,
-		"30 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"30 call stacks sampled from 30 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"inside region 'solve'\n"
 		" self%  total%  self total  function  location   module\n"
 		"100.00  100.00    30    30  work_a    a.c:12     prog\n"
@@ -973,7 +1029,8 @@ static void test_flat(void **state)
 	/* The nested region: its samples sit on line 13. */
 	o.region = "inner";
 	assert_report(ks_report_flat, &p, &o,
-		"10 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"10 call stacks sampled from 10 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"inside region 'inner'\n"
 		" self%  total%  self total  function  location   module\n"
 		"100.00  100.00    10    10  work_a    a.c:13     prog\n"
@@ -985,7 +1042,8 @@ static void test_flat(void **state)
 	o.region = "solve";
 	o.thread = 1;
 	assert_report(ks_report_flat, &p, &o,
-		"0 samples, 0 threads, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"0 call stacks sampled from 0 CPU-time periods of 1 ms, 0 threads, "
+		"3 samples dropped by the runtime (not counted); only "
 		"thread 1 (tid 1001); only inside region 'solve'\n"
 		" self%  total%  self total  function  location  module\n");
 	ks_profile_free(&p);
@@ -1014,15 +1072,17 @@ static void test_recursion_counted_once(void **state)
 	/* main > fib > fib > fib > leaf: fib's total is 4 of 4, not 12. */
 	add_samples(&p, 0, path(&p, m, f1, f2, f2, g, KS_NONE), 3, &ts, false);
 	add_samples(&p, 0, path(&p, m, f1, f2, KS_NONE), 1, &ts, false);
+	for (size_t i = 0; i < p.n_samples; i++)
+		p.samples[i].clock = KS_RAW_CLOCK_REAL;
 	p.realtime_freq = 250;
 	assert_report(ks_report_flat, &p, &o,
-		"4 samples, 1 thread, real-time sampling at 250 Hz\n"
+		"4 call stacks sampled from 4 real-time periods of 4 ms, 1 thread\n"
 		" self%  total%  self total  function  location  module\n"
 		" 75.00   75.00     3     3  leaf      -         r\n"
 		" 25.00  100.00     1     4  fib       f.c:4     r\n"
 		"  0.00  100.00     0     4  main      m.c:1     r\n");
 	assert_report(ks_report_tree, &p, &o,
-		"4 samples, 1 thread, real-time sampling at 250 Hz\n"
+		"4 call stacks sampled from 4 real-time periods of 4 ms, 1 thread\n"
 		"total%  self%  function\n"
 		"100.00   0.00  main (m.c:1)\n"
 		"100.00   0.00    fib (f.c:3)\n"
@@ -1043,7 +1103,8 @@ static void test_tree(void **state)
 	(void)state;
 	build_basic(&p);
 	assert_report(ks_report_tree, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		"total%  self%  function\n"
 		" 50.00   0.00  main (main.c:10)\n"
 		" 37.50   0.00    solve [region]\n"
@@ -1058,7 +1119,8 @@ static void test_tree(void **state)
 	/* Below 20%: folded, per parent, into one line. */
 	o.min_pct = 20;
 	assert_report(ks_report_tree, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		"total%  self%  function\n"
 		" 50.00   0.00  main (main.c:10)\n"
 		" 37.50   0.00    solve [region]\n"
@@ -1070,14 +1132,16 @@ static void test_tree(void **state)
 		" 12.50  12.50    [1 more]\n");
 	o.min_pct = 60;
 	assert_report(ks_report_tree, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		"total%  self%  function\n"
 		"100.00   0.00  [2 more]\n");
 
 	o.min_pct = 0;
 	o.max_depth = 2;
 	assert_report(ks_report_tree, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		"total%  self%  function\n"
 		" 50.00   0.00  main (main.c:10)\n"
 		" 37.50   0.00    solve [region]\n"
@@ -1089,7 +1153,8 @@ static void test_tree(void **state)
 	o.max_depth = 0;
 	o.region = "inner";
 	assert_report(ks_report_tree, &p, &o,
-		"10 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"10 call stacks sampled from 10 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"inside region 'inner'\n"
 		"total%  self%  function\n"
 		"100.00   0.00  main (main.c:10)\n"
@@ -1100,7 +1165,8 @@ static void test_tree(void **state)
 	o.region = NULL;
 	o.thread = 0;
 	assert_report(ks_report_tree, &p, &o,
-		"40 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"40 call stacks sampled from 40 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"thread 0 (tid 1000)\n"
 		"total%  self%  function\n"
 		"100.00   0.00  main (main.c:10)\n"
@@ -1133,13 +1199,15 @@ static void test_threads(void **state)
 	(void)state;
 	build_basic(&p);
 	assert_report(ks_report_threads, &p, &o,
-		"80 samples, 2 threads, CPU-time sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted)\n"
 		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
 		"    0     1000     1000  main        40   50.00      3.500      4.000\n"
 		"    1     1001     1000  worker      40   50.00      1.250      2.000\n");
 	o.region = "solve";
 	assert_report(ks_report_threads, &p, &o,
-		"30 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"30 call stacks sampled from 30 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"inside region 'solve'\n"
 		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
 		"    0     1000     1000  main        30  100.00      3.500      4.000\n"
@@ -1148,7 +1216,8 @@ static void test_threads(void **state)
 	o.thread = 1;
 	p.processes[0].rank = 2;
 	assert_report(ks_report_threads, &p, &o,
-		"40 samples, 1 thread, CPU-time sampling at 1000 Hz, 3 dropped; only "
+		"40 call stacks sampled from 40 CPU-time periods of 1 ms, 1 thread, "
+		"3 samples dropped by the runtime (not counted); only "
 		"thread 1 (tid 1001)\n"
 		"index      tid      pid  rank  name   samples  share%      cpu_s     wall_s\n"
 		"    1     1001     1000     2  worker      40  100.00      1.250      2.000\n");
@@ -1183,15 +1252,19 @@ static void test_overrun_weights(void **state)
 	for (size_t i = 70; i < 80; i++)
 		p.samples[i].overrun = 2;
 	assert_report(ks_report_threads, &p, &o,
-		"80 samples standing for 100 timer periods, 2 threads, CPU-time "
-		"sampling at 1000 Hz, 3 dropped\n"
+		"80 call stacks sampled from 100 CPU-time periods of 1 ms (20 periods "
+		"ended while a timer signal was pending and are counted with the call "
+		"stack taken when it arrived), 2 threads, 3 samples dropped by the "
+		"runtime (not counted)\n"
 		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
 		"    0     1000     1000  main        40   40.00      3.500      4.000\n"
 		"    1     1001     1000  worker      40   60.00      1.250      2.000\n");
 	o.thread = 1;
 	assert_report(ks_report_flat, &p, &o,
-		"40 samples standing for 60 timer periods, 1 thread, CPU-time sampling "
-		"at 1000 Hz, 3 dropped; only thread 1 (tid 1001)\n"
+		"40 call stacks sampled from 60 CPU-time periods of 1 ms (20 periods "
+		"ended while a timer signal was pending and are counted with the call "
+		"stack taken when it arrived), 1 thread, 3 samples dropped by the "
+		"runtime (not counted); only thread 1 (tid 1001)\n"
 		" self%  total%  self total  function      location              module\n"
 		" 50.00   50.00    30    30  work_a        a.c:12                prog\n"
 		" 50.00   50.00    30    30  work_b        b.c:7                 prog\n"
@@ -1222,9 +1295,30 @@ static void test_overrun_weights(void **state)
 		sqlite3_close(db);
 	}
 
+	/* Version 2 (before the module table) reads as a profile without
+	 * modules, everything else as it was. */
+	{
+		char p3[PATH_MAX];
+
+		snprintf(p3, sizeof(p3), "%s/v2.db", dir);
+		copy_file(p1, p3);
+		exec_sql(p3, "DROP TABLE modules; "
+			     "UPDATE meta SET value = '2' WHERE key = 'schema_version'; "
+			     "PRAGMA user_version = 2");
+		assert_int_equal(ks_profile_init(&b, &e), 0);
+		assert_int_equal(ks_store_read(p3, &b, &e), 0);
+		assert_int_equal(b.n_modules, 0);
+		assert_int_equal(p.n_modules, 2);
+		p.n_modules = 0;
+		assert_profiles_equal(&p, &b);
+		p.n_modules = 2;
+		ks_profile_free(&b);
+	}
+
 	copy_file(p1, p2);
 	/* Version 1's flat view counted rows; the reader uses no view. */
 	exec_sql(p2, "DROP VIEW flat; ALTER TABLE samples DROP COLUMN overrun; "
+		     "DROP TABLE modules; "
 		     "UPDATE meta SET value = '1' WHERE key = 'schema_version'; "
 		     "PRAGMA user_version = 1");
 	assert_int_equal(ks_profile_init(&b, &e), 0);
@@ -1232,6 +1326,59 @@ static void test_overrun_weights(void **state)
 	assert_int_equal(b.n_samples, 80);
 	for (size_t i = 0; i < b.n_samples; i++)
 		assert_int_equal(b.samples[i].overrun, 0);
+	ks_profile_free(&b);
+	ks_profile_free(&p);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
+/* The header says in words what was sampled: call stacks (signals), the
+ * timer periods they come from and their length, per timer when both ran;
+ * the periods that fell while a signal was pending; and the periods a
+ * thread's CPU-time timer owed when it ended, which have no call stack
+ * and are not call stacks sampled. */
+static void test_header_words(void **state)
+{
+	char *dir = ks_test_tmpdir(), path1[PATH_MAX];
+	struct ks_report_opts o = opts();
+	struct ks_profile p, b;
+	struct ks_err e;
+	uint32_t end_fr, r;
+	uint64_t ts = 0;
+	size_t first;
+
+	(void)state;
+	build_basic(&p);
+	/* Thread 1 ends with 7 periods owed: one sample of 1 + 6 periods. */
+	end_fr = frame(&p, KS_POST_AT_END_FRAME, NULL, 0, "[unknown]", 0);
+	add_samples(&p, 1, path(&p, end_fr, KS_NONE), 1, &ts, false);
+	p.samples[p.n_samples - 1].overrun = 6;
+	/* Two samples of the real-time timer at 300 Hz, one of 2 periods. */
+	r = frame(&p, "wait", NULL, 0, "/usr/bin/prog", 64);
+	first = p.n_samples;
+	add_samples(&p, 0, path(&p, r, KS_NONE), 2, &ts, false);
+	for (size_t i = first; i < p.n_samples; i++)
+		p.samples[i].clock = KS_RAW_CLOCK_REAL;
+	p.samples[first].overrun = 1;
+	p.samples[3].overrun = 4;
+	p.realtime_freq = 300;
+	assert_report(ks_report_threads, &p, &o,
+		"80 call stacks sampled from 91 CPU-time periods of 1 ms (4 periods "
+		"ended while a timer signal was pending and are counted with the call "
+		"stack taken when it arrived; 7 periods expired after a thread's last "
+		"signal and are counted at its end, without a call stack) and 2 from "
+		"3 real-time periods of 3.33 ms (1 period ended while a timer signal "
+		"was pending and is counted with the call stack taken when it "
+		"arrived), 2 threads, 3 samples dropped by the runtime (not counted)\n"
+		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
+		"    0     1000     1000  main        42   50.00      3.500      4.000\n"
+		"    1     1001     1000  worker      41   50.00      1.250      2.000\n");
+	/* The store keeps what the header is made of. */
+	snprintf(path1, sizeof(path1), "%s/h.db", dir);
+	assert_int_equal(ks_store_write(&p, path1, &e), 0);
+	assert_int_equal(ks_profile_init(&b, &e), 0);
+	assert_int_equal(ks_store_read(path1, &b, &e), 0);
+	assert_profiles_equal(&p, &b);
 	ks_profile_free(&b);
 	ks_profile_free(&p);
 	ks_test_rmtree(dir);
@@ -1423,6 +1570,7 @@ int main(void)
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_overrun_weights),
+		cmocka_unit_test(test_header_words),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_json_not_utf8),
 		cmocka_unit_test(test_report_after_round_trip),
