@@ -68,6 +68,7 @@ if $CC -O2 -std=gnu11 -D_GNU_SOURCE -I"$ROOT/src/view" -I"$ROOT/src/common" \
 	"$ROOT/bench/view/tl_query.c" "$ROOT/src/view/view_timeline.c" \
 	"$ROOT/src/view/view_trace.c" "$ROOT/src/view/view_api.c" \
 	"$ROOT/src/view/view_api_timeline.c" "$ROOT/src/common/err.c" \
+	"$ROOT/src/common/utf8.c" \
 	-ljansson -lm -o "$TMP/tl_query" 2>"$TMP/cc.log"; then
 	"$TMP/tl_query" "$TMP/trace.json" "$REQUESTS" || status=1
 else
