@@ -28,4 +28,7 @@ echo
 echo "demo: results are in $dir"
 echo "      profile.db (SQLite), trace.perfetto-trace (open it at ui.perfetto.dev),"
 echo "      flat.txt, tree.txt, threads.txt"
-echo "      to look at them in a web page: $KSCOPE view $dir"
+# The demo's source is in examples/demo, outside the run directory:
+# kscope view serves sources only from PATH and --source-dir.
+echo "      to look at them in a web page, with the demo's source:"
+echo "        $KSCOPE view --source-dir $(pwd)/examples $dir"
