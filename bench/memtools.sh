@@ -253,6 +253,27 @@ PY
 
 med() { tr ' ' '\n' <<<"$1" | grep . | median; }
 
+# vs_record NAME TOOL COUNT...: after a timed run of TOOL (kscope or the
+# other tool) on NAME, into the caller's FAIL, T, M, KERR and OERR: kscope
+# without a report.json failed; otherwise the run's time and peak RSS,
+# and its findings (kscope's from report.json, the other's printed by the
+# command COUNT...).
+vs_record() {
+	local name=$1 tool=$2
+	shift 2
+	if [[ $tool == kscope ]] && ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
+		FAIL[$name.$tool]="exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
+		return
+	fi
+	T[$name.$tool]+="$TIME "
+	M[$name.$tool]+="$RSS "
+	if [[ $tool == kscope ]]; then
+		KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
+	else
+		OERR[$name]=$("$@")
+	fi
+}
+
 # vs_table OTHER LABEL: the table of kscope memcheck against OTHER (the
 # tool's key in T, M and FAIL: valgrind, asan), from the caller's progs,
 # T, M (time and peak RSS per "prog.tool"), KERR and OERR (findings per
@@ -315,17 +336,7 @@ vs_valgrind() {
 				# The examples' own status may be non-zero (a double
 				# free...): only kscope's failure (1) or Valgrind's
 				# abort without XML counts.
-				if [[ $tool == kscope ]] && ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
-					FAIL[$name.$tool]="exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
-					continue
-				fi
-				T[$name.$tool]+="$TIME "
-				M[$name.$tool]+="$RSS "
-				if [[ $tool == kscope ]]; then
-					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
-				else
-					OERR[$name]=$(vg_errors "$work/out")
-				fi
+				vs_record "$name" "$tool" vg_errors "$work/out"
 			done
 		done
 	done
@@ -454,17 +465,7 @@ vs_asan() {
 					# shellcheck disable=SC2086
 					timed "$work/out" env ASAN_OPTIONS=halt_on_error=0:exitcode=0 ${CMD[$name]}
 				fi
-				if [[ $tool == kscope ]] && ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
-					FAIL[$name.$tool]="exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
-					continue
-				fi
-				T[$name.$tool]+="$TIME "
-				M[$name.$tool]+="$RSS "
-				if [[ $tool == kscope ]]; then
-					KERR[$name]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
-				else
-					OERR[$name]=$(asan_records "$work/stderr")
-				fi
+				vs_record "$name" "$tool" asan_records "$work/stderr"
 			done
 		done
 	done

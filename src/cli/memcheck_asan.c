@@ -281,10 +281,7 @@ int ks_memcheck_asan_run(const struct ks_mc_opts *o, const char *prog, char **pr
 		goto out;
 	}
 
-	memset(&ro, 0, sizeof(ro));
-	ro.mtr.filter = !o->no_filter;
-	ro.mtr.max_stack = (unsigned)o->num_callers;
-	ro.mtr.command = o->command;
+	ks_mc_report_opts(&ro, o, errs, false);
 	ex.pid = pid;
 	ex.signaled = WIFSIGNALED(status) || main_info.signo;
 	ex.code = main_info.signo	 ? main_info.signo
@@ -293,11 +290,6 @@ int ks_memcheck_asan_run(const struct ks_mc_opts *o, const char *prog, char **pr
 	ro.mtr.exits = &ex;
 	/* ASan exits 0 when it stops the program (exitcode=0): no status. */
 	ro.mtr.nexits = main_info.halted && !main_info.signo ? 0 : 1;
-	ro.leak_error_kinds = errs;
-	ro.has_redzone = o->redzone_given;
-	ro.redzone = (uint64_t)o->redzone;
-	ro.has_freelist = o->freelist_given;
-	ro.freelist_vol = (uint64_t)o->freelist_vol;
 	if (main_info.halted && !main_info.signo) {
 		snprintf(incomplete, sizeof(incomplete),
 			 "AddressSanitizer stopped the program at its first error (%s); the rest "

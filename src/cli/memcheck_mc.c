@@ -444,6 +444,22 @@ static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *doc
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
 
+void ks_mc_report_opts(struct ks_mcx_report_opts *ro, const struct ks_mc_opts *o,
+		       unsigned errs, bool memcheck)
+{
+	memset(ro, 0, sizeof(*ro));
+	ro->mtr.filter = !o->no_filter;
+	ro->mtr.max_stack = (unsigned)o->num_callers;
+	ro->mtr.command = o->command;
+	ro->leak_error_kinds = errs;
+	/* Memcheck always runs with kscope's redzone and freed-block volume;
+	 * ASan with its own unless they were given. */
+	ro->has_redzone = memcheck || o->redzone_given;
+	ro->has_freelist = memcheck || o->freelist_given;
+	ro->redzone = (uint64_t)o->redzone;
+	ro->freelist_vol = (uint64_t)o->freelist_vol;
+}
+
 /* The program's environment under Memcheck: kscope's without
  * VALGRIND_OPTS and VALGRIND_LIB (ks_vg_env), with libkscope-mcexec.so
  * first in LD_PRELOAD and KSCOPE_MC_RUNDIR naming the run directory
@@ -674,20 +690,13 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		goto out;
 	}
 
-	memset(&ro, 0, sizeof(ro));
-	ro.mtr.filter = !o->no_filter;
-	ro.mtr.max_stack = (unsigned)o->num_callers;
-	ro.mtr.command = o->command;
+	ks_mc_report_opts(&ro, o, errs, true);
 	ex.pid = pid;
 	ex.signaled = WIFSIGNALED(status);
 	ex.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
 	ro.mtr.exits = &ex;
 	/* Valgrind exits 1 when it dies: the program's status is unknown. */
 	ro.mtr.nexits = died ? 0 : 1;
-	ro.leak_error_kinds = errs;
-	ro.has_redzone = ro.has_freelist = true;
-	ro.redzone = (uint64_t)o->redzone;
-	ro.freelist_vol = (uint64_t)o->freelist_vol;
 	nforks = unchecked_forks(&rd, files, nfiles, forks, sizeof(forks));
 	if (nforks)
 		ks_warn("%zu process%s forked without exec were not checked (%s): Valgrind "

@@ -45,6 +45,13 @@ extern const char *const ks_mc_leak_check_choices[];
  * when Memcheck found errors, else the program's status). */
 int ks_memcheck_run(const struct ks_mc_opts *o, char **program);
 
+/* The report options both engines share: filter, stack depth, command,
+ * the leak kinds that count as errors (errs), and the redzone and
+ * freed-block settings (always for Memcheck, as given for ASan). */
+struct ks_mcx_report_opts;
+void ks_mc_report_opts(struct ks_mcx_report_opts *ro, const struct ks_mc_opts *o,
+		       unsigned errs, bool memcheck);
+
 /* The ASan engine (memcheck_asan.c): runs program natively, reads ASan's
  * reports; show and errs are the leak kinds listed and counted as errors
  * (bits 1 << MCX_LEAK_*).  Returns as ks_memcheck_run. */
