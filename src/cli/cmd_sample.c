@@ -104,8 +104,10 @@ static const struct ks_opt sample_opts[] = {
 	  OPT(tids), .name_extra = ",-", .max_len = 1024 },
 	{ .name = "periods", .type = KS_OPT_STRING, .metavar = "SPECS",
 	  .env = "KSCOPE_PERIODS",
-	  .help = "time windows \"clock:delay:duration:cycles ...\" with clock "
-		  "realtime or cputime, e.g. realtime:10:1:5",
+	  .help = "time windows \"clock:delay:duration:cycles ...\", run one "
+		  "after the other from the end of --delay; clocks realtime, "
+		  "monotonic, boottime, process_cputime and the others of "
+		  "docs/sample.md, e.g. realtime:10:1:5",
 	  OPT(periods), .max_len = 1024 },
 	{ .name = "unwind", .type = KS_OPT_ENUM, .metavar = "HOW", .def = "libunwind",
 	  .env = "KSCOPE_UNWIND",
@@ -162,6 +164,9 @@ static int check_spec(const struct sample_opts *o, struct ks_err *err)
 	if (o->tids && ks_spec_parse_tids(o->tids, tids, &n, why, sizeof(why)))
 		return ks_err_set(err, -EINVAL, "option --tids: %s", why);
 	if (o->periods && ks_spec_parse_periods(o->periods, periods, &n, why, sizeof(why)))
+		return ks_err_set(err, -EINVAL, "option --periods: %s", why);
+	if (o->periods && ks_spec_check_windows(periods, n, (uint64_t)(o->duration * 1e9 + 0.5),
+						why, sizeof(why)))
 		return ks_err_set(err, -EINVAL, "option --periods: %s", why);
 	if (o->counters && ks_spec_parse_counters(o->counters, counters, &n, why,
 						  sizeof(why)))
@@ -496,6 +501,9 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (!o->keep_raw)
 		ks_run_remove_raw(&rd);
 	print_summary(stderr, &prof, &st);
+	if (st.samples == 0 && (o->delay > 0 || o->duration > 0 || o->periods))
+		ks_warn("no samples: the time windows (--delay, --duration, --periods) "
+			"were closed whenever the program's threads were sampled");
 	fprintf(stderr, "results: %s\n", rd.path);
 	ks_profile_free(&prof);
 	ks_rundir_close(&rd);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Writes the reason into why and returns -EINVAL. */
 __attribute__((format(printf, 3, 4)))
@@ -134,6 +135,31 @@ no:
 		   KS_SPEC_MAX_SECONDS);
 }
 
+const struct ks_spec_clock ks_spec_clocks[] = {
+	{ "realtime", CLOCK_REALTIME, 0 },
+	{ "monotonic", CLOCK_MONOTONIC, 0 },
+	{ "monotonic_raw", CLOCK_MONOTONIC_RAW, 0 },
+	{ "realtime_coarse", CLOCK_REALTIME_COARSE, 0 },
+	{ "monotonic_coarse", CLOCK_MONOTONIC_COARSE, 0 },
+	{ "boottime", CLOCK_BOOTTIME, 0 },
+	{ "tai", CLOCK_TAI, 0 },
+	{ "process_cputime", CLOCK_PROCESS_CPUTIME_ID, 1 },
+	{ "cputime", CLOCK_PROCESS_CPUTIME_ID, 1 },
+};
+const size_t ks_spec_nclocks = sizeof(ks_spec_clocks) / sizeof(ks_spec_clocks[0]);
+
+#define CLOCK_NAMES "realtime, monotonic, monotonic_raw, realtime_coarse, " \
+	"monotonic_coarse, boottime, tai, process_cputime or cputime (the same)"
+
+uint64_t ks_spec_period_len(const struct ks_spec_period *p)
+{
+	uint64_t cycle = p->delay_ns + p->dur_ns; /* each at most 1e18 */
+
+	if (p->cycles == 0 || p->cycles > UINT64_MAX / cycle)
+		return UINT64_MAX;
+	return cycle * p->cycles;
+}
+
 /* One "clock:delay:duration:cycles" item. */
 static int parse_period(const char *s, size_t len, struct ks_spec_period *p,
 			char *why, size_t size)
@@ -155,12 +181,20 @@ static int parse_period(const char *s, size_t len, struct ks_spec_period *p,
 	}
 	if (nf != 4)
 		goto form;
-	if (flen[0] == 8 && strncmp(f[0], "realtime", 8) == 0)
-		p->clock = KS_SPEC_CLOCK_REAL;
-	else if (flen[0] == 7 && strncmp(f[0], "cputime", 7) == 0)
-		p->clock = KS_SPEC_CLOCK_CPU;
-	else
-		goto form;
+	p->clock = -1;
+	for (size_t i = 0; i < ks_spec_nclocks; i++)
+		if (strlen(ks_spec_clocks[i].name) == flen[0] &&
+		    strncmp(f[0], ks_spec_clocks[i].name, flen[0]) == 0)
+			p->clock = (int)i;
+	if (p->clock < 0 && flen[0] == 14 && strncmp(f[0], "thread_cputime", 14) == 0)
+		return bad(why, size, "'%.*s': the clock thread_cputime is not supported: "
+			   "windows open and close for the whole process, and each "
+			   "thread has its own CPU time; accepted: " CLOCK_NAMES,
+			   (int)(len > 60 ? 60 : len), s);
+	if (p->clock < 0)
+		return bad(why, size, "'%.*s': unknown clock '%.*s'; accepted: " CLOCK_NAMES,
+			   (int)(len > 60 ? 60 : len), s, (int)(flen[0] > 30 ? 30 : flen[0]),
+			   f[0]);
 	if ((rc = seconds(f[1], flen[1], "delay", &p->delay_ns, why, size)) ||
 	    (rc = seconds(f[2], flen[2], "duration", &p->dur_ns, why, size)))
 		return rc;
@@ -189,7 +223,7 @@ static int parse_period(const char *s, size_t len, struct ks_spec_period *p,
 	return 0;
 form:
 	return bad(why, size, "'%.*s' is not a period; accepted: "
-		   "clock:delay:duration:cycles with clock realtime or cputime, "
+		   "clock:delay:duration:cycles with clock " CLOCK_NAMES ", "
 		   "delay >= 0 and duration > 0 in seconds (at most %.0f), cycles >= 0 "
 		   "(0 repeats forever), e.g. realtime:10:1:5",
 		   (int)(len > 60 ? 60 : len), s, KS_SPEC_MAX_SECONDS);
@@ -221,6 +255,37 @@ int ks_spec_parse_periods(const char *s, struct ks_spec_period *out, size_t *n,
 		s += len;
 	}
 	*n = k;
+	return 0;
+}
+
+int ks_spec_check_windows(const struct ks_spec_period *p, size_t n, uint64_t dur_ns,
+			  char *why, size_t why_size)
+{
+	uint64_t at = 0;   /* elapsed ns from the delay to period i's start */
+	bool known = true; /* at is known: elapsed-time periods so far */
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t len = ks_spec_period_len(&p[i]);
+
+		if (i > 0 && ks_spec_period_len(&p[i - 1]) == UINT64_MAX)
+			return bad(why, why_size, "period %zu never starts: period %zu "
+				   "before it repeats forever (cycles 0), and the periods "
+				   "run one after the other; accepted: cycles 0 on the "
+				   "last period only",
+				   i + 1, i);
+		if (ks_spec_clocks[p[i].clock].cpu)
+			known = false;
+		/* On elapsed-time clocks period i opens at + delay after the
+		 * delay: never, if --duration has ended by then. */
+		if (known && dur_ns && (at >= dur_ns || p[i].delay_ns >= dur_ns - at))
+			return bad(why, why_size, "period %zu never opens: it would open "
+				   "%.9g s after the delay, and the duration (%.9g s) "
+				   "ends before that; accepted: periods that open before "
+				   "the duration ends", i + 1,
+				   ((double)at + (double)p[i].delay_ns) / 1e9,
+				   (double)dur_ns / 1e9);
+		at = at > UINT64_MAX - len ? UINT64_MAX : at + len;
+	}
 	return 0;
 }
 

@@ -28,13 +28,35 @@ struct ks_spec_tidrange {
 	uint32_t lo, hi;         /* thread indexes, inclusive */
 };
 
-enum { KS_SPEC_CLOCK_REAL = 0, KS_SPEC_CLOCK_CPU = 1 };
+/* The clocks a period can be measured on: the POSIX clocks of the
+ * design's constraint model.  thread_cputime is refused: windows open and
+ * close for the whole process, and each thread has its own CPU time. */
+struct ks_spec_clock {
+	const char *name;        /* as written in a period */
+	int id;                  /* the clockid_t of clock_gettime */
+	int cpu;                 /* 1: process CPU time, 0: elapsed time */
+};
+extern const struct ks_spec_clock ks_spec_clocks[];
+extern const size_t ks_spec_nclocks;
 
 struct ks_spec_period {
-	int clock;               /* KS_SPEC_CLOCK_*: wall clock or process CPU time */
+	int clock;               /* index into ks_spec_clocks */
 	uint64_t delay_ns, dur_ns;
 	uint64_t cycles;         /* 0 = forever */
 };
+
+/* A period's whole length, (delay + duration) * cycles, in ns of its
+ * clock; UINT64_MAX for cycles 0 (forever) or past 2^64 - 1 ns. */
+uint64_t ks_spec_period_len(const struct ks_spec_period *p);
+
+/* Whether the windows of a run can ever open: the periods run one after
+ * the other from the end of the delay, and --duration (dur_ns, 0 = no
+ * end) closes everything that long after the delay.  Returns 0, or
+ * -EINVAL with why saying which period never opens and why: one that
+ * follows a period repeating forever, or, measured on elapsed-time
+ * clocks, one that would open only after the duration has ended. */
+int ks_spec_check_windows(const struct ks_spec_period *p, size_t n, uint64_t dur_ns,
+			  char *why, size_t why_size);
 
 /* Each parser fills out[0..*n) from s (NULL or empty: *n = 0) and returns
  * 0, or -EINVAL with *n = 0 and why (why_size bytes, may be 0) saying what
@@ -43,7 +65,8 @@ struct ks_spec_period {
 /* "0,2-4": thread indexes and inclusive ranges, separated by commas. */
 int ks_spec_parse_tids(const char *s, struct ks_spec_tidrange *out, size_t *n,
 		       char *why, size_t why_size);
-/* "clock:delay:duration:cycles ...", separated by spaces or tabs. */
+/* "clock:delay:duration:cycles ...", separated by spaces or tabs, run one
+ * after the other in the order given. */
 int ks_spec_parse_periods(const char *s, struct ks_spec_period *out, size_t *n,
 			  char *why, size_t why_size);
 /* "cycles,instructions": counter names separated by commas. */

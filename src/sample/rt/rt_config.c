@@ -137,6 +137,10 @@ void ks_rt_opts_from_env(struct ks_rt_opts *o)
 	if (ks_spec_parse_periods(getenv("KSCOPE_PERIODS"), o->periods, &o->nperiods, why,
 				  sizeof(why)) < 0)
 		spec_warn("KSCOPE_PERIODS", why);
+	else if (ks_spec_check_windows(o->periods, o->nperiods, o->duration_ns, why,
+				       sizeof(why)) < 0)
+		/* Kept: what the user asked for is nothing, and gets it. */
+		ks_rt_log(KS_RT_LOG_WARN, "KSCOPE_PERIODS: %s", why);
 	s = getenv("KSCOPE_UNWIND");
 	o->unwind_fp = s && strcmp(s, "fp") == 0;
 	if (ks_spec_parse_counters(getenv("KSCOPE_COUNTERS"), o->counters, &n, why,

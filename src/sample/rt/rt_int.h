@@ -15,6 +15,7 @@
  *   rt_buffer_async.c   appending records to a thread's buffer, the queue
  *   rt_util_async.c     clocks, thread ids, real-function lookup
  *   rt_timer_async.c    the per-thread timers and the sampling handler
+ *   rt_window_async.c   the time windows (--delay, --duration, --periods)
  *   rt_unwind_async.c   stack walks (libunwind or frame pointers)
  *   rt_flush_async.c    writing chunks to the file; the final flush
  *   rt_signal.c         sigaction/signal/sigprocmask wrappers, signal moves
@@ -159,6 +160,8 @@ enum {
 	KS_RT_T_CLAIMED = 3,  /* being set up for a new thread */
 };
 enum { KS_RT_CPU = 0, KS_RT_REAL = 1 }; /* samplers (= KS_RAW_CLOCK_*) */
+/* With time windows, regions nested deeper than this are not recorded. */
+#define KS_RT_REGION_LEVELS 256
 
 struct ks_rt_thread {
 	struct ks_rt_thread *all_next;   /* list of every state, never unlinked */
@@ -186,6 +189,11 @@ struct ks_rt_thread {
 	uintptr_t stack_lo, stack_hi;    /* for frame-pointer walks */
 	char name[16];
 	bool flush_held;                 /* a flusher holds busy (flusher only) */
+	/* With time windows: the thread's open user regions, and whether
+	 * each level's push was recorded, so that its pop is recorded too
+	 * (the thread itself only, rt_user.c). */
+	uint32_t region_depth;
+	uint64_t region_kept[KS_RT_REGION_LEVELS / 64];
 };
 
 /* The calling thread's state, NULL, or KS_RT_SELF_ENDED once the thread
@@ -247,9 +255,14 @@ void ks_rt_timers_stop(struct ks_rt_thread *t);
 void ks_rt_timers_end(struct ks_rt_thread *t);
 /* The SA_SIGINFO handler of both sampling signals. */
 void ks_rt_on_sample(int sig, siginfo_t *si, void *uc);
-/* Whether the sampling windows (delay, duration, periods) are open now
- * (async-signal-safe). */
+/* Whether the time windows (delay, duration, periods) are open now
+ * (async-signal-safe).  Samples, regions, marks, ranges, MPI calls and
+ * the process counters are recorded only inside them. */
 bool ks_rt_window_open(uint64_t now_ns);
+/* Whether any window is set: without one everything is recorded. */
+bool ks_rt_windowed(void);
+/* Constructor, after the options and origin_ns. */
+void ks_rt_windows_init(void);
 
 /* Fills frames[0..max) from the signal context; returns how many. */
 int ks_rt_unwind(const struct ks_rt_thread *t, void *uc, uint64_t *frames, int max);
@@ -378,9 +391,11 @@ struct ks_rt {
 	_Atomic int sig[2];              /* signal number per sampler */
 	pid_t pid;                       /* the process that owns the file */
 	uint64_t origin_ns;              /* CLOCK_MONOTONIC at start: windows */
-	uint64_t origin_cpu_ns;          /* process CPU time at start */
 	_Atomic uint64_t phase_seq;      /* counter of the timers' random first
 					  * expiries (rt_timer_async.c) */
+	/* the periods' sequence (rt_window_async.c) */
+	_Atomic uint32_t win_cur;        /* the period running */
+	_Atomic uint64_t win_start[KS_SPEC_MAX_PERIODS]; /* on its clock, ns */
 
 	/* the raw file */
 	char path[4200];                 /* for reopening (see file_check) */

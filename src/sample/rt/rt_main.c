@@ -268,14 +268,6 @@ static void on_exit_hook(int status, void *arg)
 	ks_rt_finish(KS_RAW_END_EXIT, status & 0xff, false);
 }
 
-static uint64_t process_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 __attribute__((constructor)) static void ks_rt_start(void)
 {
 	int saved = errno;
@@ -287,7 +279,7 @@ __attribute__((constructor)) static void ks_rt_start(void)
 		goto out;
 	ks_rt.pid = getpid();
 	ks_rt.origin_ns = ks_rt_now();
-	ks_rt.origin_cpu_ns = process_cpu_ns();
+	ks_rt_windows_init();
 	atomic_store(&ks_rt.rank, ks_rt.opts.rank);
 	atomic_store(&ks_rt.next_range, 1);
 	n = readlink("/proc/self/exe", ks_rt.exe_path, sizeof(ks_rt.exe_path) - 1);

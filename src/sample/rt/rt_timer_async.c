@@ -10,7 +10,7 @@
  * the handler can tell its own signals from a kill() by the program.
  *
  * The handler is async-signal-safe: it saves errno, checks the gates
- * (pause, flush, the delay/duration/period windows), takes the thread's
+ * (pause, flush, the time windows of rt_window_async.c), takes the thread's
  * busy flag without waiting (a sample that would have to wait is dropped
  * and counted), fills the record in place and returns.  Timer creation and
  * deletion are normal code, under the thread state's timer_lock.
@@ -186,57 +186,6 @@ void ks_rt_timers_end(struct ks_rt_thread *t)
 	ks_rt_busy_release(t);
 out:
 	errno = saved;
-}
-
-/* ------------------------------------------------------------------ */
-/* Windows (async-signal-safe)                                        */
-/* ------------------------------------------------------------------ */
-
-/* async-signal-safe */
-static bool period_on(const struct ks_spec_period *p, uint64_t t)
-{
-	uint64_t cycle = p->delay_ns + p->dur_ns;
-	uint64_t k;
-
-	if (cycle == 0)
-		return false;
-	k = t / cycle;
-	if (p->cycles && k >= p->cycles)
-		return false;
-	return t % cycle >= p->delay_ns;
-}
-
-/* async-signal-safe */
-bool ks_rt_window_open(uint64_t now_ns)
-{
-	const struct ks_rt_opts *o = &ks_rt.opts;
-	uint64_t t = now_ns - ks_rt.origin_ns;
-	uint64_t cpu = UINT64_MAX;
-
-	if (now_ns < ks_rt.origin_ns || t < o->delay_ns)
-		return false;
-	if (o->duration_ns && t - o->delay_ns >= o->duration_ns)
-		return false;
-	if (o->nperiods == 0)
-		return true;
-	for (size_t i = 0; i < o->nperiods; i++) {
-		const struct ks_spec_period *p = &o->periods[i];
-
-		if (p->clock == KS_SPEC_CLOCK_CPU) {
-			if (cpu == UINT64_MAX) {
-				struct timespec ts;
-
-				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-				cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-				cpu = cpu > ks_rt.origin_cpu_ns ? cpu - ks_rt.origin_cpu_ns : 0;
-			}
-			if (period_on(p, cpu))
-				return true;
-		} else if (period_on(p, t)) {
-			return true;
-		}
-	}
-	return false;
 }
 
 /* ------------------------------------------------------------------ */

@@ -44,14 +44,16 @@ static void counter_write(uint32_t kind, double value, uint64_t ts)
 	ks_rt_file_write(&c, sizeof(c));
 }
 
-/* file lock held */
+/* file lock held.  Outside the time windows the values are read (CPU %
+ * needs the last one) but not recorded. */
 static void counters_sample(struct writer *w, uint64_t now)
 {
 	struct timespec ts;
 	uint64_t cpu;
 	char buf[128];
+	bool open = ks_rt_window_open(now);
 
-	if (ks_rt_fd_is(ks_rt.statm_fd, ks_rt.statm_dev, ks_rt.statm_ino)) {
+	if (open && ks_rt_fd_is(ks_rt.statm_fd, ks_rt.statm_dev, ks_rt.statm_ino)) {
 		ssize_t n = pread(ks_rt.statm_fd, buf, sizeof(buf) - 1, 0);
 		char *p;
 		unsigned long long rss;
@@ -67,7 +69,7 @@ static void counters_sample(struct writer *w, uint64_t now)
 	}
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (w->last_wall && now > w->last_wall)
+	if (open && w->last_wall && now > w->last_wall)
 		counter_write(KS_RAW_COUNTER_CPU_PCT,
 			      100.0 * (double)(cpu - w->last_cpu) / (double)(now - w->last_wall), now);
 	w->last_wall = now;

@@ -547,6 +547,13 @@ limits)
 	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "16 periods: $(samples) samples"
 	run_sample --periods cputime:1000000000:1:18446744073709551615 -- "$EX/cpu_split" 0.3
 	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "the longest delay: $(samples) samples"
+	# The design's own example is accepted (its windows open after 10 s).
+	run_sample --periods "realtime:10:1:5 process_cputime:10:2:20" -- "$EX/cpu_split" 0.2
+	[[ $STATUS == 0 && $(samples) == 0 ]] || fail "the design's example: status $STATUS, $(samples) samples"
+	grep -q "no samples: the time windows" stderr || fail "0 samples in closed windows, without a word: $(cat stderr)"
+	# The periods start after --delay: 0.75-1.0 s is sampled.
+	run_sample --delay 0.5 --periods realtime:0.25:0.25:1 -- "$EX/cpu_split" 1.2
+	[[ $STATUS == 0 && $(samples) -gt 0 ]] || fail "--delay 0.5 --periods realtime:0.25:0.25:1: $(samples) samples"
 	# ... and a control: the same program without a filter is sampled.
 	run_sample -- "$EX/cpu_split" 0.3
 	[[ $(samples) -gt 0 ]] || fail "cpu_split was not sampled at all"
@@ -568,6 +575,14 @@ limits)
 	refused --periods realtime:0:1e10:1 -- "0 to 1000000000 seconds"
 	refused --periods realtime:0:nan:1 -- "a decimal from 0 to 1000000000"
 	refused --periods realtime:0:1:18446744073709551616 -- "to 18446744073709551615"
+	# Windows that can never open, and clocks the design names but
+	# windows cannot use.
+	refused --periods "realtime:1:1:0 realtime:0:1:1" -- "period 2 never starts"
+	refused --duration 1 --periods "realtime:0.5:1:1 monotonic:0.6:1:1" -- \
+		"period 2 never opens: it would open 2.1 s after the delay"
+	refused --duration 2 --periods "realtime:2:1:1" -- "period 1 never opens"
+	refused --periods "thread_cputime:1:1:1" -- "thread_cputime is not supported"
+	refused --periods "walltime:1:1:1" -- "unknown clock 'walltime'"
 	refused --counters "$eight,task-clock" -- "at most 8"
 	refused --counters "${long31}5" -- "at most 31 bytes"
 	# The environment variables go through the same checks.

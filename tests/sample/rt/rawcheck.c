@@ -26,6 +26,9 @@
  * counters counter_info counter_mask max_frames seq_ok cmdline_argc
  * chunks_bad max_name outside_windows (samples whose time, in seconds
  * since the process started, lies outside every -w window)
+ * records_outside_windows (the same for region pushes, marks, range
+ * starts, MPI calls and process counters: the records that begin
+ * something; a region's pop or a range's end belongs with its beginning)
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -71,10 +74,22 @@ struct stats {
 	bool exe_module;
 	size_t max_name;     /* longest region/mark/range name */
 	uint64_t outside;    /* samples outside every -w window */
+	uint64_t rec_outside; /* other records outside every -w window */
 	double win_lo[MAX_WINDOWS], win_hi[MAX_WINDOWS]; /* -w, seconds since start */
 	int nwin;
 	char *exe;           /* realpath of argv[0], malloc'd */
 };
+
+/* Whether ts (CLOCK_MONOTONIC ns) lies outside every -w window. */
+static bool outside(const struct stats *s, const struct ks_raw_file *f, uint64_t ts)
+{
+	double rel = ((double)ts - (double)f->hdr->start_mono_ns) / 1e9;
+
+	for (int i = 0; i < s->nwin; i++)
+		if (rel >= s->win_lo[i] && rel <= s->win_hi[i])
+			return false;
+	return s->nwin > 0;
+}
 
 static struct thread *thread_get(struct stats *s, int32_t tid)
 {
@@ -170,19 +185,16 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 			s->ts_max = rel;
 		if (sm->nframes > s->max_frames)
 			s->max_frames = sm->nframes;
-		if (s->nwin) {
-			bool in = false;
-
-			for (int i = 0; i < s->nwin; i++)
-				if (rel >= s->win_lo[i] && rel <= s->win_hi[i])
-					in = true;
-			if (!in)
-				s->outside++;
-		}
+		if (outside(s, f, sm->ts))
+			s->outside++;
 		break;
 	}
 	case KS_RAW_REGION_PUSH:
-		t->depth++;
+	case KS_RAW_MARK:
+		if (outside(s, f, ((const struct ks_raw_named *)(const void *)r)->ts))
+			s->rec_outside++;
+		if (r->type == KS_RAW_REGION_PUSH)
+			t->depth++;
 		break;
 	case KS_RAW_REGION_POP:
 		if (--t->depth < 0)
@@ -192,6 +204,8 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 		const struct ks_raw_named *n = (const void *)r;
 		uint64_t *ids = realloc(s->range_ids, (s->nranges + 1) * sizeof(*ids));
 
+		if (outside(s, f, n->ts))
+			s->rec_outside++;
 		if (ids) {
 			s->range_ids = ids;
 			ids[s->nranges++] = n->id;
@@ -215,6 +229,8 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 
 		s->mpi++;
 		s->mpi_bytes += m->bytes;
+		if (outside(s, f, m->ts_begin) && outside(s, f, m->ts_end))
+			s->rec_outside++;
 		if (m->peer >= 0)
 			s->mpi_peers++;
 		break;
@@ -274,6 +290,10 @@ static int scan(const struct ks_raw_file *f, struct stats *s)
 			s->end_last = true;
 			break;
 		}
+		case KS_RAW_COUNTER:
+			if (outside(s, f, ((const struct ks_raw_counter *)(const void *)r)->ts))
+				s->rec_outside++;
+			break;
 		case KS_RAW_DROPPED:
 			s->dropped += ((const struct ks_raw_dropped *)(const void *)r)->samples;
 			break;
@@ -382,6 +402,7 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 	KEY("cmdline_argc", s->cmdline_argc);
 	KEY("max_name", s->max_name);
 	KEY("outside_windows", s->outside);
+	KEY("records_outside_windows", s->rec_outside);
 #undef KEY
 	return false;
 }

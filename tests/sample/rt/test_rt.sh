@@ -4,7 +4,7 @@
 # raw files with rawcheck, and that the programs behave the same with and
 # without it (stdout, stderr, exit status).
 #
-#   usage: test_rt.sh SCENARIO LIBKSCOPE EXAMPLES_DIR RAWCHECK SIGCHECK CLOCKSPIN
+#   usage: test_rt.sh SCENARIO LIBKSCOPE EXAMPLES_DIR RAWCHECK SIGCHECK CLOCKSPIN TICKER
 #
 # Each scenario is one ctest test (sample/rt/SCENARIO); the list is in
 # tests/sample/rt/CMakeLists.txt.  Bounds on sample counts and times are
@@ -13,7 +13,7 @@
 # a busy machine the kernel folds CPU-time periods into fewer signals.
 # Exit 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
-scenario=$1 LIB=$2 EX=$3 RAWCHECK=$4 SIGCHECK=$5 CLOCKSPIN=$6
+scenario=$1 LIB=$2 EX=$3 RAWCHECK=$4 SIGCHECK=$5 CLOCKSPIN=$6 TICKER=$7
 
 # Nothing from the caller's environment may change what is measured.
 for v in $(compgen -e | grep '^KSCOPE_' || true); do unset "$v"; done
@@ -316,6 +316,54 @@ periods)
 	run q KSCOPE_PERIODS="cputime:0.3:0.2:1" -- "$EX/cpu_split" 1.0
 	f=$(one_file q)
 	expect "$f" end=exit 'periods>=15' 'periods<=100'
+	;;
+window_records)
+	# Every kind of record is kept inside the window only: regions,
+	# marks, ranges and the process counters as well as samples.  The
+	# window is 0.4-0.8 s; a region or a range begun inside may end a
+	# millisecond later, and the records are checked by their beginning.
+	run wr KSCOPE_DELAY=0.4 KSCOPE_DURATION=0.4 KSCOPE_REALTIME_FREQ=200 -- "$TICKER" 1.2
+	[[ $(cat "$work/wr.out") == done ]] || fail "ticker's output changed"
+	f=$(one_file wr)
+	expect -w 0.39-0.81 "$f" end=exit outside_windows=0 records_outside_windows=0 \
+		regions_ok=1 'marks>=20' 'marks<=300' 'region_pushes>=40' 'range_starts>=20' \
+		'ranges_matched>=20' 'counters>=4' 'samples>=20'
+	# MPI calls too: a window that never opens during the run keeps none.
+	if [[ -x $EX/mpi_ring ]] && command -v mpirun >/dev/null; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		mkdir -p "$work/wm"
+		if mpirun -np 2 --oversubscribe -x LD_PRELOAD="$LIB" -x KSCOPE_RUN_DIR="$work/wm" \
+			-x KSCOPE_DELAY=100 "$EX/mpi_ring" >"$work/wm.out" 2>"$work/wm.err"; then
+			for g in $(raw_files wm); do
+				expect "$g" mpi=0 samples=0 counters=0 >/dev/null
+			done
+		fi
+	fi
+	;;
+periods_sequence)
+	# The periods run one after the other (the design's constraint
+	# model), not all from the start: 0.2-0.4 s, then the second period
+	# starts at 0.4 and opens 0.1 s later, 0.5-0.7 s.  Measured on two
+	# different elapsed-time clocks, as the design allows.
+	run ps KSCOPE_PERIODS="realtime:0.2:0.2:1 monotonic:0.1:0.2:1" KSCOPE_REALTIME_FREQ=200 \
+		-- "$TICKER" 1.0
+	f=$(one_file ps)
+	expect -w 0.19-0.41,0.49-0.71 "$f" end=exit outside_windows=0 records_outside_windows=0 \
+		regions_ok=1 'samples>=20'
+	# Both windows saw samples (a union from the start would have put
+	# the second at 0.1-0.3 s, inside the first's reach).
+	expect -w 0.49-0.71 "$f" 'samples>=10' >/dev/null || fail "nothing sampled in 0.5-0.7 s"
+	expect -w 0.19-0.41 "$f" 'samples>=10' >/dev/null || fail "nothing sampled in 0.2-0.4 s"
+	# The periods start after --delay.
+	run pd KSCOPE_DELAY=0.3 KSCOPE_PERIODS="realtime:0.2:0.2:1" KSCOPE_REALTIME_FREQ=200 \
+		-- "$TICKER" 0.9
+	f=$(one_file pd)
+	expect -w 0.49-0.71 "$f" end=exit outside_windows=0 records_outside_windows=0 'samples>=10'
+	# A process-CPU-time period after an elapsed-time one: it starts
+	# when the first ends (0.2 s) and opens after 0.1 more CPU-seconds.
+	run pc KSCOPE_PERIODS="realtime:0.1:0.1:1 process_cputime:0.1:0.1:1" -- "$EX/cpu_split" 1.0
+	f=$(one_file pc)
+	expect -w 0.09-0.21,0.29-1000 "$f" end=exit outside_windows=0 'periods>=30' 'periods<=300'
 	;;
 unwind_fp)
 	# threads' busy() keeps a frame (it calls thread_cpu()), unlike
