@@ -501,6 +501,15 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (!o->keep_raw)
 		ks_run_remove_raw(&rd);
 	print_summary(stderr, &prof, &st);
+	if (st.slowed_samples)
+		ks_warn("the real-time sampler slowed down: more than %u threads were "
+			"live at %u Hz, beyond its budget of %u samples a second in "
+			"all, so %" PRIu64 " of its samples stand for up to %" PRIu64
+			" periods each (shares stay right; each thread's resolution "
+			"is coarser; see docs/sample.md)",
+			KS_RAW_REALTIME_BUDGET / (prof.realtime_freq ? prof.realtime_freq : 1),
+			prof.realtime_freq, KS_RAW_REALTIME_BUDGET, st.slowed_samples,
+			st.slowed_max_periods);
 	if (st.samples == 0 && (o->delay > 0 || o->duration > 0 || o->periods))
 		ks_warn("no samples: the time windows (--delay, --duration, --periods) "
 			"were closed whenever the program's threads were sampled");

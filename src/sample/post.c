@@ -711,6 +711,14 @@ static int do_thread(struct proc_ctx *pc, const struct chunk_ref *refs, size_t n
 				if (rc)
 					return rc;
 				stats->samples++;
+				if (r->flags & KS_RAW_SAMPLE_SLOWED) {
+					uint64_t w = 1 + (uint64_t)((const struct ks_raw_sample *)
+								    (const void *)r)->overrun;
+
+					stats->slowed_samples++;
+					if (w > stats->slowed_max_periods)
+						stats->slowed_max_periods = w;
+				}
 				break;
 			case KS_RAW_REGION_PUSH:
 			case KS_RAW_PAUSE: {
@@ -1120,6 +1128,12 @@ int ks_post_build(const char *run_dir, struct ks_profile *p,
 		ks_profile_meta(p, "unwinder", buf);
 		snprintf(buf, sizeof(buf), "%" PRIu64, p->dropped_samples);
 		ks_profile_meta(p, "dropped_samples", buf);
+		if (stats->slowed_samples) {
+			snprintf(buf, sizeof(buf), "%" PRIu64, stats->slowed_samples);
+			ks_profile_meta(p, "realtime_slowed_samples", buf);
+			snprintf(buf, sizeof(buf), "%" PRIu64, stats->slowed_max_periods);
+			ks_profile_meta(p, "realtime_slowed_max_periods", buf);
+		}
 	}
 out:
 	for (size_t i = 0; i < nfiles; i++)

@@ -28,6 +28,10 @@ struct ks_post_stats {
 	uint64_t samples;
 	uint64_t addresses;    /* distinct addresses symbolized */
 	uint64_t unknown;      /* addresses outside every known module */
+	/* Real-time samples of a timer slowed for many live threads
+	 * (KS_RAW_SAMPLE_SLOWED), and the most periods one stood for. */
+	uint64_t slowed_samples;
+	uint64_t slowed_max_periods;
 };
 
 /* Reads every raw file of run_dir/raw into p (freshly ks_profile_init'ed).

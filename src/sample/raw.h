@@ -141,11 +141,21 @@ enum {
 	 * kernel checks a CPU-time timer only at its tick).  No frames: where
 	 * that CPU time went is not known. */
 	KS_RAW_SAMPLE_AT_END = 0x100,
+	/* A real-time sample from a timer slowed down because many threads
+	 * were live (the runtime's budget of real-time samples per second):
+	 * overrun counts the periods of the requested rate it stands for. */
+	KS_RAW_SAMPLE_SLOWED = 0x200,
 };
 
-/* KS_RAW_SAMPLE.  h.flags: KS_RAW_CLOCK_*, maybe KS_RAW_SAMPLE_AT_END.
- * frames[0] is the interrupted PC, then return addresses outwards
- * (caller's). */
+/* Real-time samples per second, all threads of a process together, that
+ * the real-time sampler keeps to (KS_RAW_SAMPLE_SLOWED): a signal to a
+ * waiting thread wakes it, and thousands of waiting threads at a few
+ * hundred hertz would take every CPU. */
+#define KS_RAW_REALTIME_BUDGET 4000u
+
+/* KS_RAW_SAMPLE.  h.flags: KS_RAW_CLOCK_*, maybe KS_RAW_SAMPLE_AT_END or
+ * KS_RAW_SAMPLE_SLOWED.  frames[0] is the interrupted PC, then return
+ * addresses outwards (caller's). */
 struct ks_raw_sample {
 	struct ks_raw_rec h;
 	uint64_t ts;

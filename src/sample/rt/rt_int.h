@@ -184,6 +184,9 @@ struct ks_rt_thread {
 	 * only by the thread's own handler). */
 	uint64_t cpu_first_ns, cpu_period_ns;
 	volatile uint64_t cpu_periods_seen;
+	/* The real-time timer's period, in periods of the requested rate
+	 * (see ks_rt.rt_mult); read by the thread's handler. */
+	_Atomic uint32_t rt_mult;
 	int counter_fd[KS_RAW_MAX_COUNTERS]; /* perf_event fds or -1 */
 	uint64_t counter_id[KS_RAW_MAX_COUNTERS]; /* their PERF_EVENT_IOC_ID */
 	uintptr_t stack_lo, stack_hi;    /* for frame-pointer walks */
@@ -245,6 +248,9 @@ uint64_t ks_rt_thread_cpu_ns(pid_t tid);
 #define KS_RT_TIMER_MAGIC 0x6b73636f70650000ull
 
 int ks_rt_timer_start(struct ks_rt_thread *t, int which);
+/* Writer tick: re-arms the real-time timers when the number of live
+ * threads calls for another slowdown (normal context). */
+void ks_rt_realtime_rebudget(void);
 void ks_rt_timer_stop(struct ks_rt_thread *t, int which);
 /* Starts the timers t should have, under t->timer_lock. */
 void ks_rt_timers_start(struct ks_rt_thread *t);
@@ -393,6 +399,15 @@ struct ks_rt {
 	uint64_t origin_ns;              /* CLOCK_MONOTONIC at start: windows */
 	_Atomic uint64_t phase_seq;      /* counter of the timers' random first
 					  * expiries (rt_timer_async.c) */
+	/* The real-time sampler's budget (rt_timer_async.c): with more live
+	 * threads than KS_RAW_REALTIME_BUDGET / realtime_freq, every real-time
+	 * timer runs rt_mult times slower, each sample standing for rt_mult
+	 * periods. */
+	_Atomic uint32_t rt_timers;      /* live real-time timers */
+	_Atomic uint32_t rt_mult;        /* the current slowdown, >= 1 */
+	_Atomic uint32_t rt_mult_max;    /* the largest it was */
+	_Atomic uint32_t rt_mult_applied;/* the one every timer was last set to */
+	_Atomic bool rt_rebudget;        /* asks the writer to re-arm them now */
 	/* the periods' sequence (rt_window_async.c) */
 	_Atomic uint32_t win_cur;        /* the period running */
 	_Atomic uint64_t win_start[KS_SPEC_MAX_PERIODS]; /* on its clock, ns */

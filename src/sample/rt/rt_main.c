@@ -282,6 +282,9 @@ __attribute__((constructor)) static void ks_rt_start(void)
 	ks_rt_windows_init();
 	atomic_store(&ks_rt.rank, ks_rt.opts.rank);
 	atomic_store(&ks_rt.next_range, 1);
+	atomic_store(&ks_rt.rt_mult, 1);
+	atomic_store(&ks_rt.rt_mult_max, 1);
+	atomic_store(&ks_rt.rt_mult_applied, 1);
 	n = readlink("/proc/self/exe", ks_rt.exe_path, sizeof(ks_rt.exe_path) - 1);
 	ks_rt.exe_path[n > 0 ? n : 0] = '\0';
 	if (sem_init(&ks_rt.wake, 0, 0) != 0 ||

@@ -260,6 +260,7 @@ void ks_rt_threads_atfork_child(void)
 			atomic_store(&t->state, KS_RT_T_DEAD);
 	}
 	atomic_store(&ks_rt.next_index, 1);
+	atomic_store(&ks_rt.rt_timers, 0);
 	if (self) {
 		/* The forking thread is the child's main thread: a new
 		 * thread as far as the child's file is concerned. */

@@ -60,6 +60,27 @@ static uint64_t first_expiry(uint64_t period, pid_t tid)
 	return 1 + z % period;
 }
 
+/* The real-time slowdown that n live timers call for. */
+static uint32_t mult_for(uint32_t n)
+{
+	uint64_t want = (uint64_t)n * ks_rt.opts.realtime_freq;
+
+	return want <= KS_RAW_REALTIME_BUDGET ? 1 :
+		(uint32_t)((want + KS_RAW_REALTIME_BUDGET - 1) / KS_RAW_REALTIME_BUDGET);
+}
+
+/* Raises ks_rt.rt_mult to at least m. */
+static void mult_raise(uint32_t m)
+{
+	uint32_t cur = atomic_load(&ks_rt.rt_mult), mx;
+
+	while (cur < m && !atomic_compare_exchange_weak(&ks_rt.rt_mult, &cur, m))
+		;
+	mx = atomic_load(&ks_rt.rt_mult_max);
+	while (mx < m && !atomic_compare_exchange_weak(&ks_rt.rt_mult_max, &mx, m))
+		;
+}
+
 /* Normal context, t->timer_lock held. */
 int ks_rt_timer_start(struct ks_rt_thread *t, int which)
 {
@@ -87,6 +108,21 @@ int ks_rt_timer_start(struct ks_rt_thread *t, int which)
 	period = 1000000000u / freq;
 	if (period == 0)
 		period = 1;
+	if (which == KS_RT_REAL) {
+		/* A new thread may call for a larger slowdown at once; the
+		 * writer's tick slows the others and eases off again. */
+		uint32_t m = mult_for(atomic_load(&ks_rt.rt_timers) + 1);
+
+		mult_raise(m);
+		m = atomic_load(&ks_rt.rt_mult);
+		atomic_store(&t->rt_mult, m);
+		period *= m;
+		/* Twice the slowdown the others run at: have the writer
+		 * slow them now rather than at its next tick. */
+		if (m >= 2 * atomic_load(&ks_rt.rt_mult_applied) &&
+		    !atomic_exchange(&ks_rt.rt_rebudget, true))
+			sem_post(&ks_rt.wake);
+	}
 	its.it_interval.tv_sec = (time_t)(period / 1000000000u);
 	its.it_interval.tv_nsec = (long)(period % 1000000000u);
 	first = first_expiry(period, t->tid);
@@ -105,6 +141,8 @@ int ks_rt_timer_start(struct ks_rt_thread *t, int which)
 		goto out;
 	}
 	t->has_timer[which] = true;
+	if (which == KS_RT_REAL)
+		atomic_fetch_add(&ks_rt.rt_timers, 1);
 out:
 	errno = saved;
 	return err;
@@ -115,10 +153,45 @@ void ks_rt_timer_stop(struct ks_rt_thread *t, int which)
 {
 	int saved = errno;
 
-	if (t->has_timer[which])
+	if (t->has_timer[which]) {
 		timer_delete(t->timer[which]);
+		if (which == KS_RT_REAL)
+			atomic_fetch_sub(&ks_rt.rt_timers, 1);
+	}
 	t->has_timer[which] = false;
 	errno = saved;
+}
+
+/* Normal context (the writer's tick, or sooner when a new thread asks).
+ * Slows every real-time timer down
+ * at once when the live threads call for more than the current slowdown,
+ * and speeds them up again only when they call for half of it or less,
+ * so that a count of threads hovering at a boundary does not re-arm
+ * every timer at every tick. */
+void ks_rt_realtime_rebudget(void)
+{
+	uint32_t cur = atomic_load(&ks_rt.rt_mult);
+	uint32_t m = mult_for(atomic_load(&ks_rt.rt_timers));
+
+	if (!ks_rt.opts.realtime_freq)
+		return;
+	if (m < cur && m > cur / 2)
+		m = cur;
+	atomic_store(&ks_rt.rt_mult, m);
+	atomic_store(&ks_rt.rt_mult_applied, m);
+	mult_raise(m);
+	/* Threads started while the slowdown grew run at the one of their
+	 * start: all move to m. */
+	for (struct ks_rt_thread *t = atomic_load(&ks_rt.threads); t; t = t->all_next) {
+		if (atomic_load(&t->state) != KS_RT_T_LIVE || atomic_load(&t->rt_mult) == m)
+			continue;
+		pthread_mutex_lock(&t->timer_lock);
+		if (t->has_timer[KS_RT_REAL] && atomic_load(&t->rt_mult) != m) {
+			ks_rt_timer_stop(t, KS_RT_REAL);
+			ks_rt_timer_start(t, KS_RT_REAL);
+		}
+		pthread_mutex_unlock(&t->timer_lock);
+	}
 }
 
 /* Normal context: starts the timers t should have. */
@@ -284,8 +357,17 @@ void ks_rt_on_sample(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&ks_rt.dropped, 1, memory_order_relaxed);
 		goto out_counted;
 	}
-	if (!t->ended)
-		take_sample(t, which, now, si->si_overrun, uc);
+	if (!t->ended) {
+		int64_t over = si->si_overrun > 0 ? si->si_overrun : 0;
+		uint32_t m = which == KS_RT_REAL ? atomic_load_explicit(&t->rt_mult,
+							  memory_order_relaxed) : 1;
+
+		/* A slowed real-time timer's period is m requested ones. */
+		if (m > 1)
+			over = (over + 1) * m - 1;
+		take_sample(t, which | (m > 1 ? KS_RAW_SAMPLE_SLOWED : 0), now,
+			    over > INT32_MAX ? INT32_MAX : (int)over, uc);
+	}
 	ks_rt_busy_release(t);
 out_counted:
 	ks_rt_tls.in_sample--;

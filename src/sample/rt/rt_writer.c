@@ -121,12 +121,13 @@ static void *writer_main(void *arg)
 	for (;;) {
 		struct timespec dl;
 		uint64_t now;
+		bool tick = false;
 		int st, lk;
 
 		dl.tv_sec = (time_t)(next_tick / 1000000000u);
 		dl.tv_nsec = (long)(next_tick % 1000000000u);
 		while (sem_clockwait(&ks_rt.wake, CLOCK_MONOTONIC, &dl) == 0)
-			if (atomic_load(&ks_rt.queue) == NULL)
+			if (atomic_load(&ks_rt.queue) == NULL && !atomic_load(&ks_rt.rt_rebudget))
 				continue; /* extra posts: keep waiting */
 			else
 				break;
@@ -144,7 +145,8 @@ static void *writer_main(void *arg)
 		}
 		ks_rt_flush_queue(true);
 		now = ks_rt_now();
-		if (now >= next_tick) {
+		tick = now >= next_tick;
+		if (tick) {
 			counters_sample(&w, now);
 			ks_rt_modules_poll();
 			next_tick += KS_RT_TICK_NS;
@@ -158,6 +160,9 @@ static void *writer_main(void *arg)
 			next_flush = now + KS_RT_FLUSH_NS;
 		}
 		ks_rt_file_unlock();
+		/* Outside the file lock: it takes the threads' timer locks. */
+		if (atomic_exchange(&ks_rt.rt_rebudget, false) || tick)
+			ks_rt_realtime_rebudget();
 	}
 	return NULL;
 }

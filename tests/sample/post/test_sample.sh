@@ -202,6 +202,15 @@ many_threads)
 	check_outputs
 	[[ $(sql "SELECT count(*) FROM threads") -ge 3000 ]] ||
 		fail "threads: $(sql 'SELECT count(*) FROM threads')"
+	# 1000 waiting threads under the real-time sampler at 200 Hz: it
+	# slows down to its budget and says so, and the database says how.
+	run_sample --samplers realtime --realtime-freq 200 -- "$EX/idle_threads" 1000 0.3
+	[[ $STATUS == 0 && $(cat stdout) == ok ]] || fail "idle_threads: status $STATUS"
+	grep -q "the real-time sampler slowed down: more than 20 threads were live at 200 Hz" stderr ||
+		fail "no word of the slowed sampler: $(cat stderr)"
+	slowed=$(sql "SELECT value FROM meta WHERE key = 'realtime_slowed_samples'")
+	most=$(sql "SELECT value FROM meta WHERE key = 'realtime_slowed_max_periods'")
+	[[ $slowed -ge 100 && $most -ge 40 ]] || fail "meta: $slowed slowed samples, at most $most periods"
 	;;
 short_threads)
 	# 3000 threads of 0.9 ms of CPU each, sampled at 1000 Hz: every one

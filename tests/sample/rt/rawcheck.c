@@ -26,6 +26,10 @@
  * counters counter_info counter_mask max_frames seq_ok cmdline_argc
  * chunks_bad max_name outside_windows (samples whose time, in seconds
  * since the process started, lies outside every -w window)
+ * real_coverage (the real-time periods all samples stand for, over what
+ * the threads' lives, begin to end, call for at the file's realtime_freq)
+ * real_rate (real-time samples per second between the first and the
+ * last sample) slowed (samples of a slowed real-time timer)
  * records_outside_windows (the same for region pushes, marks, range
  * starts, MPI calls and process counters: the records that begin
  * something; a region's pop or a range's end belongs with its beginning)
@@ -50,6 +54,7 @@ struct thread {
 	int64_t last_seq;    /* -1 before the first chunk */
 	bool seq_bad;
 	uint64_t cpu_ns;     /* from THREAD_END */
+	uint64_t begin_ts, end_ts; /* CLOCK_MONOTONIC ns, 0 if not seen */
 	char name[16];
 };
 
@@ -59,6 +64,7 @@ struct stats {
 	struct thread *threads;
 	size_t nthreads;
 	uint64_t samples, cpu_samples, real_samples, periods, cpu_periods;
+	uint64_t real_periods, slowed;
 	double ts_min, ts_max;
 	unsigned max_frames;
 	uint64_t *range_ids, *end_ids;
@@ -152,6 +158,7 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 		const struct ks_raw_thread_begin *b = (const void *)r;
 
 		t->begins++;
+		t->begin_ts = b->ts;
 		if (b->tid != t->tid)
 			t->seq_bad = true;
 		memcpy(t->name, b->name, sizeof(t->name));
@@ -163,6 +170,7 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 
 		t->ends++;
 		t->cpu_ns = e->cpu_ns;
+		t->end_ts = e->ts;
 		break;
 	}
 	case KS_RAW_SAMPLE: {
@@ -172,8 +180,11 @@ static void thread_rec(struct stats *s, const struct ks_raw_file *f, struct thre
 		t->samples++;
 		s->samples++;
 		s->periods += periods;
-		if (r->flags == KS_RAW_CLOCK_REAL) {
+		if ((r->flags & KS_RAW_CLOCK_MASK) == KS_RAW_CLOCK_REAL) {
 			s->real_samples++;
+			s->real_periods += periods;
+			if (r->flags & KS_RAW_SAMPLE_SLOWED)
+				s->slowed++;
 		} else {
 			s->cpu_samples++;
 			s->cpu_periods += periods;
@@ -333,11 +344,13 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 {
 	unsigned with_samples = 0, workers = 0, begins = 0, ends = 0, threads = 0;
 	bool regions_ok = true, seq_ok = true;
-	double cpu = 0;
+	double cpu = 0, life = 0;
 
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct thread *t = &s->threads[i];
 
+		if (t->begin_ts && t->end_ts > t->begin_ts)
+			life += (double)(t->end_ts - t->begin_ts) / 1e9;
 		if (t->begins)
 			threads++;
 		begins += t->begins;
@@ -402,6 +415,11 @@ static bool value_of(const struct ks_raw_file *f, const struct stats *s, const c
 	KEY("cmdline_argc", s->cmdline_argc);
 	KEY("max_name", s->max_name);
 	KEY("outside_windows", s->outside);
+	KEY("real_coverage", life > 0 && f->hdr->realtime_freq ?
+			     (double)s->real_periods / (life * f->hdr->realtime_freq) : 0);
+	KEY("real_rate", s->ts_max > s->ts_min ?
+			 (double)s->real_samples / (s->ts_max - s->ts_min) : 0);
+	KEY("slowed", s->slowed);
 	KEY("records_outside_windows", s->rec_outside);
 #undef KEY
 	return false;

@@ -365,6 +365,23 @@ periods_sequence)
 	f=$(one_file pc)
 	expect -w 0.09-0.21,0.29-1000 "$f" end=exit outside_windows=0 'periods>=30' 'periods<=300'
 	;;
+realtime_budget)
+	# The real-time sampler keeps to its budget of samples a second
+	# (KS_RAW_REALTIME_BUDGET, 4000) however many threads wait: 1000
+	# waiting threads at 200 Hz would be 200000 signals a second, each
+	# waking a thread.  Slowed, each sample stands for more periods, so
+	# the periods still cover every thread's life.
+	run rb KSCOPE_CPUTIME_FREQ=0 KSCOPE_REALTIME_FREQ=200 -- "$EX/idle_threads" 1000 0.3
+	[[ $(cat "$work/rb.out") == ok ]] || fail "idle_threads: $(cat "$work/rb.out")"
+	f=$(one_file rb)
+	expect "$f" end=exit 'threads>=1001' 'slowed>=100' 'real_rate<=6000' \
+		'real_coverage>=0.8' 'real_coverage<=1.25'
+	# Under the budget nothing is slowed, and the periods cover the
+	# threads' lives as well.
+	run rs KSCOPE_CPUTIME_FREQ=0 KSCOPE_REALTIME_FREQ=200 -- "$EX/idle_threads" 10 0.3
+	f=$(one_file rs)
+	expect "$f" end=exit slowed=0 'real_coverage>=0.8' 'real_coverage<=1.25'
+	;;
 unwind_fp)
 	# threads' busy() keeps a frame (it calls thread_cpu()), unlike
 	# cpu_split's leaf loop, so the walk has callers to find.
