@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU checks of kscope op's CUDA backend (issue 25): the one script a
+# The GPU checks of kscope op's CUDA backend: the one script a
 # session with an NVIDIA GPU machine runs.  Not part of make check.
 #
 #   tests/gpu/run.sh [BUILD]       (default build-cuda), from the repo root
