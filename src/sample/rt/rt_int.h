@@ -269,6 +269,8 @@ bool ks_rt_window_open(uint64_t now_ns);
 bool ks_rt_windowed(void);
 /* Constructor, after the options and origin_ns. */
 void ks_rt_windows_init(void);
+/* In a fork child: CPU-time periods go on with the child's CPU time. */
+void ks_rt_windows_atfork_child(void);
 
 /* Fills frames[0..max) from the signal context; returns how many. */
 int ks_rt_unwind(const struct ks_rt_thread *t, void *uc, uint64_t *frames, int max);

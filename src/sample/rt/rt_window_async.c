@@ -52,6 +52,25 @@ void ks_rt_windows_init(void)
 		atomic_store(&ks_rt.win_start[0], clock_ns(o->periods[0].clock));
 }
 
+/* The child's process CPU time starts near 0, unrelated to the parent's:
+ * the period running on a CPU clock starts afresh on the child's, and
+ * later periods on CPU clocks start when they come.  Elapsed-time periods
+ * are shared with the parent as they are. */
+void ks_rt_windows_atfork_child(void)
+{
+	const struct ks_rt_opts *o = &ks_rt.opts;
+	uint32_t cur = atomic_load(&ks_rt.win_cur);
+
+	for (uint32_t i = cur; i < o->nperiods; i++) {
+		if (!ks_spec_clocks[o->periods[i].clock].cpu)
+			continue;
+		if (i == cur && atomic_load(&ks_rt.win_start[i]) != KS_RT_WIN_UNSET)
+			atomic_store(&ks_rt.win_start[i], clock_ns(o->periods[i].clock));
+		else if (i > cur)
+			atomic_store(&ks_rt.win_start[i], KS_RT_WIN_UNSET);
+	}
+}
+
 bool ks_rt_windowed(void)
 {
 	const struct ks_rt_opts *o = &ks_rt.opts;

@@ -106,6 +106,7 @@ static void fork_child(void)
 	sem_destroy(&ks_rt.wake);
 	sem_init(&ks_rt.wake, 0, 0);
 	atomic_fetch_and(&ks_rt.gate, ~(unsigned)KS_RT_GATE_STOPPED);
+	ks_rt_windows_atfork_child();
 	if (ks_rt_file_start(true) < 0) {
 		atomic_store(&ks_rt.state, KS_RT_OFF);
 		return;
