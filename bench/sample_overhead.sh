@@ -19,6 +19,11 @@
 # (default 11), the modes interleaved run by run; each printed as a ratio
 # to native.  Targets: at most 1.03
 # at the default rate, and no more than perf at 1000/s.
+#
+# Then the real-time sampler with many waiting threads (its budget,
+# docs/sample.md): examples/sample/idle_threads, 2000 threads waiting
+# while one computes 0.4 s, natively and under `kscope sample --samplers
+# realtime --realtime-freq 200`; the same ratios.
 set -euo pipefail
 BUILD=${1:-build}
 RUNS=${2:-11}
@@ -46,6 +51,10 @@ run_timed() {
 	native)
 		/usr/bin/time -o "$work/time" -f "%e %U %S" "$@" >/dev/null 2>&1
 		awk '{printf "%s %.3f\n", $1, $2 + $3}' "$work/time" ;;
+	kscopert200)
+		"$KSCOPE" sample --log-level debug -o "$work/out" --samplers realtime \
+			--realtime-freq 200 --trace-format none -- "$@" 2>&1 >/dev/null | \
+			sed -n 's/.*program ran for \([0-9.]*\) s, cpu \([0-9.]*\) s.*/\1 \2/p' ;;
 	kscope300 | kscope1000)
 		local hz=${mode#kscope}
 		# kscope measures the program from fork to exit (wall) and its
@@ -102,3 +111,22 @@ for kind in wall cpu; do
 	done
 done
 [[ $have_perf == yes ]] || echo "(perf record is not available here: no perf column)"
+
+IDLE=$BUILD/examples/sample/idle_threads
+if [[ -x $IDLE ]]; then
+	declare -A iw=() ic=()
+	for _ in $(seq "$RUNS"); do
+		for m in native kscopert200; do
+			read -r a b <<<"$(run_timed "$m" "$IDLE" 2000 0.4)"
+			iw[$m]+="$a "
+			ic[$m]+="$b "
+		done
+	done
+	for kind in wall cpu; do
+		if [[ $kind == wall ]]; then n=${iw[native]} k=${iw[kscopert200]}; else n=${ic[native]} k=${ic[kscopert200]}; fi
+		nm=$(tr ' ' '\n' <<<"$n" | grep . | median)
+		km=$(tr ' ' '\n' <<<"$k" | grep . | median)
+		printf 'idle2000/%-5s realtime 200 Hz: %.3f   (native %.3f s)\n' "$kind" \
+			"$(echo "$km / $nm" | bc -l)" "$nm"
+	done
+fi

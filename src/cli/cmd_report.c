@@ -2,9 +2,10 @@
  * kscope report: prints the reports of a `kscope sample` run from its
  * profile.db: the flat profile (the default), the call tree (--tree) or
  * the per-thread table (--threads), as text or JSON, for all samples or
- * only those of one thread (--thread TID) or inside one region
- * (--region NAME); or exports the call stacks of those samples for other
- * tools (--format folded, pprof or speedscope).
+ * only those of one thread (--thread TID), inside one region (--region
+ * NAME) or of one timer (--clock cpu or real); or exports the call stacks
+ * of those samples for other tools (--format folded, pprof or
+ * speedscope).
  *
  * It exists so that a run can be looked at again with other filters and
  * limits than the flat.txt and tree.txt written at the end of the run,
@@ -43,6 +44,7 @@ struct report_opts {
 	bool counters;        /* the per-sample counters per function and line */
 	int64_t tid;          /* -1: every thread */
 	char *region;         /* NULL: no region filter */
+	int clock;            /* enum ks_report_clock, index into its names */
 	int format;           /* index into format_choices (enum fmt) */
 	double min_pct;
 	int64_t depth;        /* 0: no limit */
@@ -75,6 +77,12 @@ static const struct ks_opt report_opts[] = {
 	  .env = "KSCOPE_REPORT_REGION",
 	  .help = "count only the samples taken inside the user-API region NAME",
 	  .offset = offsetof(struct report_opts, region), .max_len = 256 },
+	{ .name = "clock", .type = KS_OPT_ENUM, .metavar = "CLOCK", .def = "all",
+	  .env = "KSCOPE_REPORT_CLOCK",
+	  .help = "count only the CPU-time samples (cpu) or the wall-clock samples "
+		  "(real); all: both, in columns side by side when the profile has both",
+	  .offset = offsetof(struct report_opts, clock),
+	  .choices = ks_report_clock_names },
 	{ .name = "format", .type = KS_OPT_ENUM, .metavar = "FMT", .def = "text",
 	  .env = "KSCOPE_REPORT_FORMAT",
 	  .help = "the report as text or JSON, or the call stacks as folded stacks "
@@ -418,6 +426,7 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 	struct ks_report_opts ro = {
 		.json = o->format == FMT_JSON, .thread = KS_NONE, .region = o->region,
 		.min_pct = o->min_pct, .max_depth = (unsigned)o->depth,
+		.clock = (enum ks_report_clock)o->clock,
 	};
 	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
 	struct ks_outfile of = { .fd = -1 };
@@ -453,6 +462,11 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 			status = KS_EXIT_USAGE;
 			goto out;
 		}
+	}
+	if (ks_report_check_clock(&p, ro.clock, &err) != 0) {
+		ks_error("option --clock: %s", err.msg);
+		status = KS_EXIT_USAGE;
+		goto out;
 	}
 	if (o->counters && p.n_counter_names == 0) {
 		ks_error("option --counters: the profile has no per-sample counters; "
@@ -522,7 +536,10 @@ const struct ks_cmd ks_cmd_report = {
 		"(self) and below them (total).  --tree prints the call tree from\n"
 		"the roots, --threads one row a thread.  --thread and --region count\n"
 		"only the samples of one thread or inside one region, and shares are\n"
-		"of the samples counted.  --format folded, pprof or speedscope exports\n"
+		"of the samples counted.  CPU-time and wall-clock samples are never\n"
+		"added up: --clock cpu or real counts one timer's, and a profile with\n"
+		"both shows them in columns side by side, each a share of its own\n"
+		"timer's periods.  --format folded, pprof or speedscope exports\n"
 		"the call stacks of those samples instead: folded stacks for\n"
 		"flamegraph.pl and inferno, pprof's gzipped profile.proto (binary:\n"
 		"give --output FILE), or a speedscope file (one profile a thread).\n"

@@ -5,8 +5,9 @@
  * and the prediction (docs/view.md).
  *
  * The profile reports are the ones `kscope report --format json` prints:
- * ks_report_flat/tree/threads write their JSON into a memory stream,
- * which is parsed back, so the page and the command line never disagree.
+ * ks_report_flat/tree/threads/counters write their JSON into a memory
+ * stream, which is parsed back, so the page and the command line never
+ * disagree.
  * Handlers only read the imported data; what they return is a copy.
  */
 #include <stdio.h>
@@ -125,6 +126,12 @@ static int roofline_charts(const struct ks_view *v, json_t *params, json_t **bod
 typedef int (*report_fn)(FILE *, const struct ks_profile *, const struct ks_report_opts *,
 			 struct ks_err *);
 
+/* The levels of the call tree the Profile page gets: deeper call paths
+ * are cut there (the report's max_depth; the page says so).  jansson
+ * parses at most 2048 nested values, and a level of the tree is two (a
+ * node and its children), so a 5,000-deep path would not load at all. */
+#define KV_TREE_DEPTH 400
+
 /* Runs a report with JSON output into memory and parses it. */
 static int run_report(report_fn fn, const struct ks_profile *p,
 		      const struct ks_report_opts *o, json_t **body, struct kv_reqerr *e)
@@ -152,6 +159,29 @@ static int run_report(report_fn fn, const struct ks_profile *p,
 	return 0;
 }
 
+/* params.clock: "all" (the default), "cpu" or "real", as kscope report
+ * --clock takes it; a timer the card's profile has no samples of is
+ * refused with what it has. */
+static int param_clock(const struct kv_card *c, json_t *params, enum ks_report_clock *out,
+		       struct kv_reqerr *e)
+{
+	const char *s = ks_report_clock_names[KS_REPORT_CLOCK_ALL];
+	struct ks_err err = { 0 };
+	size_t i;
+
+	if (kv_param_str(params, "clock", false, &s, e) < 0)
+		return -1;
+	for (i = 0; ks_report_clock_names[i] && strcmp(s, ks_report_clock_names[i]) != 0; i++)
+		;
+	if (!ks_report_clock_names[i])
+		return kv_fail(e, "params.clock is \"%.64s\"; \"all\", \"cpu\" or \"real\" "
+			       "is expected", s);
+	*out = (enum ks_report_clock)i;
+	if (ks_report_check_clock(c->profile, *out, &err) != 0)
+		return kv_fail(e, "params.clock is \"%s\", but %s", s, err.msg);
+	return 0;
+}
+
 static int profile_opts(const struct ks_view *v, json_t *params, bool tree,
 			const struct kv_card **c, struct ks_report_opts *o,
 			struct kv_reqerr *e)
@@ -163,6 +193,8 @@ static int profile_opts(const struct ks_view *v, json_t *params, bool tree,
 	o->thread = KS_NONE;
 	o->min_pct = 0.1;
 	if (kv_param_card(v, params, KV_PROFILE, c, e) < 0)
+		return -1;
+	if (param_clock(*c, params, &o->clock, e) < 0)
 		return -1;
 	if ((*c)->profile->n_threads == 0 && json_object_get(params, "thread"))
 		return kv_fail(e, "params.thread: card \"%.100s\" has no threads", (*c)->id);
@@ -195,6 +227,7 @@ static int profile_tree(const struct ks_view *v, json_t *params, json_t **body,
 
 	if (profile_opts(v, params, true, &c, &o, e) < 0)
 		return -1;
+	o.max_depth = KV_TREE_DEPTH;
 	return run_report(ks_report_tree, c->profile, &o, body, e);
 }
 
@@ -206,7 +239,23 @@ static int profile_threads(const struct ks_view *v, json_t *params, json_t **bod
 
 	if (kv_param_card(v, params, KV_PROFILE, &c, e) < 0)
 		return -1;
+	if (param_clock(c, params, &o.clock, e) < 0)
+		return -1;
 	return run_report(ks_report_threads, c->profile, &o, body, e);
+}
+
+static int profile_counters(const struct ks_view *v, json_t *params, json_t **body,
+			    struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+	struct ks_report_opts o;
+
+	if (profile_opts(v, params, false, &c, &o, e) < 0)
+		return -1;
+	if (c->profile->n_counter_names == 0)
+		return kv_fail(e, "card \"%.100s\" has no per-sample counters: kscope sample "
+			       "--counters LIST records them", c->id);
+	return run_report(ks_report_counters, c->profile, &o, body, e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -241,6 +290,7 @@ const struct kv_command kv_more_commands[] = {
 	{ "profile", "profile/flat", profile_flat },
 	{ "profile", "profile/tree", profile_tree },
 	{ "profile", "profile/threads", profile_threads },
+	{ "profile", "profile/counters", profile_counters },
 	{ "findings", "findings/list", findings_list },
 	{ "predict", "predict/summary", predict_summary },
 	{ NULL, NULL, NULL },

@@ -12,8 +12,10 @@
  * gap is more than two intervals; CPU-time samples of a thread that
  * shares its core with others come further apart in wall time, so for
  * them a gap is more than ten intervals.  A slice's args give its frame's file, line and module and the
- * samples it covers.  The sample run's trace.json (if any) is not used:
- * its samples are instants without their stacks.
+ * samples it covers; for a profile with samples of both timers, also how
+ * many of them each timer took (cpu_samples, wall_samples), as the
+ * reports keep the timers apart.  The sample run's trace.json (if any) is
+ * not used: its samples are instants without their stacks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "raw.h"
 #include "store.h"
 #include "view_import_int.h"
 
@@ -46,12 +49,14 @@ static int cmp_order(const void *a, const void *b)
 struct open {
 	uint32_t node;
 	uint64_t start, last, samples;
+	uint64_t cpu, wall;    /* of the samples, the CPU-time and wall-clock ones */
 };
 
 struct builder {
 	const struct ks_profile *p;
 	struct kv_timeline *tl;
 	char pid[24], tid[24];
+	bool both;             /* the profile has samples of both timers */
 	struct open *open;
 	size_t nopen, cap;
 	uint32_t *path;
@@ -82,6 +87,10 @@ static int emit(struct builder *b, const struct open *o, uint64_t end)
 		json_object_set_new(args, "line", json_integer(f->line));
 	json_object_set_new(args, "module", ks_json_text(module));
 	json_object_set_new(args, "samples", json_integer((json_int_t)o->samples));
+	if (b->both) {
+		json_object_set_new(args, "cpu_samples", json_integer((json_int_t)o->cpu));
+		json_object_set_new(args, "wall_samples", json_integer((json_int_t)o->wall));
+	}
 	text = json_dumps(args, JSON_COMPACT);
 	json_decref(args);
 	if (!text)
@@ -169,6 +178,8 @@ static int add_sample(struct builder *b, const struct ks_psample *s, uint64_t in
 	for (size_t d = 0; d < n; d++) {
 		b->open[d].last = s->ts;
 		b->open[d].samples++;
+		b->open[d].cpu += s->clock == KS_RAW_CLOCK_CPU;
+		b->open[d].wall += s->clock == KS_RAW_CLOCK_REAL;
 	}
 	return 0;
 }
@@ -214,15 +225,19 @@ static int build_timeline(struct kv_import *im, struct kv_card *c)
 	ord = malloc((p->n_samples ? p->n_samples : 1) * sizeof *ord);
 	if (!ord)
 		goto out;
-	for (size_t i = 0; i < p->n_samples; i++)
+	for (size_t i = 0, seen = 0; i < p->n_samples; i++) {
 		ord[i] = (struct order){ p->samples[i].thread, p->samples[i].ts, (uint32_t)i };
+		seen |= p->samples[i].clock == KS_RAW_CLOCK_CPU ? 1 : 0;
+		seen |= p->samples[i].clock == KS_RAW_CLOCK_REAL ? 2 : 0;
+		b.both = seen == 3;
+	}
 	qsort(ord, p->n_samples, sizeof *ord, cmp_order);
 	rc = 0;
 	for (size_t i = 0; i < p->n_samples && rc == 0; i++) {
 		const struct ks_psample *s = &p->samples[ord[i].sample];
-		uint64_t iv = s->clock == 1 ? iv_real : iv_cpu; /* KS_RAW_CLOCK_REAL */
+		uint64_t iv = s->clock == KS_RAW_CLOCK_REAL ? iv_real : iv_cpu;
 		bool first = i == 0 || ord[i - 1].thread != s->thread;
-		uint64_t gap_ns = s->clock == 1 ? 2 * iv : 10 * iv;
+		uint64_t gap_ns = s->clock == KS_RAW_CLOCK_REAL ? 2 * iv : 10 * iv;
 		bool gap = first || s->ts > ord[i - 1].ts + gap_ns;
 
 		if (first) {

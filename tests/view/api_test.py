@@ -370,7 +370,8 @@ def sample_run():
         threads = v.ok("profile", "profile/threads", {"cardId": cid})
         check(threads == report(v.path, "--threads"), "profile/threads differs")
         tree = v.ok("profile", "profile/tree", {"cardId": cid, "minPct": 5})
-        check(tree == report(v.path, "--tree", "--min-pct", "5"), "profile/tree differs")
+        check(tree == report(v.path, "--tree", "--min-pct", "5", "--depth", "400"),
+              "profile/tree differs")
         check(tree["samples"] == flat["samples"], "tree and flat disagree on samples")
         rows = threads["rows"]
         n = len(rows)
@@ -417,6 +418,26 @@ def sample_run():
                 "params.minPct is a string; a number from 0 to 100 is expected")
         v.fails("profile", "profile/flat", {"cardId": "op"},
                 re.compile(r'params\.cardId "op" is no card here; cards with "sample"'))
+        # the clock filter is kscope report --clock's; this profile has
+        # CPU-time samples only
+        check(v.ok("profile", "profile/flat", {"clock": "cpu"}) ==
+              report(v.path, "--clock", "cpu"), "profile/flat clock cpu differs")
+        check(v.ok("profile", "profile/threads", {"clock": "cpu"}) ==
+              report(v.path, "--threads", "--clock", "cpu"), "profile/threads clock cpu differs")
+        check(flat["by_clock"] is False and flat["timers"]["wall"]["periods"] == 0,
+              f"one timer's profile: by_clock {flat['by_clock']}, timers {flat['timers']}")
+        v.fails("profile", "profile/tree", {"clock": "real"},
+                f'params.clock is "real", but the profile has no wall-clock (real-time) '
+                f'samples: it has only {flat["samples"]} CPU-time samples (kscope sample '
+                f'--samplers chooses the samplers); accepted: cpu or all')
+        v.fails("profile", "profile/flat", {"clock": "wall"},
+                'params.clock is "wall"; "all", "cpu" or "real" is expected')
+        v.fails("profile", "profile/threads", {"clock": 1},
+                "params.clock is an integer; a string is expected")
+        check(flat["counters_recorded"] == 0, f"counters_recorded {flat['counters_recorded']}")
+        v.fails("profile", "profile/counters", {"cardId": cid},
+                f'card "{cid}" has no per-sample counters: kscope sample --counters LIST '
+                f'records them')
         v.fails("source", "source/details/baseInfo", {},
                 "the imported data has no details data")
         common_errors(v, cid)

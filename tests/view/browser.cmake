@@ -1,7 +1,11 @@
 # kscope view's page in headless Chromium (tests/view/browser).
-#   view/browser  view_test.py: every tab on every bundled sample result,
-#                 clicks, and no console errors; screenshots in
-#                 ${CMAKE_BINARY_DIR}/test-artifacts/view
+#   view/browser         view_test.py: every tab on every bundled sample
+#                        result, clicks, and no console errors; screenshots
+#                        in ${CMAKE_BINARY_DIR}/test-artifacts/view
+#   view/browser_clocks  clocks_test.py: the Profile tab of a fresh run of
+#                        burn_sleep (tests/sample/store) with both timers
+#                        and counters: the timers shown apart, each cell
+#                        the API's and kscope report's value
 # It drives Debian's /usr/bin/chromium through Debian's ChromeDriver
 # (/usr/bin/chromedriver) with Debian's Selenium (python3-selenium), so it
 # runs under Debian's own interpreter, /usr/bin/python3, whatever python3
@@ -12,10 +16,12 @@
 set(KS_DEBIAN_PYTHON /usr/bin/python3)
 
 if(NOT EXISTS ${KS_DEBIAN_PYTHON})
-  add_test(NAME view/browser
-           COMMAND ${CMAKE_COMMAND} -E echo
-                   "${KS_DEBIAN_PYTHON} is missing; run scripts/install-deps.sh")
-  set_tests_properties(view/browser PROPERTIES WILL_FAIL TRUE)
+  foreach(t view/browser view/browser_clocks)
+    add_test(NAME ${t}
+             COMMAND ${CMAKE_COMMAND} -E echo
+                     "${KS_DEBIAN_PYTHON} is missing; run scripts/install-deps.sh")
+    set_tests_properties(${t} PROPERTIES WILL_FAIL TRUE)
+  endforeach()
   return()
 endif()
 
@@ -25,3 +31,10 @@ add_test(NAME view/browser
                  --samples ${CMAKE_CURRENT_SOURCE_DIR}/samples
                  --artifacts ${CMAKE_BINARY_DIR}/test-artifacts/view)
 set_tests_properties(view/browser PROPERTIES TIMEOUT 240)
+
+add_test(NAME view/browser_clocks
+         COMMAND ${KS_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/browser/clocks_test.py
+                 --kscope $<TARGET_FILE:kscope>
+                 --burn $<TARGET_FILE:ks_burn_sleep>
+                 --artifacts ${CMAKE_BINARY_DIR}/test-artifacts/view)
+set_tests_properties(view/browser_clocks PROPERTIES TIMEOUT 180)

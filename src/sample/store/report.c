@@ -13,6 +13,13 @@
  * time.  Functions are identified by name and module, so the many frames
  * of one function (one per line or address) add up to one row; the
  * file:line shown for a function is its hottest one.
+ *
+ * The timers are kept apart: a CPU-time period and a wall-clock period
+ * are different amounts of different things, so a report never adds
+ * them into one share.  With a clock filter (--clock cpu or real) it
+ * counts one timer's samples; without one, a profile with samples of both
+ * timers gets its counts in two columns side by side, each a share of its
+ * own timer's periods (struct rctx, "columns").
  */
 #include "store.h"
 
@@ -112,17 +119,32 @@ static uint32_t tmap_get(struct tmap *m, uint32_t a, uint32_t b, uint32_t c,
 /* Counts shared by the reports                                        */
 /* ------------------------------------------------------------------ */
 
+/* The columns of counts: one, of the samples the filters pass; or, with
+ * KS_REPORT_CLOCK_ALL on a profile with samples of both timers, two:
+ * column 0 the CPU-time samples, column 1 the wall-clock (real-time)
+ * ones.  Each column's shares are of its own periods. */
+#define NCOL 2
+
+static const char *const col_clock[NCOL] = { "cpu", "wall" };
+
 struct rctx {
 	const struct ks_profile *p;
 	const struct ks_report_opts *o;
-	/* Periods: a passing sample counts 1 + its overrun.  Samples: once. */
-	uint64_t *self;        /* per node: periods of the samples that end in it */
-	uint64_t *total;       /* per node: periods of the samples in its subtree */
-	uint64_t *tperiods;    /* per thread: periods of its passing samples */
-	uint64_t *tsamples;    /* per thread: its passing samples */
-	uint64_t nperiods;     /* periods of the samples that pass the filters */
-	uint64_t nsamples;     /* samples that pass the filters */
+	unsigned ncol;         /* columns: 1, or 2 (cpu, wall) */
+	/* Periods: a counted sample counts 1 + its overrun.  Samples: once.
+	 * Per column k < ncol: */
+	uint64_t *self[NCOL];  /* per node: periods of the samples that end in it */
+	uint64_t *total[NCOL]; /* per node: periods of the samples in its subtree */
+	uint64_t *tperiods[NCOL]; /* per thread: periods of its counted samples */
+	uint64_t nperiods[NCOL];  /* periods of the counted samples: the shares' base */
+	/* Over all columns: */
+	uint64_t *wself;       /* per node: self of every column (picks hottest */
+	uint64_t *wtotal;      /* lines); with one column, that column's arrays */
+	uint64_t *tsamples;    /* per thread: its counted samples */
+	uint64_t allperiods;   /* periods of the counted samples */
+	uint64_t nsamples;     /* samples counted: they pass the filters */
 	uint64_t nostack;      /* of those, samples without a call path */
+	uint64_t unplaced;     /* two columns: samples of a timer of unknown kind */
 	/* The header's account, per timer (enum hclock): */
 	uint64_t hsignals[3];  /* samples taken at a signal (call stacks) */
 	uint64_t hperiods[3];  /* the periods those stand for */
@@ -135,9 +157,15 @@ struct rctx {
 
 static void ctx_free(struct rctx *c)
 {
-	free(c->self);
-	free(c->total);
-	free(c->tperiods);
+	for (unsigned k = 0; k < NCOL; k++) {
+		free(c->self[k]);
+		free(c->total[k]);
+		free(c->tperiods[k]);
+	}
+	if (c->ncol > 1) {
+		free(c->wself);
+		free(c->wtotal);
+	}
 	free(c->tsamples);
 	free(c->fkey);
 	free(c->func_frame);
@@ -213,8 +241,8 @@ static int group_functions(struct rctx *c)
 	return rc;
 }
 
-/* The profile is consistent and the thread filter names one of its
- * threads. */
+/* The profile is consistent, the thread filter names one of its threads
+ * and the clock filter is a value of enum ks_report_clock. */
 static int check_input(const struct ks_profile *p, const struct ks_report_opts *o,
 		       struct ks_err *err)
 {
@@ -226,6 +254,9 @@ static int check_input(const struct ks_profile *p, const struct ks_report_opts *
 		return ks_err_set(err, -EINVAL, "thread %" PRIu32 " does not exist: "
 				  "the profile has %zu thread%s", o->thread,
 				  p->n_threads, p->n_threads == 1 ? "" : "s");
+	if ((unsigned)o->clock > KS_REPORT_CLOCK_REAL)
+		return ks_err_set(err, -EINVAL, "clock filter %u is not one of "
+				  "enum ks_report_clock", (unsigned)o->clock);
 	return 0;
 }
 
@@ -238,6 +269,60 @@ static enum hclock hclock_of(uint8_t clock)
 {
 	return clock == KS_RAW_CLOCK_CPU ? HC_CPU
 	     : clock == KS_RAW_CLOCK_REAL ? HC_REAL : HC_OTHER;
+}
+
+const char *const ks_report_clock_names[] = { "all", "cpu", "real", NULL };
+_Static_assert(sizeof(ks_report_clock_names) / sizeof(ks_report_clock_names[0]) ==
+	       KS_REPORT_CLOCK_REAL + 2, "one name per enum ks_report_clock, in its order");
+
+/* Whether the clock filter lets a sample of timer clock through. */
+static bool clock_admits(enum ks_report_clock filter, uint8_t clock)
+{
+	return filter == KS_REPORT_CLOCK_ALL ||
+	       (filter == KS_REPORT_CLOCK_CPU && hclock_of(clock) == HC_CPU) ||
+	       (filter == KS_REPORT_CLOCK_REAL && hclock_of(clock) == HC_REAL);
+}
+
+/* The samples of each timer (enum hclock) in the whole profile. */
+static void count_clocks(const struct ks_profile *p, uint64_t n[3])
+{
+	n[HC_CPU] = n[HC_REAL] = n[HC_OTHER] = 0;
+	for (size_t i = 0; i < p->n_samples; i++)
+		n[hclock_of(p->samples[i].clock)]++;
+}
+
+int ks_report_check_clock(const struct ks_profile *p, enum ks_report_clock clock,
+			  struct ks_err *err)
+{
+	static const char *const what[] = {
+		[HC_CPU] = "CPU-time", [HC_REAL] = "wall-clock (real-time)",
+	};
+	enum hclock want = clock == KS_REPORT_CLOCK_CPU ? HC_CPU : HC_REAL;
+	enum hclock other = want == HC_CPU ? HC_REAL : HC_CPU;
+	const char *alt = ks_report_clock_names[want == HC_CPU ? KS_REPORT_CLOCK_REAL
+							       : KS_REPORT_CLOCK_CPU];
+	uint64_t n[3];
+	char has[200];
+
+	if (clock == KS_REPORT_CLOCK_ALL)
+		return 0;
+	count_clocks(p, n);
+	if (n[want])
+		return 0;
+	if (n[other] && n[HC_OTHER])
+		snprintf(has, sizeof(has), "it has %" PRIu64 " %s samples and %" PRIu64
+			 " of a timer of unknown kind", n[other], what[other], n[HC_OTHER]);
+	else if (n[other])
+		snprintf(has, sizeof(has), "it has only %" PRIu64 " %s sample%s", n[other],
+			 what[other], n[other] == 1 ? "" : "s");
+	else if (n[HC_OTHER])
+		snprintf(has, sizeof(has), "it has only %" PRIu64 " sample%s of a timer of "
+			 "unknown kind", n[HC_OTHER], n[HC_OTHER] == 1 ? "" : "s");
+	else
+		snprintf(has, sizeof(has), "it has no samples at all");
+	return ks_err_set(err, -ENOENT, "the profile has no %s samples: %s (kscope sample "
+			  "--samplers chooses the samplers); accepted: %s%s", what[want], has,
+			  n[other] ? alt : "", n[other] ? " or all" : "all");
 }
 
 /* The frame of the samples written when a thread ended, for the CPU-time
@@ -257,13 +342,26 @@ static uint32_t at_end_frame(const struct ks_profile *p)
 	return KS_NONE;
 }
 
+/* The column a sample of timer clock counts in, or -1 when it counts in
+ * none: the clock filter leaves it out, or, with two columns, its timer
+ * is of unknown kind. */
+static int sample_col(const struct rctx *c, uint8_t clock)
+{
+	if (!clock_admits(c->o->clock, clock))
+		return -1;
+	if (c->ncol == 1)
+		return 0;
+	return hclock_of(clock) == HC_CPU ? 0 : hclock_of(clock) == HC_REAL ? 1 : -1;
+}
+
 static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		    const struct ks_report_opts *o, struct ks_err *err)
 {
 	bool *in_region = NULL;
 	uint32_t end_frame;
-	uint64_t w;
-	int rc;
+	uint64_t w, nclock[3];
+	size_t nn = p->n_nodes + 1;
+	int rc, k;
 
 	memset(c, 0, sizeof(*c));
 	c->p = p;
@@ -275,12 +373,29 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 				  "a percentage", o->min_pct);
 	if (o->region && (rc = region_nodes(c, &in_region, err)))
 		return rc;
-	c->self = calloc(p->n_nodes + 1, sizeof(*c->self));
-	c->total = calloc(p->n_nodes + 1, sizeof(*c->total));
-	c->tperiods = calloc(p->n_threads + 1, sizeof(*c->tperiods));
+	/* Two columns when both timers have samples anywhere in the profile,
+	 * whatever the other filters pass: a thread's report has the layout
+	 * of the whole profile's. */
+	count_clocks(p, nclock);
+	c->ncol = o->clock == KS_REPORT_CLOCK_ALL && nclock[HC_CPU] && nclock[HC_REAL]
+		  ? 2 : 1;
+	rc = 0;
+	for (unsigned j = 0; j < c->ncol; j++) {
+		c->self[j] = calloc(nn, sizeof(*c->self[j]));
+		c->total[j] = calloc(nn, sizeof(*c->total[j]));
+		c->tperiods[j] = calloc(p->n_threads + 1, sizeof(*c->tperiods[j]));
+		if (!c->self[j] || !c->total[j] || !c->tperiods[j])
+			rc = -ENOMEM;
+	}
+	if (c->ncol == 1) {
+		c->wself = c->self[0];
+		c->wtotal = c->total[0];
+	} else {
+		c->wself = calloc(nn, sizeof(*c->wself));
+		c->wtotal = calloc(nn, sizeof(*c->wtotal));
+	}
 	c->tsamples = calloc(p->n_threads + 1, sizeof(*c->tsamples));
-	if (!c->self || !c->total || !c->tperiods || !c->tsamples ||
-	    group_functions(c) != 0) {
+	if (rc || !c->wself || !c->wtotal || !c->tsamples || group_functions(c) != 0) {
 		rc = ks_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -292,17 +407,22 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 			continue;
 		if (in_region && (s->node == KS_NONE || !in_region[s->node]))
 			continue;
+		if ((k = sample_col(c, s->clock)) < 0) {
+			c->unplaced += c->ncol > 1;
+			continue;
+		}
 		/* At most 2^32 periods per sample: the sums cannot wrap. */
 		w = (uint64_t)s->overrun + 1;
 		c->nsamples++;
-		c->nperiods += w;
+		c->allperiods += w;
+		c->nperiods[k] += w;
 		if (c->tsamples[s->thread]++ == 0)
 			c->nthreads++;
-		c->tperiods[s->thread] += w;
+		c->tperiods[k][s->thread] += w;
 		if (s->node == KS_NONE)
 			c->nostack++;
 		else
-			c->self[s->node] += w;
+			c->self[k][s->node] += w;
 		if (end_frame != KS_NONE && s->node != KS_NONE &&
 		    p->nodes[s->node].frame == end_frame) {
 			c->hend[hclock_of(s->clock)] += w;
@@ -312,9 +432,17 @@ static int ctx_init(struct rctx *c, const struct ks_profile *p,
 		}
 	}
 	for (size_t i = p->n_nodes; i-- > 0;) {
-		c->total[i] += c->self[i];
-		if (p->nodes[i].parent != KS_NONE)
-			c->total[p->nodes[i].parent] += c->total[i];
+		uint32_t up = p->nodes[i].parent;
+
+		for (unsigned j = 0; j < c->ncol; j++) {
+			c->total[j][i] += c->self[j][i];
+			if (up != KS_NONE)
+				c->total[j][up] += c->total[j][i];
+		}
+		if (c->ncol > 1) {
+			c->wself[i] = c->self[0][i] + c->self[1][i];
+			c->wtotal[i] = c->total[0][i] + c->total[1][i];
+		}
 	}
 	rc = 0;
 out:
@@ -345,7 +473,8 @@ int ks_report_select(const struct ks_profile *p, const struct ks_report_opts *o,
 		const struct ks_psample *s = &p->samples[i];
 
 		r[i] = (o->thread == KS_NONE || s->thread == o->thread) &&
-		       (!in_region || (s->node != KS_NONE && in_region[s->node]));
+		       (!in_region || (s->node != KS_NONE && in_region[s->node])) &&
+		       clock_admits(o->clock, s->clock);
 	}
 	free(in_region);
 	*pass = r;
@@ -355,6 +484,32 @@ int ks_report_select(const struct ks_profile *p, const struct ks_report_opts *o,
 static double pct(uint64_t n, uint64_t of)
 {
 	return of ? 100.0 * (double)n / (double)of : 0.0;
+}
+
+/* What column k calls a count: name itself with one column, else name
+ * after the column's clock and sep ("cpu_self" in JSON, "cpu self%" in
+ * text).  Returns name or buf. */
+static const char *col_name(const struct rctx *c, unsigned k, const char *name, char sep,
+			    char *buf, size_t size)
+{
+	if (c->ncol == 1)
+		return name;
+	snprintf(buf, size, "%s%c%s", col_clock[k], sep, name);
+	return buf;
+}
+
+/* The largest of a row's shares, v[k] its count in column k: what orders
+ * rows and decides which tree nodes are folded, so that what is hot by
+ * either timer comes first.  With one column, rows are ordered by their
+ * count, as shares of one base are. */
+static double top_share(const struct rctx *c, const uint64_t *v)
+{
+	double best = 0;
+
+	for (unsigned k = 0; k < c->ncol; k++)
+		if (pct(v[k], c->nperiods[k]) > best)
+			best = pct(v[k], c->nperiods[k]);
+	return best;
 }
 
 static const char *base_name(const char *path)
@@ -475,6 +630,25 @@ static const char *plural(uint64_t n)
 }
 
 /* One timer's part of the header: "P CPU-time periods of 1 ms (notes)". */
+/* The value of the run's metadata key, or NULL. */
+static const char *meta_value(const struct ks_profile *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_meta; i++)
+		if (strcmp(p->strings[p->meta[i].key], key) == 0)
+			return p->strings[p->meta[i].value];
+	return NULL;
+}
+
+/* The most periods one sample of timer k stands for because the
+ * real-time sampler slowed down for many live threads (kscope sample's
+ * budget, docs/sample.md), or 0. */
+static uint64_t slowed_max(const struct rctx *c, enum hclock k)
+{
+	const char *v = k == HC_REAL ? meta_value(c->p, "realtime_slowed_max_periods") : NULL;
+
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
 static void header_timer(FILE *out, const struct rctx *c, enum hclock k)
 {
 	static const char *const kind[] = { "CPU-time", "real-time", "timer" };
@@ -491,7 +665,16 @@ static void header_timer(FILE *out, const struct rctx *c, enum hclock k)
 		fprintf(out, " of %.3g s", ms / 1000);
 	else
 		fprintf(out, " of %.3g ms", ms);
-	if (late) {
+	if (late && slowed_max(c, k)) {
+		/* The periods of a slowed timer and those of late signals
+		 * are one count in the database. */
+		fprintf(out, " (with many threads live the sampler slowed down to "
+			"keep to %u samples a second, so a sample stands for up to %"
+			PRIu64 " periods; %" PRIu64 " period%s in all %s counted with "
+			"the call stack taken at a later signal",
+			KS_RAW_REALTIME_BUDGET, slowed_max(c, k), late, plural(late),
+			late == 1 ? "is" : "are");
+	} else if (late) {
 		fprintf(out, " (%" PRIu64 " period%s ended while a timer signal was "
 			"pending and %s counted with the call stack taken when it arrived",
 			late, plural(late), late == 1 ? "is" : "are");
@@ -516,9 +699,12 @@ static void header_text(FILE *out, const struct rctx *c)
 	bool shown[3], any = false;
 	uint64_t stacks;
 
-	/* A timer is named when it ran (a rate) or has samples. */
-	shown[HC_CPU] = p->cputime_freq || c->hsignals[HC_CPU] || c->hend[HC_CPU];
-	shown[HC_REAL] = p->realtime_freq || c->hsignals[HC_REAL] || c->hend[HC_REAL];
+	/* A timer is named when it ran (a rate) or has samples, unless the
+	 * clock filter leaves it out. */
+	shown[HC_CPU] = (p->cputime_freq || c->hsignals[HC_CPU] || c->hend[HC_CPU]) &&
+			clock_admits(c->o->clock, KS_RAW_CLOCK_CPU);
+	shown[HC_REAL] = (p->realtime_freq || c->hsignals[HC_REAL] || c->hend[HC_REAL]) &&
+			 clock_admits(c->o->clock, KS_RAW_CLOCK_REAL);
 	shown[HC_OTHER] = c->hsignals[HC_OTHER] || c->hend[HC_OTHER];
 	for (int k = HC_CPU; k <= HC_OTHER; k++) {
 		if (!shown[k])
@@ -540,6 +726,14 @@ static void header_text(FILE *out, const struct rctx *c)
 			p->dropped_samples, plural(p->dropped_samples));
 	if (c->nostack)
 		fprintf(out, ", %" PRIu64 " without a call path", c->nostack);
+	if (c->unplaced)
+		fprintf(out, ", %" PRIu64 " sample%s of a timer of unknown kind (not counted: "
+			"%s neither CPU time nor wall-clock time)", c->unplaced,
+			plural(c->unplaced), c->unplaced == 1 ? "it is" : "they are");
+	if (c->o->clock == KS_REPORT_CLOCK_CPU)
+		fprintf(out, "; only the CPU-time samples");
+	else if (c->o->clock == KS_REPORT_CLOCK_REAL)
+		fprintf(out, "; only the real-time (wall-clock) samples");
 	if (c->o->thread != KS_NONE)
 		fprintf(out, "; only thread %" PRIu32 " (tid %" PRId32 ")", c->o->thread,
 			p->threads[c->o->thread].tid);
@@ -576,21 +770,48 @@ static json_t *jstr_or_null(const char *s)
 	return s ? ks_json_text(s) : json_null();
 }
 
+/* One timer's account in the header, the numbers of header_timer: the
+ * samples taken at its signals, the periods they and the thread-end
+ * samples stand for, and how many of those periods were late or counted
+ * at a thread's end. */
+static json_t *timer_json(struct jb *b, const struct rctx *c, enum hclock k)
+{
+	json_t *t = json_object();
+
+	jput(b, t, "stacks", jint(c->hsignals[k]));
+	jput(b, t, "periods", jint(c->hperiods[k] + c->hend[k]));
+	jput(b, t, "late_periods", jint(c->hperiods[k] - c->hsignals[k]));
+	jput(b, t, "thread_end_periods", jint(c->hend[k]));
+	/* late_periods then also holds the periods of the slowed timer. */
+	if (slowed_max(c, k))
+		jput(b, t, "slowed_max_periods", jint(slowed_max(c, k)));
+	return t;
+}
+
 /* The fields every report starts with. */
 static json_t *header_json(struct jb *b, const struct rctx *c, const char *report)
 {
 	const struct ks_profile *p = c->p;
 	json_t *root = json_object(), *sampling = json_object(), *filter = json_object();
+	json_t *timers = json_object();
 
 	jput(b, root, "report", json_string(report));
 	jput(b, root, "samples", jint(c->nsamples));
-	jput(b, root, "periods", jint(c->nperiods));
+	jput(b, root, "periods", jint(c->allperiods));
 	jput(b, root, "threads", jint(c->nthreads));
 	jput(b, sampling, "cpu_hz", jint(p->cputime_freq));
 	jput(b, sampling, "real_hz", jint(p->realtime_freq));
 	jput(b, root, "sampling", sampling);
+	jput(b, root, "by_clock", json_boolean(c->ncol > 1));
+	jput(b, timers, "cpu", timer_json(b, c, HC_CPU));
+	jput(b, timers, "wall", timer_json(b, c, HC_REAL));
+	if (c->hsignals[HC_OTHER] || c->hend[HC_OTHER])
+		jput(b, timers, "unknown", timer_json(b, c, HC_OTHER));
+	jput(b, root, "timers", timers);
 	jput(b, root, "dropped_samples", jint(p->dropped_samples));
 	jput(b, root, "samples_without_stack", jint(c->nostack));
+	jput(b, root, "unknown_timer_samples", jint(c->unplaced));
+	jput(b, root, "counters_recorded", jint(p->n_counter_names));
 	if (c->o->thread != KS_NONE) {
 		jput(b, filter, "thread", jint(c->o->thread));
 		jput(b, filter, "tid", json_integer(p->threads[c->o->thread].tid));
@@ -599,8 +820,28 @@ static json_t *header_json(struct jb *b, const struct rctx *c, const char *repor
 		jput(b, filter, "tid", json_null());
 	}
 	jput(b, filter, "region", jstr_or_null(c->o->region));
+	jput(b, filter, "clock", json_string(ks_report_clock_names[c->o->clock]));
 	jput(b, root, "filter", filter);
 	return root;
+}
+
+/* A row's counts as JSON fields, column by column: self and total in
+ * timer periods and as shares of the column's periods ("self",
+ * "self_pct", ... with one column; "cpu_self", "wall_self", ... with
+ * two).  self and total hold one count per column. */
+static void counts_json(struct jb *b, json_t *o, const struct rctx *c, const uint64_t *self,
+			const uint64_t *total)
+{
+	char buf[32];
+
+	for (unsigned k = 0; k < c->ncol; k++) {
+		jput(b, o, col_name(c, k, "self", '_', buf, sizeof(buf)), jint(self[k]));
+		jput(b, o, col_name(c, k, "total", '_', buf, sizeof(buf)), jint(total[k]));
+		jput(b, o, col_name(c, k, "self_pct", '_', buf, sizeof(buf)),
+		     json_real(pct(self[k], c->nperiods[k])));
+		jput(b, o, col_name(c, k, "total_pct", '_', buf, sizeof(buf)),
+		     json_real(pct(total[k], c->nperiods[k])));
+	}
 }
 
 /* A function's or tree node's names and place, as JSON fields. */
@@ -650,13 +891,53 @@ static int digits(uint64_t v)
 	return n;
 }
 
+/* One right-aligned cell of a text row, at least width wide, after a
+ * space unless it is the row's first (*n counts the row's cells). */
+static void cell(FILE *out, int *n, int width, const char *text)
+{
+	int len = (int)strlen(text);
+
+	fprintf(out, "%s%*s", (*n)++ ? " " : "", len > width ? len : width, text);
+}
+
+/* A column's heading cell, as wide as the values under it need. */
+static void head_cell(FILE *out, int *n, const struct rctx *c, unsigned k,
+		      const char *name, int width)
+{
+	char buf[32];
+
+	cell(out, n, width, col_name(c, k, name, ' ', buf, sizeof(buf)));
+}
+
+/* A share under the heading name of column k. */
+static void pct_cell(FILE *out, int *n, const struct rctx *c, unsigned k,
+		     const char *name, int width, uint64_t v)
+{
+	char buf[32], num[32];
+	int w = (int)strlen(col_name(c, k, name, ' ', buf, sizeof(buf)));
+
+	snprintf(num, sizeof(num), "%.2f", pct(v, c->nperiods[k]));
+	cell(out, n, w > width ? w : width, num);
+}
+
+/* A count under the heading name of column k. */
+static void count_cell(FILE *out, int *n, const struct rctx *c, unsigned k,
+		       const char *name, int width, uint64_t v)
+{
+	char buf[32], num[32];
+	int w = (int)strlen(col_name(c, k, name, ' ', buf, sizeof(buf)));
+
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	cell(out, n, w > width ? w : width, num);
+}
+
 /* ------------------------------------------------------------------ */
 /* Flat profile                                                        */
 /* ------------------------------------------------------------------ */
 
 struct func_row {
 	uint32_t func;
-	uint64_t self, total;
+	uint64_t self[NCOL], total[NCOL];
 };
 
 static int cmp_func_row(const void *a, const void *b, void *arg)
@@ -665,12 +946,15 @@ static int cmp_func_row(const void *a, const void *b, void *arg)
 	const struct rctx *c = arg;
 	const struct ks_pframe *fx = &c->p->frames[c->func_frame[x->func]];
 	const struct ks_pframe *fy = &c->p->frames[c->func_frame[y->func]];
+	double sx = top_share(c, x->self), sy = top_share(c, y->self);
 	int d;
 
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	sx = top_share(c, x->total);
+	sy = top_share(c, y->total);
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
 	d = strcmp(str(c->p, fx->function), str(c->p, fy->function));
 	if (d)
 		return d;
@@ -685,13 +969,15 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 	uint64_t *fself = NULL, *ftotal = NULL, *frself = NULL, *frtotal = NULL;
 	uint32_t *stamp = NULL, *best = NULL;
 	struct func_row *rows = NULL;
-	size_t nrows = 0;
+	size_t nrows = 0, nc;
 	int rc;
 
 	if ((rc = ctx_init(&c, p, o, err)))
 		return rc;
-	fself = calloc(c.nfunc + 1, sizeof(*fself));
-	ftotal = calloc(c.nfunc + 1, sizeof(*ftotal));
+	nc = c.ncol;
+	/* fself and ftotal: per function, one count per column. */
+	fself = calloc(c.nfunc * nc + 1, sizeof(*fself));
+	ftotal = calloc(c.nfunc * nc + 1, sizeof(*ftotal));
 	stamp = calloc(c.nfunc + 1, sizeof(*stamp));
 	best = calloc(c.nfunc + 1, sizeof(*best));
 	frself = calloc(p->n_frames + 1, sizeof(*frself));
@@ -706,18 +992,20 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 	for (size_t n = 0; n < p->n_nodes; n++) {
 		uint32_t fr = p->nodes[n].frame;
 
-		frself[fr] += c.self[n];
-		frtotal[fr] += c.total[n];
-		if (!c.self[n])
+		frself[fr] += c.wself[n];
+		frtotal[fr] += c.wtotal[n];
+		if (!c.wself[n])
 			continue;
-		fself[c.fkey[fr]] += c.self[n];
+		for (size_t k = 0; k < nc; k++)
+			fself[c.fkey[fr] * nc + k] += c.self[k][n];
 		for (uint32_t a = (uint32_t)n; a != KS_NONE; a = p->nodes[a].parent) {
 			uint32_t f = c.fkey[p->nodes[a].frame];
 
 			if (stamp[f] == n + 1)
 				continue;
 			stamp[f] = (uint32_t)n + 1;
-			ftotal[f] += c.self[n];
+			for (size_t k = 0; k < nc; k++)
+				ftotal[f * nc + k] += c.self[k][n];
 		}
 	}
 	{
@@ -737,9 +1025,18 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 			goto out;
 		}
 	}
-	for (size_t f = 0; f < c.nfunc; f++)
-		if (ftotal[f])
-			rows[nrows++] = (struct func_row){ (uint32_t)f, fself[f], ftotal[f] };
+	for (size_t f = 0; f < c.nfunc; f++) {
+		struct func_row r = { .func = (uint32_t)f };
+		bool any = false;
+
+		for (size_t k = 0; k < nc; k++) {
+			r.self[k] = fself[f * nc + k];
+			r.total[k] = ftotal[f * nc + k];
+			any |= r.total[k] != 0;
+		}
+		if (any)
+			rows[nrows++] = r;
+	}
 	qsort_r(rows, nrows, sizeof(*rows), cmp_func_row, &c);
 
 	if (o->json) {
@@ -750,17 +1047,14 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 			json_t *r = json_object();
 
 			frame_json(&b, r, p, c.func_frame[rows[i].func], best[rows[i].func]);
-			jput(&b, r, "self", jint(rows[i].self));
-			jput(&b, r, "total", jint(rows[i].total));
-			jput(&b, r, "self_pct", json_real(pct(rows[i].self, c.nperiods)));
-			jput(&b, r, "total_pct", json_real(pct(rows[i].total, c.nperiods)));
+			counts_json(&b, r, &c, rows[i].self, rows[i].total);
 			jappend(&b, arr, r);
 		}
 		jput(&b, root, "functions", arr);
 		rc = dump_json(out, root, &b, err);
 	} else {
-		int wn = digits(c.nperiods) < 5 ? 5 : digits(c.nperiods);
-		int wf = 8, wl = 8;
+		int wn = digits(c.allperiods) < 5 ? 5 : digits(c.allperiods);
+		int wf = 8, wl = 8, n = 0;
 		char loc[4200];
 
 		for (size_t i = 0; i < nrows; i++) {
@@ -774,17 +1068,30 @@ int ks_report_flat(FILE *out, const struct ks_profile *p,
 				wl = (int)strlen(loc) > 60 ? 60 : (int)strlen(loc);
 		}
 		header_text(out, &c);
-		fprintf(out, "%6s %7s %*s %*s  %-*s  %-*s  %s\n", "self%", "total%",
-			wn, "self", wn, "total", wf, "function", wl, "location", "module");
+		for (unsigned k = 0; k < nc; k++) {
+			head_cell(out, &n, &c, k, "self%", 6);
+			head_cell(out, &n, &c, k, "total%", 7);
+		}
+		for (unsigned k = 0; k < nc; k++) {
+			head_cell(out, &n, &c, k, "self", wn);
+			head_cell(out, &n, &c, k, "total", wn);
+		}
+		fprintf(out, "  %-*s  %-*s  %s\n", wf, "function", wl, "location", "module");
 		for (size_t i = 0; i < nrows; i++) {
 			const struct ks_pframe *f = &p->frames[c.func_frame[rows[i].func]];
 
+			n = 0;
+			for (unsigned k = 0; k < nc; k++) {
+				pct_cell(out, &n, &c, k, "self%", 6, rows[i].self[k]);
+				pct_cell(out, &n, &c, k, "total%", 7, rows[i].total[k]);
+			}
+			for (unsigned k = 0; k < nc; k++) {
+				count_cell(out, &n, &c, k, "self", wn, rows[i].self[k]);
+				count_cell(out, &n, &c, k, "total", wn, rows[i].total[k]);
+			}
 			location(p, best[rows[i].func], loc, sizeof(loc));
-			fprintf(out, "%6.2f %7.2f %*" PRIu64 " %*" PRIu64 "  %-*s  %-*s  %s\n",
-				pct(rows[i].self, c.nperiods), pct(rows[i].total, c.nperiods),
-				wn, rows[i].self, wn, rows[i].total, wf,
-				str(p, f->function), wl, loc[0] ? loc : "-",
-				base_name(str(p, f->module)));
+			fprintf(out, "  %-*s  %-*s  %s\n", wf, str(p, f->function), wl,
+				loc[0] ? loc : "-", base_name(str(p, f->module)));
 		}
 		rc = finish_text(out, err);
 	}
@@ -811,7 +1118,7 @@ struct tree {
 	size_t n;              /* nodes */
 	uint32_t *func;        /* per node: function index */
 	uint32_t *parent;      /* per node: parent or KS_NONE */
-	uint64_t *self, *total;
+	uint64_t *self[NCOL], *total[NCOL]; /* per column, per node */
 	uint32_t *line_frame;  /* per node: frame of its hottest line */
 	uint32_t *child_at;    /* per node: first index into `child` (n + 1 entries) */
 	uint32_t *child;       /* children, sorted by total descending */
@@ -823,12 +1130,31 @@ static void tree_free(struct tree *t)
 {
 	free(t->func);
 	free(t->parent);
-	free(t->self);
-	free(t->total);
+	for (unsigned k = 0; k < NCOL; k++) {
+		free(t->self[k]);
+		free(t->total[k]);
+	}
 	free(t->line_frame);
 	free(t->child_at);
 	free(t->child);
 	free(t->roots);
+}
+
+/* Node x's counts in v (t->self or t->total), one per column. */
+static void node_counts(const struct tree *t, uint64_t *const *v, uint32_t x,
+			uint64_t out[NCOL])
+{
+	for (unsigned k = 0; k < NCOL; k++)
+		out[k] = k < t->c->ncol ? v[k][x] : 0;
+}
+
+/* Node x's largest share over the columns (top_share). */
+static double node_share(const struct tree *t, uint64_t *const *v, uint32_t x)
+{
+	uint64_t n[NCOL];
+
+	node_counts(t, v, x, n);
+	return top_share(t->c, n);
 }
 
 static int cmp_tree_node(const void *a, const void *b, void *arg)
@@ -836,12 +1162,15 @@ static int cmp_tree_node(const void *a, const void *b, void *arg)
 	const struct tree *t = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	const struct ks_profile *p = t->c->p;
+	double sx = node_share(t, t->total, x), sy = node_share(t, t->total, y);
 	int d;
 
-	if (t->total[x] != t->total[y])
-		return t->total[x] > t->total[y] ? -1 : 1;
-	if (t->self[x] != t->self[y])
-		return t->self[x] > t->self[y] ? -1 : 1;
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	sx = node_share(t, t->self, x);
+	sy = node_share(t, t->self, y);
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
 	d = strcmp(str(p, p->frames[t->c->func_frame[t->func[x]]].function),
 		   str(p, p->frames[t->c->func_frame[t->func[y]]].function));
 	return d ? d : (x > y) - (x < y);
@@ -861,12 +1190,15 @@ static int tree_build(struct tree *t, const struct rctx *c)
 	frames = malloc(cap * sizeof(*frames));
 	t->func = malloc(cap * sizeof(*t->func));
 	t->parent = malloc(cap * sizeof(*t->parent));
-	t->self = calloc(cap, sizeof(*t->self));
-	t->total = calloc(cap, sizeof(*t->total));
 	t->line_frame = malloc(cap * sizeof(*t->line_frame));
-	if (!map || !frames || !t->func || !t->parent || !t->self || !t->total ||
-	    !t->line_frame)
+	if (!map || !frames || !t->func || !t->parent || !t->line_frame)
 		goto out;
+	for (unsigned k = 0; k < c->ncol; k++) {
+		t->self[k] = calloc(cap, sizeof(*t->self[k]));
+		t->total[k] = calloc(cap, sizeof(*t->total[k]));
+		if (!t->self[k] || !t->total[k])
+			goto out;
+	}
 	/* Nodes without passing samples below them are left out; their
 	 * descendants have none either. */
 	for (size_t i = 0; i < p->n_nodes; i++) {
@@ -876,7 +1208,7 @@ static int tree_build(struct tree *t, const struct rctx *c)
 
 		map[i] = KS_NONE;
 		frames[i] = n->frame;
-		if (!c->total[i])
+		if (!c->wtotal[i])
 			continue;
 		par = n->parent == KS_NONE ? KS_NONE : map[n->parent];
 		f = c->fkey[n->frame];
@@ -889,11 +1221,13 @@ static int tree_build(struct tree *t, const struct rctx *c)
 		}
 		map[i] = id;
 		/* Merged siblings are disjoint subtrees: their totals add. */
-		t->self[id] += c->self[i];
-		t->total[id] += c->total[i];
+		for (unsigned k = 0; k < c->ncol; k++) {
+			t->self[k][id] += c->self[k][i];
+			t->total[k][id] += c->total[k][i];
+		}
 	}
 	t->n = m.n;
-	if (hottest_lines(p, p->n_nodes, map, frames, c->self, c->total, t->n,
+	if (hottest_lines(p, p->n_nodes, map, frames, c->wself, c->wtotal, t->n,
 			  t->line_frame) != 0)
 		goto out;
 
@@ -935,7 +1269,7 @@ static size_t tree_shown(const struct tree *t, const uint32_t *list, size_t n)
 {
 	size_t k = 0;
 
-	while (k < n && pct(t->total[list[k]], t->c->nperiods) >= t->c->o->min_pct)
+	while (k < n && node_share(t, t->total, list[k]) >= t->c->o->min_pct)
 		k++;
 	return k;
 }
@@ -1015,15 +1349,30 @@ static int walk_push_children(struct walk *w, uint32_t x, unsigned depth)
 			 depth);
 }
 
-/* The summed self and total of the nodes of level l below the minimum
- * share ("[N more]"). */
-static void walk_folded(const struct walk *w, const struct walk_level *l, uint64_t *self,
-			uint64_t *total)
+/* The summed self and total, per column, of the nodes of level l below
+ * the minimum share ("[N more]"). */
+static void walk_folded(const struct walk *w, const struct walk_level *l,
+			uint64_t self[NCOL], uint64_t total[NCOL])
 {
-	*self = *total = 0;
-	for (size_t i = l->shown; i < l->n; i++) {
-		*self += w->t->self[l->list[i]];
-		*total += w->t->total[l->list[i]];
+	for (unsigned k = 0; k < NCOL; k++)
+		self[k] = total[k] = 0;
+	for (unsigned k = 0; k < w->t->c->ncol; k++) {
+		for (size_t i = l->shown; i < l->n; i++) {
+			self[k] += w->t->self[k][l->list[i]];
+			total[k] += w->t->total[k][l->list[i]];
+		}
+	}
+}
+
+/* The total and self shares of a tree line, column by column. */
+static void tree_shares(FILE *out, const struct rctx *c, const uint64_t *self,
+			const uint64_t *total)
+{
+	int n = 0;
+
+	for (unsigned k = 0; k < c->ncol; k++) {
+		pct_cell(out, &n, c, k, "total%", 6, total[k]);
+		pct_cell(out, &n, c, k, "self%", 6, self[k]);
 	}
 }
 
@@ -1032,7 +1381,6 @@ static void walk_folded(const struct walk *w, const struct walk_level *l, uint64
 static int tree_print(FILE *out, const struct tree *t, struct ks_err *err)
 {
 	struct walk w = { .t = t };
-	uint64_t ns = t->c->nperiods;
 	char *label = malloc(8400);
 	int rc = -ENOMEM;
 
@@ -1044,20 +1392,23 @@ static int tree_print(FILE *out, const struct tree *t, struct ks_err *err)
 
 		if (l->i < l->shown) {
 			uint32_t x = l->list[l->i++];
+			uint64_t self[NCOL], total[NCOL];
 
 			tree_label(t, x, label, 8400);
-			fprintf(out, "%6.2f %6.2f  %*s%s\n", pct(t->total[x], ns),
-				pct(t->self[x], ns), (int)(2 * depth), "", label);
+			node_counts(t, t->self, x, self);
+			node_counts(t, t->total, x, total);
+			tree_shares(out, t->c, self, total);
+			fprintf(out, "  %*s%s\n", (int)(2 * depth), "", label);
 			if (walk_push_children(&w, x, depth + 1))
 				goto out;
 			continue;
 		}
 		if (l->shown < l->n) {
-			uint64_t mself, mtotal;
+			uint64_t mself[NCOL], mtotal[NCOL];
 
-			walk_folded(&w, l, &mself, &mtotal);
-			fprintf(out, "%6.2f %6.2f  %*s[%zu more]\n", pct(mtotal, ns),
-				pct(mself, ns), (int)(2 * depth), "", l->n - l->shown);
+			walk_folded(&w, l, mself, mtotal);
+			tree_shares(out, t->c, mself, mtotal);
+			fprintf(out, "  %*s[%zu more]\n", (int)(2 * depth), "", l->n - l->shown);
 		}
 		w.nlv--;
 	}
@@ -1102,15 +1453,14 @@ static int put_json(FILE *out, json_t *v, unsigned indent, bool open_end)
 static int put_node_head(FILE *out, const struct tree *t, uint32_t x, unsigned indent)
 {
 	const struct ks_profile *p = t->c->p;
-	uint64_t ns = t->c->nperiods;
+	uint64_t self[NCOL], total[NCOL];
 	struct jb b = { false };
 	json_t *o = json_object();
 
+	node_counts(t, t->self, x, self);
+	node_counts(t, t->total, x, total);
 	frame_json(&b, o, p, t->c->func_frame[t->func[x]], t->line_frame[x]);
-	jput(&b, o, "self", jint(t->self[x]));
-	jput(&b, o, "total", jint(t->total[x]));
-	jput(&b, o, "self_pct", json_real(pct(t->self[x], ns)));
-	jput(&b, o, "total_pct", json_real(pct(t->total[x], ns)));
+	counts_json(&b, o, t->c, self, total);
 	if (b.oom) {
 		json_decref(o);
 		return -ENOMEM;
@@ -1122,7 +1472,7 @@ static int put_node_head(FILE *out, const struct tree *t, uint32_t x, unsigned i
 static int put_more(FILE *out, const struct walk *w, const struct walk_level *l,
 		    unsigned indent)
 {
-	uint64_t ns = w->t->c->nperiods, mself, mtotal;
+	uint64_t mself[NCOL], mtotal[NCOL];
 	struct jb b = { false };
 	json_t *m;
 
@@ -1130,13 +1480,10 @@ static int put_more(FILE *out, const struct walk *w, const struct walk_level *l,
 		fputs("null", out);
 		return 0;
 	}
-	walk_folded(w, l, &mself, &mtotal);
+	walk_folded(w, l, mself, mtotal);
 	m = json_object();
 	jput(&b, m, "nodes", jint(l->n - l->shown));
-	jput(&b, m, "self", jint(mself));
-	jput(&b, m, "total", jint(mtotal));
-	jput(&b, m, "self_pct", json_real(pct(mself, ns)));
-	jput(&b, m, "total_pct", json_real(pct(mtotal, ns)));
+	counts_json(&b, m, w->t->c, mself, mtotal);
 	if (b.oom) {
 		json_decref(m);
 		return -ENOMEM;
@@ -1220,8 +1567,14 @@ int ks_report_tree(FILE *out, const struct ks_profile *p,
 	if (o->json) {
 		rc = tree_json(out, &c, &t, err);
 	} else {
+		int n = 0;
+
 		header_text(out, &c);
-		fprintf(out, "%6s %6s  %s\n", "total%", "self%", "function");
+		for (unsigned k = 0; k < c.ncol; k++) {
+			head_cell(out, &n, &c, k, "total%", 6);
+			head_cell(out, &n, &c, k, "self%", 6);
+		}
+		fprintf(out, "  %s\n", "function");
 		rc = tree_print(out, &t, err);
 	}
 out:
@@ -1239,7 +1592,8 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 {
 	struct rctx c;
 	bool ranks = false;
-	int wname = 4, wn;
+	int wname = 4, wn, n;
+	char key[32];
 	int rc;
 
 	if ((rc = ctx_init(&c, p, o, err)))
@@ -1273,8 +1627,12 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 							  : json_null());
 			jput(&b, r, "name", ks_json_text(str(p, th->name)));
 			jput(&b, r, "samples", jint(c.tsamples[i]));
-			jput(&b, r, "periods", jint(c.tperiods[i]));
-			jput(&b, r, "share_pct", json_real(pct(c.tperiods[i], c.nperiods)));
+			for (unsigned k = 0; k < c.ncol; k++) {
+				jput(&b, r, col_name(&c, k, "periods", '_', key, sizeof(key)),
+				     jint(c.tperiods[k][i]));
+				jput(&b, r, col_name(&c, k, "share_pct", '_', key, sizeof(key)),
+				     json_real(pct(c.tperiods[k][i], c.nperiods[k])));
+			}
 			jput(&b, r, "cpu_s", json_real((double)th->cpu_ns / 1e9));
 			jput(&b, r, "wall_s", json_real(th->end > th->start ?
 				(double)(th->end - th->start) / 1e9 : 0.0));
@@ -1287,8 +1645,11 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 		fprintf(out, "%5s %8s %8s", "index", "tid", "pid");
 		if (ranks)
 			fprintf(out, " %5s", "rank");
-		fprintf(out, "  %-*s %*s %7s %10s %10s\n", wname, "name", wn, "samples",
-			"share%", "cpu_s", "wall_s");
+		fprintf(out, "  %-*s %*s", wname, "name", wn, "samples");
+		n = 1;
+		for (unsigned k = 0; k < c.ncol; k++)
+			head_cell(out, &n, &c, k, "share%", 7);
+		fprintf(out, " %10s %10s\n", "cpu_s", "wall_s");
 		for (size_t i = 0; i < p->n_threads; i++) {
 			const struct ks_pthread *th = &p->threads[i];
 			const struct ks_pprocess *pr = &p->processes[th->process];
@@ -1301,9 +1662,12 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
 				fprintf(out, " %5" PRId32, pr->rank);
 			else if (ranks)
 				fprintf(out, " %5s", "-");
-			fprintf(out, "  %-*s %*" PRIu64 " %7.2f %10.3f %10.3f\n", wname,
-				name[0] ? name : "-", wn, c.tsamples[i],
-				pct(c.tperiods[i], c.nperiods), (double)th->cpu_ns / 1e9,
+			fprintf(out, "  %-*s %*" PRIu64, wname, name[0] ? name : "-", wn,
+				c.tsamples[i]);
+			n = 1;
+			for (unsigned k = 0; k < c.ncol; k++)
+				pct_cell(out, &n, &c, k, "share%", 7, c.tperiods[k][i]);
+			fprintf(out, " %10.3f %10.3f\n", (double)th->cpu_ns / 1e9,
 				th->end > th->start ? (double)(th->end - th->start) / 1e9 : 0.0);
 		}
 		rc = finish_text(out, err);
@@ -1321,11 +1685,14 @@ int ks_report_threads(FILE *out, const struct ks_profile *p,
  * this sample's innermost frame: the statistical attribution of every
  * sampling profiler, true on average for a function that runs often
  * enough to be sampled.  A total below the previous one (a counter the
- * runtime lost, which then reads 0) gives 0. */
+ * runtime lost, which then reads 0) gives 0.  With a clock filter, only
+ * that timer's samples are in the sequence, so the events go to where
+ * that timer's samples found the thread (for the CPU-time timer: where it
+ * ran). */
 
 struct crow {
 	uint32_t key;          /* function index, or line index */
-	uint64_t self;         /* periods of the samples that end in it */
+	const uint64_t *self;  /* per column: periods of the samples that end in it */
 	uint64_t *v;           /* nc values */
 };
 
@@ -1348,8 +1715,8 @@ static int cmp_crow(const void *a, const void *b, void *arg)
 
 	if (x->v[cc->order] != y->v[cc->order])
 		return x->v[cc->order] > y->v[cc->order] ? -1 : 1;
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
+	if (top_share(cc->c, x->self) != top_share(cc->c, y->self))
+		return top_share(cc->c, x->self) > top_share(cc->c, y->self) ? -1 : 1;
 	fx = cc->lines ? cc->line_frame[x->key] : cc->c->func_frame[x->key];
 	fy = cc->lines ? cc->line_frame[y->key] : cc->c->func_frame[y->key];
 	d = strcmp(str(p, p->frames[fx].function), str(p, p->frames[fy].function));
@@ -1406,6 +1773,30 @@ static json_t *crow_values_json(struct jb *b, const struct ks_profile *p,
 	return o;
 }
 
+/* The headings of the self columns, each followed by two spaces as the
+ * counters' are. */
+static void crow_self_head(FILE *out, const struct rctx *c, int wn)
+{
+	char buf[32];
+
+	for (unsigned k = 0; k < c->ncol; k++) {
+		const char *name = col_name(c, k, "self", ' ', buf, sizeof(buf));
+
+		fprintf(out, "%*s  ", wn > (int)strlen(name) ? wn : (int)strlen(name), name);
+	}
+}
+
+static void crow_self_text(FILE *out, const struct rctx *c, const struct crow *r, int wn)
+{
+	char buf[32];
+
+	for (unsigned k = 0; k < c->ncol; k++) {
+		int len = (int)strlen(col_name(c, k, "self", ' ', buf, sizeof(buf)));
+
+		fprintf(out, "%*" PRIu64 "  ", wn > len ? wn : len, r->self[k]);
+	}
+}
+
 static void crow_values_text(FILE *out, const struct ks_profile *p, const struct crow *r,
 			     size_t nc, const int *w)
 {
@@ -1426,9 +1817,9 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 {
 	struct rctx c;
 	struct cctx cc = { 0 };
-	size_t nc = p->n_counter_names, nlines = 0, nfrows = 0, nlrows = 0;
+	size_t nc = p->n_counter_names, nlines = 0, nfrows = 0, nlrows = 0, ncol;
 	uint64_t *prev = NULL, *frval = NULL, *frself = NULL, *fval = NULL, *lval = NULL;
-	uint64_t *fself = NULL, *lself = NULL, *tot = NULL;
+	uint64_t *frcself = NULL, *fself = NULL, *lself = NULL, *tot = NULL;
 	uint32_t *line_of = NULL, *line_frame = NULL, *best = NULL, *frame_ids = NULL;
 	uint64_t *frtotal = NULL;
 	struct crow *frows = NULL, *lrows = NULL;
@@ -1449,24 +1840,28 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 		return rc;
 	if ((rc = ks_report_select(p, o, &pass, err)))
 		goto out_ctx;
+	/* frcself, fself and lself: per frame, function or line, one count
+	 * per column; frself and frtotal over all columns. */
+	ncol = c.ncol;
 	prev = calloc(p->n_threads * nc + 1, sizeof(*prev));
 	frval = calloc(p->n_frames * nc + 1, sizeof(*frval));
 	frself = calloc(p->n_frames + 1, sizeof(*frself));
 	frtotal = calloc(p->n_frames + 1, sizeof(*frtotal));
+	frcself = calloc(p->n_frames * ncol + 1, sizeof(*frcself));
 	fval = calloc(c.nfunc * nc + 1, sizeof(*fval));
-	fself = calloc(c.nfunc + 1, sizeof(*fself));
+	fself = calloc(c.nfunc * ncol + 1, sizeof(*fself));
 	line_of = malloc((p->n_frames + 1) * sizeof(*line_of));
 	line_frame = malloc((p->n_frames + 1) * sizeof(*line_frame));
 	best = calloc(c.nfunc + 1, sizeof(*best));
 	frame_ids = malloc((p->n_frames + 1) * sizeof(*frame_ids));
 	tot = calloc(nc, sizeof(*tot));
-	if (!prev || !frval || !frself || !frtotal || !fval || !fself || !line_of ||
-	    !line_frame || !best || !frame_ids || !tot)
+	if (!prev || !frval || !frself || !frtotal || !frcself || !fval || !fself ||
+	    !line_of || !line_frame || !best || !frame_ids || !tot)
 		goto oom;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct ks_psample *s = &p->samples[i];
 
-		if (s->counters == KS_NONE)
+		if (s->counters == KS_NONE || !clock_admits(o->clock, s->clock))
 			continue;
 		for (size_t k = 0; k < nc; k++) {
 			size_t at = (size_t)s->counters + k;
@@ -1483,8 +1878,12 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 		}
 	}
 	for (size_t n = 0; n < p->n_nodes; n++) {
-		frself[p->nodes[n].frame] += c.self[n];
-		frtotal[p->nodes[n].frame] += c.total[n];
+		uint32_t fr = p->nodes[n].frame;
+
+		frself[fr] += c.wself[n];
+		frtotal[fr] += c.wtotal[n];
+		for (size_t k = 0; k < ncol; k++)
+			frcself[fr * ncol + k] += c.self[k][n];
 	}
 	/* Functions, and lines: frames with a file, by function, file, line. */
 	for (size_t fr = 0; fr < p->n_frames; fr++) {
@@ -1492,7 +1891,8 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 		uint32_t fn = c.fkey[fr];
 
 		frame_ids[fr] = (uint32_t)fr;
-		fself[fn] += frself[fr];
+		for (size_t k = 0; k < ncol; k++)
+			fself[fn * ncol + k] += frcself[fr * ncol + k];
 		for (size_t k = 0; k < nc; k++)
 			fval[(size_t)fn * nc + k] += frval[fr * nc + k];
 		line_of[fr] = KS_NONE;
@@ -1509,7 +1909,7 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 	}
 	nlines = lm.n;
 	lval = calloc(nlines * nc + 1, sizeof(*lval));
-	lself = calloc(nlines + 1, sizeof(*lself));
+	lself = calloc(nlines * ncol + 1, sizeof(*lself));
 	frows = calloc(c.nfunc + 1, sizeof(*frows));
 	lrows = calloc(nlines + 1, sizeof(*lrows));
 	if (!lval || !lself || !frows || !lrows)
@@ -1517,7 +1917,8 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 	for (size_t fr = 0; fr < p->n_frames; fr++) {
 		if (line_of[fr] == KS_NONE)
 			continue;
-		lself[line_of[fr]] += frself[fr];
+		for (size_t k = 0; k < ncol; k++)
+			lself[(size_t)line_of[fr] * ncol + k] += frcself[fr * ncol + k];
 		for (size_t k = 0; k < nc; k++)
 			lval[(size_t)line_of[fr] * nc + k] += frval[fr * nc + k];
 	}
@@ -1542,20 +1943,26 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 	}
 	/* Rows: what the samples found running, or what counted events. */
 	for (size_t f = 0; f < c.nfunc; f++) {
-		bool any = fself[f] != 0;
+		bool any = false;
 
+		for (size_t k = 0; k < ncol; k++)
+			any |= fself[f * ncol + k] != 0;
 		for (size_t k = 0; k < nc; k++)
 			any |= fval[f * nc + k] != 0;
 		if (any)
-			frows[nfrows++] = (struct crow){ (uint32_t)f, fself[f], &fval[f * nc] };
+			frows[nfrows++] = (struct crow){ (uint32_t)f, &fself[f * ncol],
+							 &fval[f * nc] };
 	}
 	for (size_t l = 0; l < nlines; l++) {
-		bool any = lself[l] != 0;
+		bool any = false;
 
+		for (size_t k = 0; k < ncol; k++)
+			any |= lself[l * ncol + k] != 0;
 		for (size_t k = 0; k < nc; k++)
 			any |= lval[l * nc + k] != 0;
 		if (any)
-			lrows[nlrows++] = (struct crow){ (uint32_t)l, lself[l], &lval[l * nc] };
+			lrows[nlrows++] = (struct crow){ (uint32_t)l, &lself[l * ncol],
+							 &lval[l * nc] };
 	}
 	cc.lines = false;
 	qsort_r(frows, nfrows, sizeof(*frows), cmp_crow, &cc);
@@ -1566,7 +1973,8 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 		struct jb b = { false };
 		json_t *root = header_json(&b, &c, "counters"), *names = json_array();
 		json_t *funcs = json_array(), *lines = json_array();
-		struct crow totrow = { 0, c.nperiods, tot };
+		struct crow totrow = { .self = c.nperiods, .v = tot };
+		char key[32];
 
 		for (size_t k = 0; k < nc; k++) {
 			json_t *n = json_object();
@@ -1585,7 +1993,9 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 			json_t *r = json_object();
 
 			frame_json(&b, r, p, c.func_frame[frows[i].key], best[frows[i].key]);
-			jput(&b, r, "self", jint(frows[i].self));
+			for (unsigned k = 0; k < ncol; k++)
+				jput(&b, r, col_name(&c, k, "self", '_', key, sizeof(key)),
+				     jint(frows[i].self[k]));
 			jput(&b, r, "counters", crow_values_json(&b, p, &frows[i], nc));
 			jappend(&b, funcs, r);
 		}
@@ -1594,14 +2004,16 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 			json_t *r = json_object();
 
 			frame_json(&b, r, p, line_frame[lrows[i].key], line_frame[lrows[i].key]);
-			jput(&b, r, "self", jint(lrows[i].self));
+			for (unsigned k = 0; k < ncol; k++)
+				jput(&b, r, col_name(&c, k, "self", '_', key, sizeof(key)),
+				     jint(lrows[i].self[k]));
 			jput(&b, r, "counters", crow_values_json(&b, p, &lrows[i], nc));
 			jappend(&b, lines, r);
 		}
 		jput(&b, root, "lines", lines);
 		rc = dump_json(out, root, &b, err);
 	} else {
-		int wn = digits(c.nperiods) < 5 ? 5 : digits(c.nperiods);
+		int wn = digits(c.allperiods) < 5 ? 5 : digits(c.allperiods);
 		char loc[4200];
 
 		header_text(out, &c);
@@ -1626,14 +2038,15 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 			counter_name(p, k, name, sizeof(name), &note);
 			fprintf(out, "%*s  ", w[k], name);
 		}
-		fprintf(out, "%*s  %s  %s  %s\n", wn, "self", "function", "location", "module");
+		crow_self_head(out, &c, wn);
+		fprintf(out, "%s  %s  %s\n", "function", "location", "module");
 		for (size_t i = 0; i < nfrows; i++) {
 			const struct ks_pframe *f = &p->frames[c.func_frame[frows[i].key]];
 
 			location(p, best[frows[i].key], loc, sizeof(loc));
 			crow_values_text(out, p, &frows[i], nc, w);
-			fprintf(out, "%*" PRIu64 "  %s  %s  %s\n", wn, frows[i].self,
-				str(p, f->function), loc[0] ? loc : "-",
+			crow_self_text(out, &c, &frows[i], wn);
+			fprintf(out, "%s  %s  %s\n", str(p, f->function), loc[0] ? loc : "-",
 				base_name(str(p, f->module)));
 		}
 		fprintf(out, "\nBy line:\n");
@@ -1644,14 +2057,15 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 			counter_name(p, k, name, sizeof(name), &note);
 			fprintf(out, "%*s  ", w[k], name);
 		}
-		fprintf(out, "%*s  %s  %s\n", wn, "self", "location", "function");
+		crow_self_head(out, &c, wn);
+		fprintf(out, "%s  %s\n", "location", "function");
 		for (size_t i = 0; i < nlrows; i++) {
 			const struct ks_pframe *f = &p->frames[line_frame[lrows[i].key]];
 
 			location(p, line_frame[lrows[i].key], loc, sizeof(loc));
 			crow_values_text(out, p, &lrows[i], nc, w);
-			fprintf(out, "%*" PRIu64 "  %s  %s\n", wn, lrows[i].self, loc,
-				str(p, f->function));
+			crow_self_text(out, &c, &lrows[i], wn);
+			fprintf(out, "%s  %s\n", loc, str(p, f->function));
 		}
 		rc = finish_text(out, err);
 	}
@@ -1664,6 +2078,7 @@ out:
 	free(frval);
 	free(frself);
 	free(frtotal);
+	free(frcself);
 	free(fval);
 	free(fself);
 	free(lval);

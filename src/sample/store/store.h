@@ -30,13 +30,35 @@ int ks_run_write_outputs(struct ks_rundir *rd, const struct ks_profile *p, bool 
 /* Removes <run>/raw/ and its files after the deliverables are written. */
 void ks_run_remove_raw(struct ks_rundir *rd);
 
+/* Which timer's samples a report counts.  With KS_REPORT_CLOCK_ALL (the
+ * zero value) on a profile with samples of both timers, the flat, tree,
+ * threads and counters reports show the two side by side, each as shares
+ * of its own timer's periods: a CPU-time and a wall-clock period are not
+ * the same thing, so they are never added into one share. */
+enum ks_report_clock {
+	KS_REPORT_CLOCK_ALL,   /* every sample; side by side if both timers ran */
+	KS_REPORT_CLOCK_CPU,   /* only the CPU-time sampler's */
+	KS_REPORT_CLOCK_REAL,  /* only the real-time (wall-clock) sampler's */
+};
+
+/* The names of enum ks_report_clock, in its order, NULL-terminated:
+ * `kscope report --clock` and kscope view's clock parameter take them. */
+extern const char *const ks_report_clock_names[];
+
 struct ks_report_opts {
 	bool json;             /* JSON instead of text */
 	uint32_t thread;       /* only this thread (index), or KS_NONE */
 	const char *region;    /* only samples inside this region name, or NULL */
 	double min_pct;        /* tree: hide nodes below this share of all samples */
 	unsigned max_depth;    /* tree: 0 = unlimited */
+	enum ks_report_clock clock; /* only this timer's samples */
 };
+
+/* Whether p has samples of the timer clock names: 0, or -ENOENT with err
+ * saying which samples p has and which values are accepted instead.
+ * KS_REPORT_CLOCK_ALL is always accepted. */
+int ks_report_check_clock(const struct ks_profile *p, enum ks_report_clock clock,
+			  struct ks_err *err);
 
 /* Functions by self and total share.  Text: one row a function with
  * self%, total%, samples, function, file:line, module. */
@@ -57,7 +79,7 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 		       const struct ks_report_opts *o, struct ks_err *err);
 
 /* The exports (export.c): every call stack of the samples that pass o's
- * thread and region filters (o's other fields are not used).  Folded
+ * thread, region and clock filters (o's other fields are not used).  Folded
  * stacks (text), pprof's profile.proto (gzip-compressed binary) and
  * speedscope's JSON.  -ENOENT for a region the profile does not have. */
 int ks_export_folded(FILE *out, const struct ks_profile *p,

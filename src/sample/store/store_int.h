@@ -24,7 +24,8 @@ int ks_store_check_profile(const struct ks_profile *p, struct ks_err *err);
 
 /* The filters of the reports (report.c), for the exports (export.c):
  * *pass (malloc'd for the caller, n_samples entries) tells which samples
- * count under o->thread and o->region, as the reports count them.  Checks
+ * count under o->thread, o->region and o->clock, as the reports count
+ * them (KS_REPORT_CLOCK_ALL passes the samples of every timer).  Checks
  * the profile first; -ENOENT for a region the profile does not have,
  * -EINVAL for a bad profile or thread, -ENOMEM. */
 int ks_report_select(const struct ks_profile *p, const struct ks_report_opts *o,

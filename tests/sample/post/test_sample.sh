@@ -60,12 +60,15 @@ split)
 import json, sys
 d = json.load(open(sys.argv[1]))
 f = {x["function"]: x for x in d["functions"]}
-h, l = f["heavy"]["total"], f["light"]["total"]
+# Both samplers ran, so the counts come per timer (cpu_*, wall_*); this
+# compute-bound program splits each 3:1, and their periods add up here.
+h = f["heavy"]["cpu_total"] + f["heavy"]["wall_total"]
+l = f["light"]["cpu_total"] + f["light"]["wall_total"]
 share = 100.0 * h / (h + l)
 print("heavy share of heavy+light: %.1f%% (%d samples)" % (share, h + l))
 assert abs(share - 75.0) <= 3.0, share
 assert (f["spin"]["file"] or "").endswith("cpu_split.c"), f["spin"]
-assert f["spin"]["self_pct"] > 80, f["spin"]
+assert f["spin"]["cpu_self_pct"] > 80 and f["spin"]["wall_self_pct"] > 80, f["spin"]
 assert d["samples"] >= 2000, d["samples"]
 PY
 	# The call tree has the path main -> heavy -> spin.
@@ -211,6 +214,11 @@ many_threads)
 	slowed=$(sql "SELECT value FROM meta WHERE key = 'realtime_slowed_samples'")
 	most=$(sql "SELECT value FROM meta WHERE key = 'realtime_slowed_max_periods'")
 	[[ $slowed -ge 100 && $most -ge 40 ]] || fail "meta: $slowed slowed samples, at most $most periods"
+	# The reports' headers say so too, not that the signals came late.
+	"$KSCOPE" report "$RUN" | head -1 | grep -q "the sampler slowed down to keep to 4000 samples a second, so a sample stands for up to $most periods" ||
+		fail "report header: $("$KSCOPE" report "$RUN" | head -1)"
+	[[ $("$KSCOPE" report "$RUN" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["timers"]["wall"]["slowed_max_periods"])') == "$most" ]] ||
+		fail "JSON timers.wall.slowed_max_periods"
 	;;
 short_threads)
 	# 3000 threads of 0.9 ms of CPU each, sampled at 1000 Hz: every one
@@ -515,6 +523,23 @@ PY
 	"$KSCOPE" report deep.db --format folded >folded.txt
 	grep -qx "$(printf 'deep;%.0s' $(seq 4999))deep 1" folded.txt ||
 		fail "the folded stack of the deep path is missing"
+	# The viewer's Profile page gets the tree cut at 400 levels, and
+	# says where (jansson, which the viewer parses with, nests at most
+	# 2048 values: the whole path could not load at all).
+	python3 - "$(cd "$(dirname "$0")/../../view" && pwd)" "$KSCOPE" deep.db <<'PY' || fail "the viewer's deep tree"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/..")
+from viewer import Viewer
+with Viewer(sys.argv[2], sys.argv[3]) as v:
+    tree = v.ok("profile", "profile/tree", {"minPct": 0})
+    depth, node = 0, {"children": tree["roots"]}
+    while node["children"]:
+        node = max(node["children"], key=lambda n: n["total"] if n["function"] == "deep" else -1)
+        depth += node["function"] == "deep"
+    assert tree["max_depth"] == 400, tree["max_depth"]
+    assert depth == 400, depth
+PY
 	# --depth still cuts the deep path.
 	[[ $("$KSCOPE" report deep.db --tree --min-pct 0 --depth 3 --format json |
 	     python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)).count("\"deep\""))') == 3 ]] ||

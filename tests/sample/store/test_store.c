@@ -1370,9 +1370,9 @@ static void test_header_words(void **state)
 		"3 real-time periods of 3.33 ms (1 period ended while a timer signal "
 		"was pending and is counted with the call stack taken when it "
 		"arrived), 2 threads, 3 samples dropped by the runtime (not counted)\n"
-		"index      tid      pid  name   samples  share%      cpu_s     wall_s\n"
-		"    0     1000     1000  main        42   50.00      3.500      4.000\n"
-		"    1     1001     1000  worker      41   50.00      1.250      2.000\n");
+		"index      tid      pid  name   samples cpu share% wall share%      cpu_s     wall_s\n"
+		"    0     1000     1000  main        42      48.35      100.00      3.500      4.000\n"
+		"    1     1001     1000  worker      41      51.65        0.00      1.250      2.000\n");
 	/* The store keeps what the header is made of. */
 	snprintf(path1, sizeof(path1), "%s/h.db", dir);
 	assert_int_equal(ks_store_write(&p, path1, &e), 0);
@@ -1383,6 +1383,215 @@ static void test_header_words(void **state)
 	ks_profile_free(&p);
 	ks_test_rmtree(dir);
 	free(dir);
+}
+
+/* The basic profile with wall-clock samples too: thread 0 waits in
+ * wait() for 45 real-time periods and runs work_a inside region solve
+ * for 20; thread 1 runs work_b for 10, with counters.  And one sample of
+ * a timer of unknown kind (a database edited by hand). */
+static void build_two_clocks(struct ks_profile *p)
+{
+	uint32_t main10, main11, solve, a12, wait, ts_fr, b7;
+	uint64_t ts = 1000000000;
+	size_t first;
+
+	build_basic(p);
+	main10 = frame(p, "main", "/src/main.c", 10, "/usr/bin/prog", 0x1010);
+	main11 = frame(p, "main", "/src/main.c", 11, "/usr/bin/prog", 0x1020);
+	solve = frame(p, "solve", NULL, 0, "[region]", 0);
+	a12 = frame(p, "work_a", "/src/a.c", 12, "/usr/bin/prog", 0x2000);
+	wait = frame(p, "wait", "/src/w.c", 3, "/usr/bin/prog", 0x4000);
+	ts_fr = frame(p, "thread_start", "pthread_create.c", 442,
+		      "/lib/x86_64-linux-gnu/libc.so.6", 0x8f00);
+	b7 = frame(p, "work_b", "/src/b.c", 7, "/usr/bin/prog", 0x3000);
+	first = p->n_samples;
+	add_samples(p, 0, path(p, main11, wait, KS_NONE), 45, &ts, false);
+	add_samples(p, 0, path(p, main10, solve, a12, KS_NONE), 20, &ts, false);
+	add_samples(p, 1, path(p, ts_fr, b7, KS_NONE), 10, &ts, true);
+	for (size_t i = first; i < p->n_samples; i++)
+		p->samples[i].clock = KS_RAW_CLOCK_REAL;
+	add_samples(p, 1, path(p, ts_fr, b7, KS_NONE), 1, &ts, false);
+	p->samples[p->n_samples - 1].clock = 7;
+	p->realtime_freq = 100;
+}
+
+/* The last running total of counter k among thread 1's samples of timer
+ * clock (any timer with clock < 0): what the counters report sums to
+ * when the deltas are taken between that timer's samples. */
+static uint64_t last_counter(const struct ks_profile *p, int clock, size_t k)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct ks_psample *s = &p->samples[i];
+
+		if (s->thread == 1 && s->counters != KS_NONE && (clock < 0 || s->clock == clock))
+			v = p->counter_values[s->counters + k];
+	}
+	return v;
+}
+
+/* CPU-time and wall-clock samples are never added into one share: with
+ * --clock cpu or real a report counts one timer's samples, and without
+ * a clock filter a profile with both gets both side by side, each a share
+ * of its own timer's periods, in text and JSON. */
+static void test_clock_columns(void **state)
+{
+	struct ks_report_opts o = opts();
+	struct ks_profile p;
+	struct ks_err e;
+	json_t *j, *f, *r, *t;
+
+	(void)state;
+	build_two_clocks(&p);
+	/* One timer: the CPU-time report is the basic profile's. */
+	o.clock = KS_REPORT_CLOCK_CPU;
+	assert_report(ks_report_flat, &p, &o,
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted); only the CPU-time "
+		"samples\n"
+		" self%  total%  self total  function      location              module\n"
+		" 75.00   75.00    60    60  work_a        a.c:12                prog\n"
+		" 25.00   25.00    20    20  work_b        b.c:7                 prog\n"
+		"  0.00   50.00     0    40  main          main.c:10             prog\n"
+		"  0.00   50.00     0    40  thread_start  pthread_create.c:442  libc.so.6\n"
+		"  0.00   37.50     0    30  solve         -                     [region]\n"
+		"  0.00   12.50     0    10  inner         -                     [region]\n");
+	o.clock = KS_REPORT_CLOCK_REAL;
+	assert_report(ks_report_flat, &p, &o,
+		"75 call stacks sampled from 75 real-time periods of 10 ms, 2 threads, "
+		"3 samples dropped by the runtime (not counted); only the real-time "
+		"(wall-clock) samples\n"
+		" self%  total%  self total  function      location              module\n"
+		" 60.00   60.00    45    45  wait          w.c:3                 prog\n"
+		" 26.67   26.67    20    20  work_a        a.c:12                prog\n"
+		" 13.33   13.33    10    10  work_b        b.c:7                 prog\n"
+		"  0.00   86.67     0    65  main          main.c:11             prog\n"
+		"  0.00   26.67     0    20  solve         -                     [region]\n"
+		"  0.00   13.33     0    10  thread_start  pthread_create.c:442  libc.so.6\n");
+	/* Both: side by side, ordered by the larger share; the sample of an
+	 * unknown timer is in neither column, and the header says so. */
+	o.clock = KS_REPORT_CLOCK_ALL;
+	assert_report(ks_report_flat, &p, &o,
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms and 75 from "
+		"75 real-time periods of 10 ms, 2 threads, 3 samples dropped by the "
+		"runtime (not counted), 1 sample of a timer of unknown kind (not "
+		"counted: it is neither CPU time nor wall-clock time)\n"
+		"cpu self% cpu total% wall self% wall total% cpu self cpu total wall self "
+		"wall total  function      location              module\n"
+		"    75.00      75.00      26.67       26.67       60        60        20"
+		"         20  work_a        a.c:12                prog\n"
+		"     0.00       0.00      60.00       60.00        0         0        45"
+		"         45  wait          w.c:3                 prog\n"
+		"    25.00      25.00      13.33       13.33       20        20        10"
+		"         10  work_b        b.c:7                 prog\n"
+		"     0.00      50.00       0.00       86.67        0        40         0"
+		"         65  main          main.c:11             prog\n"
+		"     0.00      50.00       0.00       13.33        0        40         0"
+		"         10  thread_start  pthread_create.c:442  libc.so.6\n"
+		"     0.00      37.50       0.00       26.67        0        30         0"
+		"         20  solve         -                     [region]\n"
+		"     0.00      12.50       0.00        0.00        0        10         0"
+		"          0  inner         -                     [region]\n");
+	o.min_pct = 20;
+	assert_report(ks_report_tree, &p, &o,
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms and 75 from "
+		"75 real-time periods of 10 ms, 2 threads, 3 samples dropped by the "
+		"runtime (not counted), 1 sample of a timer of unknown kind (not "
+		"counted: it is neither CPU time nor wall-clock time)\n"
+		"cpu total% cpu self% wall total% wall self%  function\n"
+		"     50.00      0.00       86.67       0.00  main (main.c:11)\n"
+		"      0.00      0.00       60.00      60.00    wait (w.c:3)\n"
+		"     37.50      0.00       26.67       0.00    solve [region]\n"
+		"     25.00     25.00       26.67      26.67      work_a (a.c:12)\n"
+		"     12.50      0.00        0.00       0.00      [1 more]\n"
+		"     12.50     12.50        0.00       0.00    [1 more]\n"
+		"     50.00      0.00       13.33       0.00  thread_start (pthread_create.c:442)\n"
+		"     37.50     37.50        0.00       0.00    work_a (a.c:12)\n"
+		"     12.50     12.50       13.33      13.33    [1 more]\n");
+	o.min_pct = 0;
+	assert_report(ks_report_threads, &p, &o,
+		"80 call stacks sampled from 80 CPU-time periods of 1 ms and 75 from "
+		"75 real-time periods of 10 ms, 2 threads, 3 samples dropped by the "
+		"runtime (not counted), 1 sample of a timer of unknown kind (not "
+		"counted: it is neither CPU time nor wall-clock time)\n"
+		"index      tid      pid  name   samples cpu share% wall share%      cpu_s     wall_s\n"
+		"    0     1000     1000  main       105      50.00       86.67      3.500      4.000\n"
+		"    1     1001     1000  worker      50      50.00       13.33      1.250      2.000\n");
+
+	/* JSON: the counts per timer, and the header's account per timer. */
+	j = report_json(ks_report_flat, &p, o);
+	assert_true(json_is_true(get(j, "by_clock")));
+	assert_string_equal(json_string_value(get(get(j, "filter"), "clock")), "all");
+	assert_int_equal(json_integer_value(get(j, "samples")), 155);
+	assert_int_equal(json_integer_value(get(j, "unknown_timer_samples")), 1);
+	assert_int_equal(json_integer_value(get(j, "counters_recorded")), 2);
+	t = get(j, "timers");
+	assert_int_equal(json_integer_value(get(get(t, "cpu"), "periods")), 80);
+	assert_int_equal(json_integer_value(get(get(t, "wall"), "stacks")), 75);
+	assert_null(json_object_get(t, "unknown"));
+	f = get(j, "functions");
+	r = json_array_get(f, 0);
+	assert_string_equal(json_string_value(get(r, "function")), "work_a");
+	assert_int_equal(json_integer_value(get(r, "cpu_self")), 60);
+	assert_int_equal(json_integer_value(get(r, "wall_self")), 20);
+	assert_true(json_real_value(get(r, "cpu_self_pct")) == 75.0);
+	assert_true(fabs(json_real_value(get(r, "wall_total_pct")) - 100.0 * 20 / 75) < 1e-9);
+	assert_null(json_object_get(r, "self"));
+	assert_null(json_object_get(r, "self_pct"));
+	json_decref(j);
+	o.clock = KS_REPORT_CLOCK_REAL;
+	j = report_json(ks_report_flat, &p, o);
+	assert_true(json_is_false(get(j, "by_clock")));
+	assert_string_equal(json_string_value(get(get(j, "filter"), "clock")), "real");
+	assert_int_equal(json_integer_value(get(j, "periods")), 75);
+	assert_int_equal(json_integer_value(get(get(get(j, "timers"), "cpu"), "periods")), 0);
+	r = json_array_get(get(j, "functions"), 0);
+	assert_string_equal(json_string_value(get(r, "function")), "wait");
+	assert_true(json_real_value(get(r, "self_pct")) == 60.0);
+	assert_null(json_object_get(r, "wall_self"));
+	json_decref(j);
+
+	/* Counters: the events between one timer's samples, or between any
+	 * two samples without a filter; the self periods per timer. */
+	for (int clock = -1; clock <= KS_RAW_CLOCK_REAL; clock++) {
+		o.clock = clock < 0 ? KS_REPORT_CLOCK_ALL : clock == KS_RAW_CLOCK_CPU
+			  ? KS_REPORT_CLOCK_CPU : KS_REPORT_CLOCK_REAL;
+		j = report_json(ks_report_counters, &p, o);
+		assert_int_equal(json_integer_value(get(get(j, "totals"), "cycles")),
+				 last_counter(&p, clock, 0));
+		/* Thread 1's real-time samples start 0.9 s after its last
+		 * CPU-time one: that gap's events go to work_b unless only the
+		 * CPU-time samples count. */
+		r = json_array_get(get(j, "functions"), 0);
+		assert_string_equal(json_string_value(get(r, "function")),
+				    clock == KS_RAW_CLOCK_CPU ? "work_a" : "work_b");
+		if (clock < 0) {
+			assert_int_equal(json_integer_value(get(r, "cpu_self")), 20);
+			assert_int_equal(json_integer_value(get(r, "wall_self")), 10);
+		} else {
+			assert_int_equal(json_integer_value(get(r, "self")), clock ? 10 : 60);
+		}
+		json_decref(j);
+	}
+
+	/* A timer the profile has no samples of is refused, saying what it
+	 * has. */
+	assert_int_equal(ks_report_check_clock(&p, KS_REPORT_CLOCK_REAL, &e), 0);
+	ks_profile_free(&p);
+	build_basic(&p);
+	assert_int_equal(ks_report_check_clock(&p, KS_REPORT_CLOCK_CPU, &e), 0);
+	assert_int_equal(ks_report_check_clock(&p, KS_REPORT_CLOCK_ALL, &e), 0);
+	assert_int_equal(ks_report_check_clock(&p, KS_REPORT_CLOCK_REAL, &e), -ENOENT);
+	assert_string_equal(e.msg, "the profile has no wall-clock (real-time) samples: "
+			    "it has only 80 CPU-time samples (kscope sample --samplers "
+			    "chooses the samplers); accepted: cpu or all");
+	p.n_samples = 0;
+	assert_int_equal(ks_report_check_clock(&p, KS_REPORT_CLOCK_CPU, &e), -ENOENT);
+	assert_string_equal(e.msg, "the profile has no CPU-time samples: it has no "
+			    "samples at all (kscope sample --samplers chooses the "
+			    "samplers); accepted: all");
+	ks_profile_free(&p);
 }
 
 static void test_json(void **state)
@@ -1571,6 +1780,7 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_overrun_weights),
 		cmocka_unit_test(test_header_words),
+		cmocka_unit_test(test_clock_columns),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_json_not_utf8),
 		cmocka_unit_test(test_report_after_round_trip),

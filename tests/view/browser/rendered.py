@@ -298,6 +298,146 @@ def check_source_rendered(run, page, where, card):
         run.ok(where, f'{seen} hit rates shown as percentages of the API\'s fractions')
 
 
+# ---------------------------------------------------------------- profile
+
+# What the Profile tab says it counts, per clock parameter.
+CLOCK_WORDS = {'cpu': 'CPU-time samples', 'real': 'wall-clock samples'}
+
+
+def profile_place(r):
+    """A function's Function, Location and Module cells as the page
+    writes them: words where the profile does not know."""
+    loc = (f'{r["file"]}{":" + str(r["line"]) if r.get("line") else ""}'
+           if r.get('file') else 'unknown')
+    return r.get('function') or 'unknown', loc, r.get('module') or 'unknown'
+
+
+def profile_clocks(page, card):
+    """The clocks the Profile tab shows one at a time: ['cpu', 'real'] for
+    a profile with samples of both timers, [None] for one."""
+    t = page.api('profile', 'profile/threads', {'cardId': card['cardId']})['body']
+    return ['cpu', 'real'] if t.get('by_clock') else [None]
+
+
+def show_profile_clock(page, clock):
+    """Picks clock in the Profile tab's clock selector and waits until
+    the tables count that timer's samples."""
+    page.js('const s = document.querySelector("#panel-profile select[aria-label=Clock]");'
+            's.value = arguments[0]; s.dispatchEvent(new Event("change"));', clock)
+    page.wait_for(f'the profile of the {CLOCK_WORDS[clock]}',
+                  'const p = document.getElementById("panel-profile");'
+                  'return !p.querySelector(".loading") && p.querySelector("table.data") &&'
+                  ' [...p.querySelectorAll("section.box p.hint")].some((e) =>'
+                  '  e.textContent.includes(arguments[0] + " counted"));', CLOCK_WORDS[clock])
+
+
+def profile_table(page, title):
+    """[header texts], [[cell texts]] of the table in the Profile tab's
+    section headed title, or None when the section has no table."""
+    box = page.js('return [...document.querySelectorAll("#panel-profile > section.box")]'
+                  '.find((b) => { const h = b.querySelector("h3");'
+                  ' return h && h.textContent === arguments[0]; }) || null;', title)
+    table = page.one('table.data', box) if box is not None else None
+    return table_cells(page, table) if table is not None else None
+
+
+def match_rows(run, where, what, head, rows, want, cells_ok):
+    """Each rendered row (by its Function, Location and Module) is one of
+    the API's rows want and cells_ok(cells, api_row) holds; as many rows
+    as the API has (or the table's 500), no cell empty."""
+    fi, li, mi = head.index('Function'), head.index('Location'), head.index('Module')
+    by_key = {}
+    for r in want:
+        by_key.setdefault(profile_place(r), []).append(r)
+    full = [r for r in rows if len(r) == len(head)]
+    bad = [f'"{r[fi]}"' for r in full if any(not c.strip() for c in r)]
+    if bad:
+        run.fail(where, f'{what}: rows with an empty cell: {", ".join(bad[:5])}')
+    wrong = []
+    for r in full:
+        cands = by_key.get((r[fi], r[li], r[mi]), [])
+        hit = next((c for c in cands if cells_ok(r, c)), None)
+        if hit is None:
+            wrong.append(f'{r} (the API: {cands[:1]})')
+        else:
+            cands.remove(hit)
+    if len(full) != min(len(want), 500):
+        run.fail(where, f'{what}: {len(full)} rows shown, the API has {len(want)}')
+    elif wrong:
+        run.fail(where, f'{what}: rows unlike the API\'s: {wrong[:3]}')
+    elif not bad:
+        run.ok(where, f'{what}: {len(full)} rows, each cell the API\'s value')
+
+
+def check_profile_rendered(run, page, where, card, clock=None):
+    """The Profile tab's Top functions and Counters by function show, cell
+    by cell, what the API answers for the clock shown (clock None: the
+    profile has one timer and no selector), no cell empty, a missing value
+    in words; the clock selector is there exactly for a profile with both
+    timers' samples.  Returns the rendered tables, {title: (head, rows)}."""
+    params = {'cardId': card['cardId']}
+    if clock:
+        params['clock'] = clock
+    sel = page.js('const l = document.querySelector("#panel-profile select[aria-label=Clock]");'
+                  'return !!l && !l.closest("label").hidden;')
+    if sel != (clock is not None):
+        run.fail(where, f'the clock selector is {"shown" if sel else "hidden"} for a profile '
+                        f'with {"both timers" if clock else "one timer"}')
+    flat = page.api('profile', 'profile/flat', params)['body']
+    tables = {}
+    got = profile_table(page, 'Top functions')
+    if got is None:
+        run.fail(where, 'Top functions has no table')
+        return tables
+    head, rows = got
+    tables['Top functions'] = got
+    if head != ['Self %', 'Total %', 'Self', 'Total', 'Function', 'Location', 'Module']:
+        run.fail(where, f'Top functions: headers {head}')
+        return tables
+
+    def flat_ok(r, f):
+        return (all(r[i].endswith('%') and close(num(r[i]), f[k], 1 if f[k] >= 10 else 2)
+                    for i, k in ((0, 'self_pct'), (1, 'total_pct'))) and
+                num(r[2]) == f['self'] and num(r[3]) == f['total'])
+
+    match_rows(run, where, f'Top functions{" (" + clock + ")" if clock else ""}', head, rows,
+               flat['functions'], flat_ok)
+    if flat.get('counters_recorded', 0) == 0:
+        text = page.js('return [...document.querySelectorAll("#panel-profile > section.box")]'
+                       '.map((b) => b.textContent).join(" ");')
+        if 'This profile has no per-sample counters.' not in text:
+            run.fail(where, 'a profile without counters does not say so')
+        else:
+            run.ok(where, 'a profile without counters says so in words')
+        return tables
+    cnt = page.api('profile', 'profile/counters', params)['body']
+    got = profile_table(page, 'Counters by function')
+    if got is None:
+        run.fail(where, 'the profile has counters, and Counters by function has no table')
+        return tables
+    head, rows = got
+    tables['Counters by function'] = got
+    names = [c['name'] for c in cnt['counters']]
+    supported = {c['name']: c['supported'] for c in cnt['counters']}
+    if head != names + ['Self', 'Function', 'Location', 'Module']:
+        run.fail(where, f'Counters by function: headers {head}, counters {names}')
+        return tables
+
+    def counters_ok(r, f):
+        for i, n in enumerate(names):
+            v = f['counters'].get(n)
+            if not supported[n] or v is None:
+                if r[i] != 'not supported':
+                    return False
+            elif num(r[i]) != v:
+                return False
+        return num(r[len(names)]) == f['self']
+
+    match_rows(run, where, f'Counters by function{" (" + clock + ")" if clock else ""}',
+               head, rows, cnt['functions'], counters_ok)
+    return tables
+
+
 # ---------------------------------------------------------------- navigation
 
 def check_navigation(run, page, where, cards):

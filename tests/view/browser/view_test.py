@@ -7,9 +7,10 @@ Debian's ChromeDriver (/usr/bin/chromedriver, driven by python3-selenium),
 and checks that every tab that applies renders real content: a timeline
 slice clicked shows its details, a source line clicked selects its
 instructions (and an instruction its line), the roofline has the card's
-point, the flame graph has frames, findings list their kinds, a prediction
-has its pipe table, pie and timeline; and that no console error or page
-error happened anywhere.  Each page visited is logged ("visit SAMPLE
+point, the flame graph has frames and the profile's tables hold the API's
+values cell by cell (per clock for a profile with both timers' samples),
+findings list their kinds, a prediction has its pipe table, pie and
+timeline; and that no console error or page error happened anywhere.  Each page visited is logged ("visit SAMPLE
 URL").  Screenshots of every tab go to the artifacts directory; with
 KSCOPE_VIEW_SCREENSHOTS=DIR also one per tab as DIR/view-<tab>.png (the
 README's).  KSCOPE_VIEW_ONLY=NAME runs one sample.
@@ -498,6 +499,10 @@ def visit(run, page, name, url, sample_names, args, shots):
                     rendered.check_roofline_labels(run, page, where)
                 elif tab == 'profile':
                     check_profile(run, page, where)
+                    for clock in rendered.profile_clocks(page, card):
+                        if clock:
+                            rendered.show_profile_clock(page, clock)
+                        rendered.check_profile_rendered(run, page, where, card, clock)
                 elif tab == 'findings':
                     check_findings(run, page, where, card)
                 elif tab == 'predict':
