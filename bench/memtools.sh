@@ -8,6 +8,8 @@
 #          bench/memtools.sh --vs-valgrind [--quick] [-r RUNS] [WORKLOAD...]
 #          bench/memtools.sh --redzones LIST [--quick] [-r RUNS] [WORKLOAD...]
 #          bench/memtools.sh --vs-asan [--quick] [-r RUNS] [WORKLOAD...]
+#          bench/memtools.sh --heap-map [--quick] [-r RUNS] [WORKLOAD...]
+#          bench/memtools.sh --compiled [--quick] [-r RUNS] [WORKLOAD...]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # Workloads (bench/workloads, multi-threaded, 4 threads, built into
@@ -68,6 +70,32 @@
 # the ratio kscope / ASan alone, and the findings: kscope's report.json
 # (contexts reported plus filtered) against ASan's own error and leak
 # records on stderr, which must be equal.  Target: ratio <= 1.05.
+#
+# --heap-map, instead of the above: what kscope memcheck --heap-map costs,
+# against kscope memcheck without it in the same run (both with --xml,
+# which keeps the heap map log to measure), on the workloads and on
+# allocs (mt_allocs: 4 threads making 250 thousand allocation calls each,
+# 20 thousand with --quick), which is what the option costs most on.
+# RUNS runs of each (default 3), the two alternating; medians of wall
+# time and peak RSS, their ratios (with / without), the heap map's events
+# (allocation calls that changed the heap) and its log's size on disk, the
+# time added per event (with at least 10000 events: below that it is the
+# runs' noise), and the errors found by both (report.json's
+# contexts reported plus filtered), which must be equal, as must the
+# program's result line.  Measures only, no target.
+#
+# --compiled, instead of the above: kscope contention and falseshare
+# with the compiled front end (libkscope-mt.so, docs/memtools.md).  Each
+# workload is built here by clang -O2 -g three ways: without
+# instrumentation (native), with -fsanitize=thread against kscope's
+# runtime (the flags of `kscope falseshare --print-cflags`), and with
+# clang's own ThreadSanitizer runtime (tsan, run with
+# TSAN_OPTIONS=exitcode=0: its race reports, if any, go to stderr).
+# RUNS runs of each (default 3), the modes interleaved; medians of wall
+# time and peak RSS of the whole command (kscope's symbolizing and
+# reports included), as ratios to native and to tsan, and the result
+# line compared with native's.  Targets (issue 20), each printed PASS or
+# MISS: kscope's time <= 5x native and <= 0.5x tsan's.
 set -uo pipefail
 
 usage() {
@@ -93,6 +121,8 @@ while (($#)); do
 	--modes) [[ -n ${2:-} ]] || usage; ONLY=$2; shift ;;
 	--vs-valgrind) SECTION=vs-valgrind ;;
 	--vs-asan) SECTION=vs-asan ;;
+	--heap-map) SECTION=heap-map ;;
+	--compiled) SECTION=compiled ;;
 	--redzones) [[ ${2:-} =~ ^[0-9]+(,[0-9]+)*$ ]] || usage; SECTION=redzones; REDZONES=${2//,/ }; shift ;;
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
 	-r*) [[ ${1#-r} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=${1#-r} ;;
@@ -105,7 +135,7 @@ done
 if [[ -z $RUNS ]]; then
 	case $SECTION in
 	vs-valgrind | vs-asan) RUNS=5 ;;
-	redzones) RUNS=3 ;;
+	redzones | heap-map) RUNS=3 ;;
 	*) [[ $QUICK == yes ]] && RUNS=1 || RUNS=3 ;;
 	esac
 fi
@@ -113,16 +143,21 @@ fi
 declare -A CMDS
 if [[ $QUICK == yes ]]; then
 	CMDS=([histogram]="$EX/mt_histogram 64 4 1" [matmul]="$EX/mt_matmul 512 4"
-	      [linreg]="$EX/mt_linreg 32 4 1")
+	      [linreg]="$EX/mt_linreg 32 4 1" [allocs]="$EX/mt_allocs 20 4")
 else
 	CMDS=([histogram]="$EX/mt_histogram 256 4" [matmul]="$EX/mt_matmul 1920 4"
-	      [linreg]="$EX/mt_linreg 256 4")
+	      [linreg]="$EX/mt_linreg 256 4" [allocs]="$EX/mt_allocs 250 4")
 fi
 # The line each workload prints its result on: compared with native's.
-declare -A RESULT=([histogram]='^histogram ' [matmul]='^matmul ' [linreg]='^linreg ')
-((${#WORKLOADS[@]})) || WORKLOADS=(histogram matmul linreg)
+declare -A RESULT=([histogram]='^histogram ' [matmul]='^matmul ' [linreg]='^linreg '
+		  [allocs]='^allocs ')
+if ! ((${#WORKLOADS[@]})); then
+	WORKLOADS=(histogram matmul linreg)
+	# allocs is the heap map's workload: the others make few allocations.
+	[[ $SECTION == heap-map ]] && WORKLOADS+=(allocs)
+fi
 for w in "${WORKLOADS[@]}"; do
-	[[ -n ${CMDS[$w]:-} ]] || { echo "bench: unknown workload '$w' (histogram, matmul, linreg)" >&2; exit 2; }
+	[[ -n ${CMDS[$w]:-} ]] || { echo "bench: unknown workload '$w' (histogram, matmul, linreg, allocs)" >&2; exit 2; }
 	exe=${CMDS[$w]%% *}
 	[[ -x $exe ]] || { echo "bench: $exe is missing; build first (make)" >&2; exit 1; }
 done
@@ -476,10 +511,197 @@ vs_asan() {
 	exit 0
 }
 
+# ------------------------------------------------------------------
+# --heap-map
+# ------------------------------------------------------------------
+
+# hm_log_stats RUNDIR: "EVENTS KB" of the heap map logs there: the events
+# logged (the last event number of each log, summed) and the disk blocks
+# the logs take (they are sparse beyond what was written).
+hm_log_stats() {
+	local kb
+	kb=$(du -kc "$1"/heapmap.*.log 2>/dev/null | tail -n 1 | cut -f1)
+	python3 - "$1" "${kb:-0}" <<'PY'
+import glob, struct, sys
+events = 0
+for path in glob.glob(sys.argv[1] + "/heapmap.*.log"):
+    with open(path, "rb") as f:
+        data = f.read()
+    last = 0
+    for off in range(40, len(data) - 39, 40):
+        seq, typ = struct.unpack_from("<Q", data, off)[0], struct.unpack_from("<H", data, off + 32)[0]
+        if seq == 0 and typ == 0:
+            break
+        last = max(last, seq)
+    events += last
+print(events, sys.argv[2])
+PY
+}
+
+heap_map() {
+	local r w mode line
+	local -A T=() M=() FAIL=() ERRS=() EVENTS=() LOGKB=() RES=()
+	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
+	for r in $(seq "$RUNS"); do
+		for w in "${WORKLOADS[@]}"; do
+			for mode in plain heap-map; do
+				[[ -n ${FAIL[$w]:-} ]] && continue
+				echo "bench: $w, kscope memcheck$([[ $mode == heap-map ]] && echo ' --heap-map') (run $r of $RUNS)" >&2
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				# shellcheck disable=SC2086,SC2046
+				timed "$work/out" "$KSCOPE" memcheck --output "$work/out" --error-exitcode 0 \
+					--xml $([[ $mode == heap-map ]] && echo --heap-map) -- ${CMDS[$w]}
+				line=$(grep -m1 -E "${RESULT[$w]}" "$work/stdout")
+				if ((RC)) || ! ls -d "$work"/out/memcheck_*/report.json >/dev/null 2>&1; then
+					FAIL[$w]="$mode: exit status $RC: $(tail -n 1 "$work/stderr" | cut -c1-120)"
+					continue
+				fi
+				if [[ -n ${RES[$w]:-} && $line != "${RES[$w]}" ]]; then
+					FAIL[$w]="$mode: result '$line' differs from '${RES[$w]}'"
+					continue
+				fi
+				RES[$w]=$line
+				T[$w.$mode]+="$TIME "
+				M[$w.$mode]+="$RSS "
+				ERRS[$w.$mode]=$(kscope_errors "$(ls -d "$work"/out/memcheck_* | head -n 1)")
+				if [[ $mode == heap-map ]]; then
+					read -r "EVENTS[$w]" "LOGKB[$w]" < <(hm_log_stats "$(ls -d "$work"/out/memcheck_* | head -n 1)")
+				fi
+				chmod -R u+w "$work/out"
+			done
+		done
+	done
+	echo
+	echo "kscope memcheck --heap-map / kscope memcheck (both --xml; medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
+	printf '%-10s %9s %9s %7s %9s %9s %7s %10s %8s %9s %7s\n' workload 'plain s' 'h-map s' ratio \
+		'plain MB' 'h-map MB' ratio events 'log MB' 'us/event' errors
+	local nfail=0 tp th mp mh
+	for w in "${WORKLOADS[@]}"; do
+		printf '%-10s ' "$w"
+		if [[ -n ${FAIL[$w]:-} ]]; then
+			echo "FAILED: ${FAIL[$w]}"
+			nfail=$((nfail + 1))
+			continue
+		fi
+		tp=$(med "${T[$w.plain]}"); th=$(med "${T[$w.heap-map]}")
+		mp=$(med "${M[$w.plain]}"); mh=$(med "${M[$w.heap-map]}")
+		printf '%9.2f %9.2f %6sx %9.1f %9.1f %6sx %10s %8.1f %9s %7s\n' "$tp" "$th" "$(ratio3 "$th" "$tp")" \
+			"$(awk -v k="$mp" 'BEGIN {print k / 1024}')" "$(awk -v k="$mh" 'BEGIN {print k / 1024}')" \
+			"$(ratio "$mh" "$mp")" "${EVENTS[$w]}" "$(awk -v k="${LOGKB[$w]}" 'BEGIN {print k / 1024}')" \
+			"$(awk -v a="$th" -v b="$tp" -v n="${EVENTS[$w]}" 'BEGIN {if (n >= 10000) printf "%.2f", (a - b) * 1e6 / n; else print "-"}')" \
+			"$([[ ${ERRS[$w.plain]} == "${ERRS[$w.heap-map]}" ]] && echo "${ERRS[$w.plain]}" || echo "DIFFER:${ERRS[$w.plain]}/${ERRS[$w.heap-map]}")"
+		[[ ${ERRS[$w.plain]} == "${ERRS[$w.heap-map]}" ]] || nfail=$((nfail + 1))
+	done
+	echo
+	if ((nfail)); then
+		echo "bench: $nfail workload(s) failed or found different errors with --heap-map"
+		exit 1
+	fi
+	exit 0
+}
+
+# ------------------------------------------------------------------
+# --compiled
+# ------------------------------------------------------------------
+
+compiled() {
+	local w r m bin src args line t km nt nm tt tm rt rm v nfail=0 nmiss=0
+	local -A T=() M=() FAIL=() RES=()
+	local modes="native contention falseshare tsan"
+	command -v clang >/dev/null || { echo "bench: clang is not installed" >&2; exit 1; }
+	[[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first" >&2; exit 1; }
+	eval "$("$KSCOPE" falseshare --print-cflags)" ||
+		{ echo "bench: kscope falseshare --print-cflags failed" >&2; exit 1; }
+	mkdir -p "$work/bin"
+	for w in "${WORKLOADS[@]}"; do
+		bin=${CMDS[$w]%% *}
+		src=$ROOT/bench/workloads/$(basename "$bin").c
+		# shellcheck disable=SC2086
+		clang -O2 -g -pthread "$src" -o "$work/bin/$w.native" -lm &&
+			clang -O2 $KSCOPE_MT_CFLAGS -pthread "$src" $KSCOPE_MT_LDFLAGS_CLANG \
+				-o "$work/bin/$w.kscope" -lm &&
+			clang -O2 -g -fsanitize=thread -pthread "$src" -o "$work/bin/$w.tsan" -lm ||
+			{ echo "bench: cannot build $src three ways with clang" >&2; exit 1; }
+	done
+	for r in $(seq "$RUNS"); do
+		for w in "${WORKLOADS[@]}"; do
+			args=${CMDS[$w]#* }
+			for m in $modes; do
+				[[ -n ${FAIL[$w.$m]:-} ]] && continue
+				echo "bench: $w, $m (run $r of $RUNS)" >&2
+				rm -rf "$work/out"
+				mkdir -p "$work/out"
+				case $m in
+				native) # shellcheck disable=SC2086
+					timed "$work/out" "$work/bin/$w.native" $args ;;
+				tsan) # shellcheck disable=SC2086
+					timed "$work/out" env TSAN_OPTIONS=exitcode=0 "$work/bin/$w.tsan" $args ;;
+				*) # shellcheck disable=SC2046,SC2086
+					timed "$work/out" "$KSCOPE" "$m" --output "$work/out" \
+						$(exitcode_opt "$m") --front-end compiled -- \
+						"$work/bin/$w.kscope" $args ;;
+				esac
+				if ((RC)); then
+					FAIL[$w.$m]="exit status $RC: $(grep -v '^[[:space:]]*$' "$work/stderr" | tail -n 1 | cut -c1-120)"
+					continue
+				fi
+				line=$(grep -m1 -E "${RESULT[$w]}" "$work/stdout")
+				if [[ $m == native ]]; then
+					RES[$w]=$line
+				elif [[ $line != "${RES[$w]:-}" ]]; then
+					FAIL[$w.$m]="result differs from native: '${line:-no result line}'"
+					continue
+				fi
+				T[$w.$m]+="$TIME "
+				M[$w.$m]+="$RSS "
+			done
+		done
+	done
+	echo
+	echo "kscope's compiled front end (clang -O2 builds; medians of $RUNS run(s)$([[ $QUICK == yes ]] && echo ', --quick sizes'))"
+	printf '%-10s %-11s %9s %9s %9s %9s %9s %9s  %s\n' workload mode 'time s' '/native' '/tsan' \
+		'peak MB' '/native' '/tsan' verdict
+	for w in "${WORKLOADS[@]}"; do
+		for m in $modes; do
+			printf '%-10s %-11s ' "$w" "$m"
+			if [[ -n ${FAIL[$w.$m]:-} || -z ${T[$w.$m]:-} ]]; then
+				echo "FAILED: ${FAIL[$w.$m]:-not run}"
+				nfail=$((nfail + 1))
+				continue
+			fi
+			t=$(med "${T[$w.$m]}"); km=$(med "${M[$w.$m]}")
+			nt=$(med "${T[$w.native]:-}"); nm=$(med "${M[$w.native]:-}")
+			tt=$(med "${T[$w.tsan]:-}"); tm=$(med "${M[$w.tsan]:-}")
+			rt=$(ratio "$t" "$tt"); rm=$(ratio "$km" "$tm")
+			v=
+			if [[ $m == contention || $m == falseshare ]]; then
+				v=$(awk -v a="$(ratio "$t" "$nt")" -v b="$rt" \
+					'BEGIN {print ((a <= 5) ? "PASS" : "MISS") " <=5x native, " ((b <= 0.5) ? "PASS" : "MISS") " <=0.5x tsan"}')
+				[[ $v == *MISS* ]] && nmiss=$((nmiss + 1))
+			fi
+			printf '%9.3f %8sx %8sx %9.1f %8sx %8sx  %s\n' "$t" "$(ratio "$t" "$nt")" "$rt" \
+				"$(awk -v k="$km" 'BEGIN {print k / 1024}')" "$(ratio "$km" "$nm")" "$rm" "$v"
+		done
+	done
+	echo
+	if ((nfail)); then
+		echo "bench: $nfail run(s) failed"
+		exit 1
+	elif ((nmiss)); then
+		echo "bench: every run succeeded; $nmiss kscope row(s) missed a target"
+		exit 1
+	fi
+	echo "bench: every run succeeded and every target was met"
+	exit 0
+}
+
 case $SECTION in
 vs-valgrind) vs_valgrind ;;
 vs-asan) vs_asan ;;
 redzones) redzones ;;
+heap-map) heap_map ;;
+compiled) compiled ;;
 esac
 
 declare -A NATIVE_RESULT=() FAILED=() MED_T=() MED_M=()

@@ -1,7 +1,9 @@
 /*
  * kscope memcheck, kscope contention and kscope falseshare: their options
  * and commands.  memcheck runs Valgrind's Memcheck (memcheck_mc.c);
- * contention and falseshare run kscope's Valgrind tool (src/memtools/vg).
+ * contention and falseshare run kscope's Valgrind tool (src/memtools/vg),
+ * or, for a program built for it (--front-end), natively with kscope's
+ * runtime libkscope-mt.so (the compiled front end: mtrun.c, src/memtools/rt).
  *
  *     kscope memcheck   [options] -- PROGRAM [ARGS...]
  *     kscope contention [options] -- PROGRAM [ARGS...]
@@ -41,6 +43,7 @@
 #include "log.h"
 #include "memcheck_mc.h"
 #include "mtreport.h"
+#include "mtrun.h"
 #include "outdir.h"
 #include "readfile.h"
 #include "runprog.h"
@@ -72,10 +75,13 @@ struct mt_opts {
 	bool gen_suppressions;
 	bool no_filter;
 	bool xml;
+	bool heap_map;
 	/* contention, falseshare */
 	int64_t line_size;
 	int64_t min_accesses;
 	bool no_min_write, no_pad_smu, no_thread_isolation;
+	int front_end;           /* ks_mt_fe_choices */
+	bool print_cflags;
 };
 
 #define OPT(field) .offset = offsetof(struct mt_opts, field)
@@ -119,7 +125,16 @@ struct mt_opts {
 	{ .name = "no-thread-isolation", .type = KS_OPT_FLAG,                          \
 	  .env = "KSCOPE_NO_THREAD_ISOLATION",                                         \
 	  .help = "keep all threads' counters interleaved instead of per thread",     \
-	  OPT(no_thread_isolation) }
+	  OPT(no_thread_isolation) },                                                  \
+	{ .name = "front-end", .type = KS_OPT_ENUM, .metavar = "HOW", .def = "auto",   \
+	  .env = "KSCOPE_FRONT_END", .choices = ks_mt_fe_choices,                      \
+	  .help = "auto (compiled for a program built with kscope's runtime, see "     \
+		  "--print-cflags, else valgrind), compiled or valgrind",              \
+	  OPT(front_end) },                                                            \
+	{ .name = "print-cflags", .type = KS_OPT_FLAG, .env = "KSCOPE_PRINT_CFLAGS",   \
+	  .flags = KS_OPT_HIDDEN_ENV | KS_OPT_NO_PROGRAM,                              \
+	  .help = "print the gcc and clang flags that build a program for the "        \
+		  "compiled front end, and exit", OPT(print_cflags) }
 
 static const struct ks_opt memcheck_opts[] = {
 	MT_OUTPUT_OPT,
@@ -173,6 +188,12 @@ static const struct ks_opt memcheck_opts[] = {
 	{ .name = "xml", .type = KS_OPT_FLAG, .env = "KSCOPE_XML",
 	  .help = "keep Memcheck's XML (protocol 4): memcheck.xml, memcheck.<pid>.xml "
 		  "for child processes", OPT(xml) },
+	/* Off by default: every allocation call then costs a wrapper, a lock
+	 * and a record (docs/memtools.md, "Heap map"; bench/memtools.sh). */
+	{ .name = "heap-map", .type = KS_OPT_FLAG, .env = "KSCOPE_HEAP_MAP",
+	  .help = "for an invalid access Memcheck relates to no block (past the redzone), "
+		  "name the nearest heap block at that moment (slower on allocation-heavy "
+		  "programs)", OPT(heap_map) },
 	KS_COMMON_OPTS(struct mt_opts),
 	KS_OPT_END
 };
@@ -235,67 +256,6 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 /* Processes: the findings files and Valgrind's logs of a run           */
 /* ------------------------------------------------------------------ */
 
-/* The pid in NAME = PREFIX<pid>SUFFIX, or -1. */
-static long name_pid(const char *name, const char *prefix, const char *suffix)
-{
-	size_t lp = strlen(prefix), ls = strlen(suffix), n = strlen(name);
-	long pid = 0;
-
-	if (n <= lp + ls || strncmp(name, prefix, lp) || strcmp(name + n - ls, suffix))
-		return -1;
-	for (size_t i = lp; i < n - ls; i++) {
-		if (name[i] < '0' || name[i] > '9' || pid > 100000000)
-			return -1;
-		pid = pid * 10 + (name[i] - '0');
-	}
-	return pid;
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The pids of the files PREFIX<pid>SUFFIX in the run directory, sorted;
- * *pids is malloc'd. */
-static int list_pids(struct ks_rundir *rd, const char *prefix, const char *suffix,
-		     long **pids, size_t *n)
-{
-	int fd = openat(rd->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	size_t cap = 0;
-
-	*pids = NULL;
-	*n = 0;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d))) {
-		long pid = name_pid(de->d_name, prefix, suffix);
-
-		if (pid < 0)
-			continue;
-		if (*n == cap) {
-			long *v = realloc(*pids, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-			if (!v) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*pids = v;
-		}
-		(*pids)[(*n)++] = pid;
-	}
-	closedir(d);
-	if (*n)
-		qsort(*pids, *n, sizeof(**pids), cmp_long);
-	return 0;
-}
-
 /* What the logs say about the run: the processes a fatal signal ended
  * (Valgrind names the signal; the tool cannot see it), and whether
  * Valgrind gave up because the program had more threads than
@@ -316,7 +276,7 @@ static int merge_logs(struct ks_rundir *rd, pid_t root, struct vglogs *lg,
 	struct ks_outfile of;
 	long *pids = NULL;
 	size_t n = 0;
-	int rc = list_pids(rd, "valgrind.", ".log", &pids, &n);
+	int rc = ks_mt_list_pids(rd, "valgrind.", ".log", &pids, &n);
 
 	if (rc)
 		return ks_err_set(err, rc, "cannot list %s: %s", rd->path, strerror(-rc));
@@ -361,48 +321,6 @@ static int merge_logs(struct ks_rundir *rd, pid_t root, struct vglogs *lg,
 	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
 }
 
-/* The findings files of the program's child processes, by pid, each as a
- * path (malloc'd, like the array). */
-static int child_findings(struct ks_rundir *rd, pid_t root, char ***paths, size_t *n,
-			  struct ks_err *err)
-{
-	long *pids = NULL;
-	size_t np = 0;
-	int rc = list_pids(rd, "findings.", ".jsonl", &pids, &np);
-
-	*paths = NULL;
-	*n = 0;
-	if (rc)
-		return ks_err_set(err, rc, "cannot list %s: %s", rd->path, strerror(-rc));
-	*paths = calloc(np ? np : 1, sizeof(**paths));
-	if (!*paths) {
-		free(pids);
-		return ks_err_set(err, -ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < np; i++) {
-		char name[64];
-
-		if (pids[i] == (long)root)
-			continue;
-		snprintf(name, sizeof(name), "findings.%ld.jsonl", pids[i]);
-		fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
-		if (asprintf(&(*paths)[*n], "%s/%s", rd->path, name) < 0) {
-			free(pids);
-			return ks_err_set(err, -ENOMEM, "out of memory");
-		}
-		(*n)++;
-	}
-	free(pids);
-	return 0;
-}
-
-static void free_paths(char **paths, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
-}
-
 /* The tool names its file findings.<pid>.jsonl; the program's own becomes
  * findings.jsonl (read-only, like every deliverable).  Files of forked
  * children keep their pid in the name. */
@@ -420,6 +338,72 @@ static int adopt_findings(struct ks_rundir *rd, pid_t pid, char *path, size_t si
 	fchmodat(rd->dirfd, "findings.jsonl", KS_DELIVERABLE_MODE, 0);
 	snprintf(path, size, "%s/findings.jsonl", rd->path);
 	return 0;
+}
+
+/* Whether option name of cmd's table was set on the command line or in
+ * the environment. */
+static bool cmd_given(const struct ks_cmd *cmd, const struct ks_parsed *ps, const char *name)
+{
+	const struct ks_opt *o = ks_opt_find(cmd->args.opts, name);
+
+	return o && ps->given[o - cmd->args.opts];
+}
+
+/* Picks the front end for prog (--front-end): KS_MT_FE_COMPILED or
+ * KS_MT_FE_VALGRIND, or -1 when prog cannot run (said on stderr). */
+static int pick_front_end(const struct ks_cmd *cmd, const struct ks_parsed *ps,
+			  const char *prog, bool *auto_chosen)
+{
+	const struct mt_opts *o = ps->opts;
+	static const char *const valgrind_only[] = { "fair-sched", "max-threads", NULL };
+	struct ks_mt_build b;
+	struct ks_err err;
+	int fe = o->front_end;
+
+	ks_err_clear(&err);
+	*auto_chosen = false;
+	if (ks_mt_inspect(prog, &b, &err)) {
+		ks_error("%s", err.msg);
+		return -1;
+	}
+	if (b.tsan_runtime) {
+		ks_mt_refuse_tsan(prog, &b, cmd->name);
+		return -1;
+	}
+	if (fe == KS_MT_FE_AUTO) {
+		fe = b.instrumented ? KS_MT_FE_COMPILED : KS_MT_FE_VALGRIND;
+		*auto_chosen = true;
+	}
+	if (fe == KS_MT_FE_COMPILED && b.elf && !b.instrumented) {
+		ks_error("option --front-end: 'compiled' needs a program built for kscope's "
+			 "runtime, and %s makes no ThreadSanitizer calls (no __tsan_func_entry or "
+			 "__tsan_init in it or the libraries it loads at start); accepted: auto, "
+			 "valgrind, or rebuild it with the flags of 'kscope %s --print-cflags'",
+			 prog, cmd->name);
+		return -1;
+	}
+	if (fe == KS_MT_FE_COMPILED) {
+		for (size_t i = 0; valgrind_only[i]; i++)
+			if (cmd_given(cmd, ps, valgrind_only[i])) {
+				ks_error("option --%s: Valgrind's, and %s runs with the compiled "
+					 "front end%s (its threads run in parallel, as many as it "
+					 "makes); drop it, or give --front-end valgrind",
+					 valgrind_only[i], prog,
+					 *auto_chosen ? " (it is built for kscope's runtime: "
+							"--front-end auto chose it)" : "");
+				return -1;
+			}
+		if (!b.elf)
+			ks_info("%s is not an ELF program: only the programs it starts that are "
+				"built for kscope's runtime are analysed", prog);
+		else
+			ks_info("front end: compiled (%s calls kscope's runtime)", b.instrumented_in);
+	} else {
+		ks_info("front end: Valgrind%s%s%s", *auto_chosen ? " (the program is not built "
+			"for kscope's runtime: 'kscope " : "", *auto_chosen ? cmd->name : "",
+			*auto_chosen ? " --print-cflags' says how)" : "");
+	}
+	return fe;
 }
 
 /* kscope contention and kscope falseshare. */
@@ -443,6 +427,14 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	bool have_rd = false;
 
 	ks_err_clear(&err);
+	if (o->print_cflags) {
+		if (ps->program) {
+			ks_error("option --print-cflags prints the build flags and runs nothing; "
+				 "accepted: 'kscope %s --print-cflags' without a program", cmd->name);
+			return KS_EXIT_USAGE;
+		}
+		return ks_mt_print_cflags(stdout, cmd->name);
+	}
 	if ((o->line_size & (o->line_size - 1)) != 0) {
 		ks_error("option --line-size: '%" PRId64 "' is not a power of two; "
 			 "accepted: 16, 32, 64, 128, 256, 512, 1024, 2048 or 4096",
@@ -452,6 +444,31 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (ks_find_program(ps->program[0], &prog, &err)) {
 		ks_error("%s", err.msg);
 		return KS_EXIT_USAGE;
+	}
+	{
+		bool auto_chosen;
+		int fe = pick_front_end(cmd, ps, prog, &auto_chosen);
+		struct ks_mt_run_opts rto = {
+			.command = cmd->name,
+			.output = o->output,
+			.error_exitcode = o->error_exitcode,
+			.num_callers = o->num_callers,
+			.line_size = o->line_size,
+			.min_accesses = o->min_accesses,
+			.min_write = !o->no_min_write,
+			.pad_smu = !o->no_pad_smu,
+			.thread_isolation = !o->no_thread_isolation,
+		};
+
+		if (fe < 0) {
+			free(prog);
+			return KS_EXIT_USAGE;
+		}
+		if (fe == KS_MT_FE_COMPILED) {
+			code = ks_mt_compiled_run(&rto, prog, ps->program);
+			free(prog);
+			return code;
+		}
 	}
 	if (ks_vg_check_program(prog, cmd->name)) {
 		free(prog);
@@ -489,7 +506,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		goto out;
 	}
 	if (adopt_findings(&rd, pid, findings, sizeof(findings), &err) ||
-	    child_findings(&rd, pid, &children, &nchildren, &err)) {
+	    ks_mt_child_findings(&rd, pid, &children, &nchildren, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
@@ -536,7 +553,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 out:
 	free(exits);
 	free(logs.exits);
-	free_paths(children, nchildren);
+	ks_mt_free_paths(children, nchildren);
 	ks_vg_close(&vg);
 	if (have_rd)
 		ks_rundir_close(&rd);
@@ -572,6 +589,7 @@ static int memcheck_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		.gen_suppressions = o->gen_suppressions,
 		.no_filter = o->no_filter,
 		.xml = o->xml,
+		.heap_map = o->heap_map,
 		.command = cmd->name,
 		.engine = o->engine,
 		.redzone_given = given(ps, "redzone"),
@@ -600,7 +618,9 @@ const struct ks_cmd ks_cmd_memcheck = {
 		"process the program starts.  A program built with -fsanitize=address\n"
 		"runs natively with AddressSanitizer instead (--engine), which also\n"
 		"finds stack and global overflows.  Each report has its stacks and the\n"
-		"place in the program's own code it points at.  Writes report.txt\n"
+		"place in the program's own code it points at; with --heap-map, an\n"
+		"access past the redzone that Memcheck relates to no block names the\n"
+		"heap block nearest to it at that moment.  Writes report.txt\n"
 		"(also printed, on stderr), report.json, findings.sarif and, with\n"
 		"--xml, Memcheck's memcheck.xml to\n"
 		"<output>/memcheck_<YYYYmmdd_HHMMSS>_<pid>/.  Exits with 100\n"
@@ -616,12 +636,13 @@ const struct ks_cmd ks_cmd_memcheck = {
 
 const struct ks_cmd ks_cmd_contention = {
 	.name = "contention",
-	.summary = "find cache-line contention between threads (Valgrind-based)",
+	.summary = "find cache-line contention between threads",
 	.usage = "[options] -- PROGRAM [ARGS...]",
 	.description =
-		"Runs PROGRAM under kscope's Valgrind tool with a per-cache-line\n"
-		"thread-ownership bitmap: every access counts as a hit, a cold miss,\n"
-		"a miss or an invalidation.  Reports the share of contended accesses\n"
+		"Runs PROGRAM under kscope's Valgrind tool, or natively with kscope's\n"
+		"runtime when it is built for it (--front-end, --print-cflags), with a\n"
+		"per-cache-line thread-ownership bitmap: every access counts as a hit,\n"
+		"a cold miss, a miss or an invalidation.  Reports the share of contended accesses\n"
 		"and where they happen, per source location and per data object\n"
 		"(heap block by allocation stack, global by name).  Writes\n"
 		"report.txt (also printed, on stderr), report.json and findings.sarif\n"
@@ -637,11 +658,13 @@ const struct ks_cmd ks_cmd_contention = {
 
 const struct ks_cmd ks_cmd_falseshare = {
 	.name = "falseshare",
-	.summary = "find false sharing between threads (Valgrind-based)",
+	.summary = "find false sharing between threads",
 	.usage = "[options] -- PROGRAM [ARGS...]",
 	.description =
-		"Runs PROGRAM under kscope's Valgrind tool, recording which words of\n"
-		"each cache line every thread reads and writes.  A line that threads\n"
+		"Runs PROGRAM under kscope's Valgrind tool, or natively with kscope's\n"
+		"runtime when it is built for it (--front-end, --print-cflags),\n"
+		"recording which words of each cache line every thread reads and\n"
+		"writes.  A line that threads\n"
 		"share while touching different words, at least one of them writing,\n"
 		"is falsely shared; one where they touch the same words is truly\n"
 		"shared.  The verdict does not depend on how threads were scheduled.\n"

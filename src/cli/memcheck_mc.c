@@ -24,6 +24,14 @@
  * becomes valgrind.log; with --xml the program's XML, when it is well
  * formed, becomes memcheck.xml and the children's stay memcheck.<pid>.xml;
  * without --xml they are removed once read.
+ *
+ * --heap-map preloads libkscope-mcheap.so as well (KSCOPE_MC_HEAPMAP=1),
+ * which logs each image's heap to heapmap.<pid>.log and marks Memcheck's
+ * XML (src/memtools/mcexec/mcheap.h); each image's log is read with its
+ * XML, and the reports name the block nearest to an access Memcheck
+ * relates to no block (src/memtools/mcxml/mcx_heapmap.c).  Memcheck then
+ * records one frame more per stack, the wrapper's, which the reports
+ * drop.  The logs are kept with --xml, else removed.
  */
 #include "memcheck_mc.h"
 
@@ -42,6 +50,7 @@
 #include "cli.h"
 #include "log.h"
 #include "asan.h"
+#include "mcheap.h"
 #include "mcxml.h"
 #include "outdir.h"
 #include "readfile.h"
@@ -146,7 +155,10 @@ static int build_argv(const struct ks_mc_opts *o, const char *valgrind, const ch
 	rc |= ks_argv_add(a, "--track-origins=%s", o->track_origins ? "yes" : "no");
 	rc |= ks_argv_add(a, "--redzone-size=%" PRId64, o->redzone);
 	rc |= ks_argv_add(a, "--freelist-vol=%" PRId64, o->freelist_vol);
-	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers);
+	/* --heap-map: one frame more, which the allocation wrapper takes in
+	 * the allocation stacks; the reports drop it and cut the stacks back
+	 * to --num-callers (mcx_report.c). */
+	rc |= ks_argv_add(a, "--num-callers=%" PRId64, o->num_callers + (o->heap_map ? 1 : 0));
 	rc |= ks_argv_add(a, "--max-threads=%" PRId64, o->max_threads + 1);
 	rc |= ks_argv_add(a, "--fair-sched=%s", o->fair_sched ? "yes" : "no");
 	for (size_t i = 0; o->suppressions && i < o->suppressions->n; i++)
@@ -191,6 +203,16 @@ static void xml_name(const struct xml_file *f, char *buf, size_t size)
 		snprintf(buf, size, "memcheck.%ld.xml", f->pid);
 	else
 		snprintf(buf, size, "memcheck.%ld.%ld.xml", f->pid, f->seq);
+}
+
+/* The heap map log of the same image (--heap-map): heapmap.<pid>.log, or
+ * heapmap.<pid>.<seq>.log set aside with the XML before an exec. */
+static void heapmap_name(const struct xml_file *f, char *buf, size_t size)
+{
+	if (f->seq < 0)
+		snprintf(buf, size, "heapmap.%ld.log", f->pid);
+	else
+		snprintf(buf, size, "heapmap.%ld.%ld.log", f->pid, f->seq);
 }
 
 /* The memcheck.<pid>[.<seq>].xml files in the run directory: the
@@ -350,13 +372,19 @@ static bool log_engine_died(struct ks_rundir *rd, char *what, size_t size, bool 
 
 /* With --xml: the XML of the program's last image, when it is well
  * formed, becomes memcheck.xml, the rest keep their names; without, all
- * are removed. */
+ * are removed.  The heap map logs (--heap-map) go with them: kept with
+ * --xml (the XML's markers refer to them), else removed. */
 static void adopt_xml(struct ks_rundir *rd, const struct ks_mc_opts *o,
 		      const struct ks_mcx_doc *docs, const struct xml_file *files, size_t n)
 {
 	char name[64];
 
 	for (size_t i = 0; i < n; i++) {
+		heapmap_name(&files[i], name, sizeof(name));
+		if (!o->xml)
+			unlinkat(rd->dirfd, name, 0);
+		else
+			fchmodat(rd->dirfd, name, KS_DELIVERABLE_MODE, 0);
 		xml_name(&files[i], name, sizeof(name));
 		if (!o->xml) {
 			unlinkat(rd->dirfd, name, 0);
@@ -440,6 +468,32 @@ static int write_suppressions(struct ks_rundir *rd, const struct ks_mcx_doc *doc
 	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
 }
 
+/* --heap-map: the log of the image whose XML d is, if it wrote one (a
+ * process whose environment lost kscope's variables did not); a log that
+ * cannot be read is said and left out, and the image's far accesses then
+ * say that the heap map is not known. */
+static void attach_heapmap(struct ks_rundir *rd, struct ks_mcx_doc *d,
+			   const struct xml_file *f)
+{
+	char name[64], path[PATH_MAX + 64];
+	struct ks_err err;
+
+	heapmap_name(f, name, sizeof(name));
+	if (faccessat(rd->dirfd, name, F_OK, 0))
+		return;
+	snprintf(path, sizeof(path), "%s/%s", rd->path, name);
+	if (ks_mcx_heapmap_open(&d->heapmap, path, &err)) {
+		ks_warn("%s; the heap map of that process image is not used", err.msg);
+		return;
+	}
+	if (ks_mcx_heapmap_pid(d->heapmap) != d->pid) {
+		ks_warn("%s is the heap map of process %lld, not of %lld; it is not used", name,
+			ks_mcx_heapmap_pid(d->heapmap), d->pid);
+		ks_mcx_heapmap_free(d->heapmap);
+		d->heapmap = NULL;
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
@@ -463,9 +517,14 @@ void ks_mc_report_opts(struct ks_mcx_report_opts *ro, const struct ks_mc_opts *o
 /* The program's environment under Memcheck: kscope's without
  * VALGRIND_OPTS and VALGRIND_LIB (ks_vg_env), with libkscope-mcexec.so
  * first in LD_PRELOAD and KSCOPE_MC_RUNDIR naming the run directory
- * (src/memtools/mcexec).  owned[0..2] are the strings to free. */
-static char **mc_env(const char *mcexec, const char *rundir, char *owned[3])
+ * (src/memtools/mcexec).  With --heap-map (mcheap not NULL),
+ * libkscope-mcheap.so follows it in LD_PRELOAD, and KSCOPE_MC_HEAPMAP=1
+ * turns it on; without, a KSCOPE_MC_HEAPMAP of kscope's environment is
+ * not passed on.  owned[0..2] are the strings to free. */
+static char **mc_env(const char *mcexec, const char *mcheap, const char *rundir,
+		     char *owned[3])
 {
+	static char heapmap_on[] = KS_MCHEAP_ENV "=1";
 	char **base = ks_vg_env(NULL, &owned[0]), **envp;
 	const char *pre = NULL;
 	char real[PATH_MAX];
@@ -475,7 +534,7 @@ static char **mc_env(const char *mcexec, const char *rundir, char *owned[3])
 		return NULL;
 	while (base[n])
 		n++;
-	envp = calloc(n + 3, sizeof(*envp));
+	envp = calloc(n + 4, sizeof(*envp));
 	if (!envp) {
 		free(base);
 		return NULL;
@@ -483,12 +542,13 @@ static char **mc_env(const char *mcexec, const char *rundir, char *owned[3])
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(base[i], "LD_PRELOAD=", 11))
 			pre = base[i] + 11;
-		else if (strncmp(base[i], "KSCOPE_MC_RUNDIR=", 17))
+		else if (strncmp(base[i], "KSCOPE_MC_RUNDIR=", 17) &&
+			 strncmp(base[i], KS_MCHEAP_ENV "=", sizeof(KS_MCHEAP_ENV)))
 			envp[k++] = base[i];
 	}
 	free(base);
-	if (asprintf(&owned[1], "LD_PRELOAD=%s%s%s", mcexec, pre && *pre ? ":" : "",
-		     pre ? pre : "") < 0) {
+	if (asprintf(&owned[1], "LD_PRELOAD=%s%s%s%s%s", mcexec, mcheap ? ":" : "",
+		     mcheap ? mcheap : "", pre && *pre ? ":" : "", pre ? pre : "") < 0) {
 		owned[1] = NULL;
 		free(envp);
 		return NULL;
@@ -501,6 +561,8 @@ static char **mc_env(const char *mcexec, const char *rundir, char *owned[3])
 	}
 	envp[k++] = owned[1];
 	envp[k++] = owned[2];
+	if (mcheap)
+		envp[k++] = heapmap_on;
 	envp[k] = NULL;
 	return envp;
 }
@@ -520,6 +582,13 @@ static int choose_engine(const struct ks_mc_opts *o, const char *prog)
 	}
 	if (o->engine == KS_MC_MEMCHECK || (o->engine == KS_MC_AUTO && asan != 1))
 		return KS_MC_MEMCHECK;
+	if (o->heap_map) {
+		ks_error("option --heap-map is for Valgrind's Memcheck, and %s runs with "
+			 "AddressSanitizer (%s), whose reports name the block nearest to every "
+			 "invalid access already; leave the option out", prog,
+			 asan == 1 ? "it was built with it" : "--engine asan");
+		return -1;
+	}
 	if (o->not_for_asan) {
 		ks_error("option --%s is Valgrind Memcheck's, and %s runs with AddressSanitizer "
 			 "(%s); leave the option out, or run a build without "
@@ -546,7 +615,7 @@ static int choose_engine(const struct ks_mc_opts *o, const char *prog)
 
 int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 {
-	char tool[PATH_MAX], mcexec[PATH_MAX];
+	char tool[PATH_MAX], mcexec[PATH_MAX], mcheap[PATH_MAX];
 	char *prog = NULL, *valgrind = NULL;
 	char **envp = NULL, *owned[3] = { NULL, NULL, NULL };
 	struct ks_argv av = { 0 };
@@ -603,12 +672,18 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		ks_error("%s", err.msg);
 		goto out;
 	}
+	if (o->heap_map &&
+	    ks_find_own_file("libkscope-mcheap.so", R_OK, "kscope memcheck's heap map "
+			     "library libkscope-mcheap.so", mcheap, sizeof(mcheap), &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
 	if (ks_rundir_create(o->output, "memcheck", 0, &rd, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
 	have_rd = true;
-	if (!(envp = mc_env(mcexec, rd.path, owned))) {
+	if (!(envp = mc_env(mcexec, o->heap_map ? mcheap : NULL, rd.path, owned))) {
 		ks_error("out of memory");
 		goto out;
 	}
@@ -616,8 +691,9 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		ks_error("out of memory");
 		goto out;
 	}
-	ks_info("memcheck: running %s under Valgrind's Memcheck (expect it to run 10 to "
-		"50 times slower); results in %s", prog, rd.path);
+	ks_info("memcheck: running %s under Valgrind's Memcheck%s (expect it to run 10 to "
+		"50 times slower); results in %s", prog,
+		o->heap_map ? ", with the heap map" : "", rd.path);
 	status = ks_run_program(av.v, envp, &pid, &err);
 	if (status < 0) {
 		ks_error("%s", err.msg);
@@ -672,6 +748,8 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 		/* Set aside before an exec: the image ended by exec'ing. */
 		d->execed = files[i].seq >= 0;
 		ndocs++;
+		if (o->heap_map)
+			attach_heapmap(&rd, d, &files[i]);
 		if (d->damaged)
 			ks_warn("%s is damaged (%s); the %zu errors before that are reported", name,
 				d->damage, d->nerrors);
@@ -691,6 +769,9 @@ int ks_memcheck_run(const struct ks_mc_opts *o, char **program)
 	}
 
 	ks_mc_report_opts(&ro, o, errs, true);
+	ro.heap_map = o->heap_map;
+	ro.heap_map_hint = !o->heap_map;
+	ro.max_frames = o->heap_map ? (unsigned)o->num_callers : 0;
 	ex.pid = pid;
 	ex.signaled = WIFSIGNALED(status);
 	ex.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);

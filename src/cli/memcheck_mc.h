@@ -24,6 +24,8 @@ struct ks_mc_opts {
 	bool gen_suppressions;
 	bool no_filter;
 	bool xml;                        /* keep Memcheck's XML in the run directory */
+	bool heap_map;                   /* name the block nearest to a far access
+					  * (libkscope-mcheap.so; Memcheck only) */
 	const char *command;             /* "memcheck", for the reports' headers */
 	int engine;                      /* index into ks_mc_engine_choices */
 	bool redzone_given, freelist_given;

@@ -417,6 +417,16 @@ static int add_positional(const struct ks_cmd_args *args, const char *cmd,
 	return 0;
 }
 
+/* Whether an option that makes the command run no program was given
+ * (KS_OPT_NO_PROGRAM, on the command line or in the environment). */
+static bool no_program_given(const struct ks_cmd_args *args, const struct ks_parsed *p)
+{
+	for (size_t k = 0; args->opts[k].name; k++)
+		if ((args->opts[k].flags & KS_OPT_NO_PROGRAM) && p->given[k])
+			return true;
+	return false;
+}
+
 int ks_opt_parse(const struct ks_cmd_args *args, int argc, char **argv,
 		 const char *(*getenv_fn)(const char *name),
 		 struct ks_parsed *out, struct ks_err *err)
@@ -555,7 +565,7 @@ int ks_opt_parse(const struct ks_cmd_args *args, int argc, char **argv,
 				args->pos_min == 1 ? "" : "s", cmd);
 		goto out;
 	}
-	if (args->takes_program && !p.program) {
+	if (args->takes_program && !p.program && !no_program_given(args, &p)) {
 		rc = ks_err_set(err, -EINVAL,
 				"'kscope %s' needs a program to run: kscope %s [options] "
 				"-- PROGRAM [ARGS...]", cmd, cmd);

@@ -49,6 +49,8 @@ enum {
 	KS_PATH_EXEC     = 1u << 4, /* must be executable (searchable for dirs) */
 	KS_OPT_HIDDEN_ENV = 1u << 5, /* the environment variable is not read
 				      * (it exists only to pass the value on) */
+	KS_OPT_NO_PROGRAM = 1u << 6, /* given, the command runs no program:
+				      * `-- PROGRAM` is not required */
 };
 
 struct ks_opt {

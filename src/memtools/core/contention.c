@@ -80,6 +80,9 @@ int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
 		return -22;
 	if (cfg->max_threads == 0 || cfg->max_threads > KS_MT_MAX_THREADS)
 		return -22;
+	if (cfg->direct_bits != 0 &&
+	    (cfg->direct_bits < KS_MT_CHUNK_SHIFT || cfg->direct_bits > KS_MT_MAX_DIRECT_BITS))
+		return -22;
 
 	m = alloc->zalloc(alloc->ctx, sizeof(*m));
 	if (!m)
@@ -97,6 +100,7 @@ int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
 	m->cfg.thread_isolation = cfg->thread_isolation;
 	m->cfg.context = cfg->context;
 	m->cfg.context_ctx = cfg->context_ctx;
+	m->cfg.direct_bits = cfg->direct_bits ? cfg->direct_bits : KS_MT_TAB_DIRECT_BITS;
 
 	ls = log2u(cfg->line_size);
 	m->line_shift = ls;
@@ -111,7 +115,7 @@ int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
 	m->ext_words = (cfg->max_threads + 63) / 64;
 
 	rc = ks_mt_tab_init(&m->tab, &m->alloc, &m->bytes, KS_MT_CHUNK_SHIFT,
-			    smu << m->lc_shift);
+			    smu << m->lc_shift, m->cfg.direct_bits);
 	if (rc != 0)
 		goto out;
 	rc = -12;
@@ -182,7 +186,7 @@ static void ext_set_only(struct ks_mt *m, uint64_t *ext, unsigned w, uint64_t xb
 static unsigned own_update(struct ks_mt *m, struct ks_mt_smu *s, unsigned tid,
 			   bool write)
 {
-	uint64_t own = s->own, nown, bit = 0, xbit = 0;
+	uint64_t own = ks_mt_own_load(s), nown, bit = 0, xbit = 0;
 	uint64_t *ext = s->ext;
 	bool inl = tid < KS_MT_INLINE_TIDS, has, others = false;
 	unsigned w = tid >> 6, ev;
@@ -243,10 +247,8 @@ static unsigned own_update(struct ks_mt *m, struct ks_mt_smu *s, unsigned tid,
 	} else {
 		nown = own;
 	}
-	if (nown != own)
-		s->own = nown;
-	else if (!m->cfg.min_write) /* the ablation, as on the hit path */
-		*(volatile uint64_t *)&s->own = nown;
+	if (nown != own || !m->cfg.min_write) /* the ablation, as on the hit path */
+		ks_mt_own_store(s, nown);
 	if ((ev & KS_MT_EV_MISS) && s->misses != UINT32_MAX)
 		s->misses++;
 	if ((ev & KS_MT_EV_INVAL) && s->invals != UINT32_MAX)
@@ -321,21 +323,22 @@ static inline unsigned line_access(struct ks_mt *m, unsigned tid, uintptr_t line
 	uint64_t own;
 	unsigned ev;
 
-	if (cidx >= m->tab.l1_n || (ch = m->tab.l1[cidx]) == NULL) {
+	if (cidx >= m->tab.l1_n || (ch = ks_mt_tab_direct(&m->tab, cidx)) == NULL) {
 		ch = ks_mt_tab_make(&m->tab, cidx);
 		if (!ch)
 			return 0;
 	}
 	s = (struct ks_mt_smu *)(void *)(ch + (line & m->lc_mask) * m->smu_size);
-	own = s->own;
+	own = ks_mt_own_load(s);
 	if (tid < KS_MT_INLINE_TIDS &&
 	    (write ? own == (UINT64_C(1) << tid) : (own >> tid) & 1)) {
 		/* The hit: nothing changes.  Without min_write the ablation
-		 * stores the word anyway, as a naive tool would; volatile,
-		 * or the compiler drops a store of the value just loaded. */
+		 * stores the word anyway, as a naive tool would (an atomic
+		 * store, which the compiler keeps although the value is the
+		 * one just loaded). */
 		ev = 0;
 		if (!m->cfg.min_write)
-			*(volatile uint64_t *)&s->own = own;
+			ks_mt_own_store(s, own);
 	} else {
 		ev = own_update(m, s, tid, write);
 		if (ev & KS_MT_EV_LOST)
@@ -344,6 +347,18 @@ static inline unsigned line_access(struct ks_mt *m, unsigned tid, uintptr_t line
 	if (m->cfg.falseshare)
 		fs_line(m, s, ev, tid, write, site, line, addr, last);
 	return ev;
+}
+
+/* Counts tid as seen.  Threads of a parallel front-end get here at the
+ * same time, for different lines: an atomic maximum. */
+static void seen_add(struct ks_mt *m, unsigned tid)
+{
+	unsigned seen = __atomic_load_n(&m->nseen, __ATOMIC_RELAXED);
+
+	while (tid >= seen &&
+	       !__atomic_compare_exchange_n(&m->nseen, &seen, tid + 1, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 /* A thread's counter block, allocated on its first access. */
@@ -372,8 +387,7 @@ static uint64_t *thread_counters(struct ks_mt *m, unsigned tid, size_t *st)
 		c = m->ileave + tid;
 		*st = m->stride;
 	}
-	if (tid >= m->nseen)
-		m->nseen = tid + 1;
+	seen_add(m, tid);
 	return c;
 }
 
@@ -470,7 +484,7 @@ unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 	/* Outside the contract: dropped rather than corrupting memory. */
 	if (tid >= m->cfg.max_threads || size == 0)
 		return 0;
-	if (tid >= KS_MT_INLINE_TIDS || tid >= m->nseen)
+	if (tid >= KS_MT_INLINE_TIDS || tid >= __atomic_load_n(&m->nseen, __ATOMIC_RELAXED))
 		goto general;
 	if (m->blk) {
 		c = m->blk[tid];
@@ -487,10 +501,10 @@ unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 		goto general;
 	line = addr >> m->line_shift;
 	cidx = line >> m->lc_shift;
-	if (cidx >= m->tab.l1_n || (ch = m->tab.l1[cidx]) == NULL)
+	if (cidx >= m->tab.l1_n || (ch = ks_mt_tab_direct(&m->tab, cidx)) == NULL)
 		goto general;
 	s = (struct ks_mt_smu *)(void *)(ch + (line & m->lc_mask) * m->smu_size);
-	own = s->own;
+	own = ks_mt_own_load(s);
 	if (write ? own != (UINT64_C(1) << tid) : !((own >> tid) & 1))
 		goto general;
 	if (m->cfg.falseshare) {
@@ -504,10 +518,9 @@ unsigned ks_mt_access(struct ks_mt *m, unsigned tid, uintptr_t addr,
 		fs_owner(m, f, write, mask);
 	}
 	/* Without min_write the ablation stores the word anyway, as a naive
-	 * tool would; volatile, or the compiler drops a store of the value
-	 * just loaded. */
+	 * tool would (an atomic store: the compiler keeps it). */
 	if (!m->cfg.min_write)
-		*(volatile uint64_t *)&s->own = own;
+		ks_mt_own_store(s, own);
 	count(c, st, site, write, 0, 0, 0);
 	return 0;
 general:
@@ -525,10 +538,21 @@ bool ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write
 	    (ch = ks_mt_tab_get(&m->tab, line >> m->lc_shift)) == NULL)
 		return false;
 	s = (const struct ks_mt_smu *)(const void *)(ch + (line & m->lc_mask) * m->smu_size);
-	own = s->own;
+	own = ks_mt_own_load(s);
 	/* With falseshare, holding the line means the thread is its first
 	 * thread or has an entry in its detail: ks_mt_add_quiet finds it. */
 	return write ? own == (UINT64_C(1) << tid) : ((own >> tid) & 1) != 0;
+}
+
+const uint64_t *ks_mt_own_word(const struct ks_mt *m, uintptr_t addr)
+{
+	uintptr_t line = addr >> m->line_shift;
+	const unsigned char *ch = ks_mt_tab_get(&m->tab, line >> m->lc_shift);
+
+	if (!ch)
+		return NULL;
+	return &((const struct ks_mt_smu *)(const void *)(ch + (line & m->lc_mask) *
+							   m->smu_size))->own;
 }
 
 void ks_mt_add_quiet(struct ks_mt *m, unsigned tid, uintptr_t addr, bool write,
@@ -603,7 +627,7 @@ void ks_mt_total_counts(const struct ks_mt *m, struct ks_mt_counts *out)
 
 	out->accesses = out->reads = out->writes = 0;
 	out->cold_misses = out->misses = out->invalidations = 0;
-	for (tid = 0; tid < m->nseen; tid++) {
+	for (tid = 0; tid < ks_mt_threads_seen(m); tid++) {
 		ks_mt_thread_counts(m, tid, &t);
 		out->accesses += t.accesses;
 		out->reads += t.reads;
@@ -616,12 +640,22 @@ void ks_mt_total_counts(const struct ks_mt *m, struct ks_mt_counts *out)
 
 unsigned ks_mt_threads_seen(const struct ks_mt *m)
 {
-	return m->nseen;
+	return __atomic_load_n(&m->nseen, __ATOMIC_RELAXED);
 }
 
 size_t ks_mt_shadow_bytes(const struct ks_mt *m)
 {
 	return m->bytes;
+}
+
+size_t ks_mt_shadow_resident(const struct ks_mt *m)
+{
+	size_t pages = 0, table = m->tab.l1_n * sizeof(void *);
+
+	for (size_t i = 0; i < m->tab.l1_used_words; i++)
+		pages += (size_t)__builtin_popcountll(
+			__atomic_load_n(&m->tab.l1_used[i], __ATOMIC_RELAXED));
+	return ks_mt_shadow_bytes(m) - table + pages * KS_MT_TAB_PAGE * sizeof(void *);
 }
 
 unsigned ks_mt_word_size(const struct ks_mt *m)

@@ -19,6 +19,24 @@
  * Threads are small integers (the front-end's thread ids, 1-based in
  * Valgrind); any id below ks_mt_config.max_threads works, so there is no
  * 32- or 64-thread limit.
+ *
+ * Concurrency.  The core has no locks.  Under Valgrind one thread runs at
+ * a time.  A front-end whose threads really run in parallel (kscope's
+ * compiled front-end, src/memtools/rt) may call ks_mt_access,
+ * ks_mt_add_quiet and ks_mt_add_hits from several threads at once when:
+ *  - calls that touch the same line are serialized by the front-end (a
+ *    lock per line, or per group of lines; an access crossing lines holds
+ *    both);
+ *  - thread tid's calls come from one thread at a time (its counter
+ *    block is updated without atomics);
+ *  - a struct ks_mt_site is used by one thread only (its counts likewise);
+ *  - every address is below 2^direct_bits (a chunk of the direct table is
+ *    published by compare-and-swap; the hash table above is not safe);
+ *  - the allocator is thread-safe.
+ * The thread count and the shadow-byte count are kept atomically; the
+ * ownership word of a line may be read without the lock through
+ * ks_mt_own_word.  Reporting (the counts, ks_mt_for_each_shared_line) is
+ * for when every thread is stopped or holds still.
  */
 #ifndef KS_MTCORE_H
 #define KS_MTCORE_H
@@ -40,6 +58,7 @@ struct ks_mt_alloc {
 /* ------------------------------------------------------------------ */
 
 #define KS_MT_MAX_THREADS 4096 /* largest accepted max_threads */
+#define KS_MT_MAX_DIRECT_BITS 48 /* largest accepted direct_bits */
 
 struct ks_mt_site;
 
@@ -60,6 +79,12 @@ struct ks_mt_config {
 	 * NULL; the returned pointer is stored in the entry as `context`. */
 	void *(*context)(void *ctx, unsigned tid, struct ks_mt_site *site);
 	void *context_ctx;
+	/* Client addresses below 2^direct_bits find their shadow through one
+	 * directly indexed table (8 bytes of address space per 256 KiB of
+	 * client address, touched only where the client is); above, through
+	 * a hash table.  0 means 37 (Valgrind's amd64 client space); a native
+	 * amd64 process needs 47.  18..KS_MT_MAX_DIRECT_BITS. */
+	unsigned direct_bits;
 };
 
 /* Event counts.  `accesses` counts accesses (an access spanning two lines
@@ -121,6 +146,14 @@ void ks_mt_add_hits(struct ks_mt *m, unsigned tid, uint64_t reads, uint64_t writ
  * Always false for threads >= 63 and with min_write off: testing before
  * updating is that optimization. */
 bool ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write);
+/* The ownership word of addr's line (bit t: thread t < 63 holds a copy;
+ * see ks_mt_access), or NULL while the line has no shadow yet.  The
+ * pointer stays valid until ks_mt_fini.  For front-ends that keep
+ * ks_mt_quiet's answer and test it again without the line's lock: read
+ * it with an atomic load; the thread still holds the line for a read
+ * while its bit is set, alone for a write while the word equals its bit
+ * (tid < 63 only). */
+const uint64_t *ks_mt_own_word(const struct ks_mt *m, uintptr_t addr);
 /* Credits n such accesses within addr's line to tid, the site (may be
  * NULL) and, with falseshare, the line, where they touched the words in
  * `words` (bit w: word w, see ks_mt_word_size): the same result as n
@@ -138,6 +171,10 @@ void ks_mt_total_counts(const struct ks_mt *m, struct ks_mt_counts *out);
 unsigned ks_mt_threads_seen(const struct ks_mt *m);
 /* Bytes of shadow memory allocated (tables, SMUs, entries). */
 size_t ks_mt_shadow_bytes(const struct ks_mt *m);
+/* The same, counting of the direct table only its pages that hold chunk
+ * pointers: with a large direct_bits the table is gigabytes of address
+ * space of which a few pages are ever touched. */
+size_t ks_mt_shadow_resident(const struct ks_mt *m);
 
 /* ---- false sharing: the verdict per line ---- */
 

@@ -47,8 +47,14 @@ void ks_mt_mem_free64(const struct ks_mt_alloc *a, size_t *bytes, void *p,
  * memcheck's primary map ends) are found through one directly indexed
  * array; anything above through a small hash table, so that any address
  * works.  A chunk covers 2^shift bytes of client address; its index is
- * addr >> shift. */
+ * addr >> shift.  A front-end whose program lives anywhere in user space
+ * (native processes: 2^47 on amd64) asks for a larger direct range
+ * (ks_mt_config.direct_bits); the array is then large in address space
+ * but only its pages holding chunk pointers are ever touched, and the
+ * summary bitmap l1_used (one bit per KS_MT_TAB_PAGE entries) lets the
+ * walks skip the rest. */
 #define KS_MT_TAB_DIRECT_BITS 37
+#define KS_MT_TAB_PAGE 512u /* l1 entries per bit of l1_used: 4 KiB of pointers */
 
 struct ks_mt_tab_ent {
 	uintptr_t key;  /* chunk index; 0 = empty slot (index 0 is always direct) */
@@ -56,8 +62,11 @@ struct ks_mt_tab_ent {
 };
 
 struct ks_mt_tab {
-	void **l1;                 /* l1_n chunk pointers, NULL = absent */
+	void **l1;                 /* l1_n chunk pointers, NULL = absent; set
+				      once, by compare-and-swap */
 	uintptr_t l1_n;            /* chunk indexes below this are direct */
+	uint64_t *l1_used;         /* bit p: some l1[p * KS_MT_TAB_PAGE ...] set */
+	size_t l1_used_words;
 	struct ks_mt_tab_ent *h;   /* open addressing, linear probing */
 	size_t hcap, hn;           /* slots (a power of two, or 0) and used */
 	unsigned shift;            /* log2 of client bytes per chunk */
@@ -66,28 +75,40 @@ struct ks_mt_tab {
 	size_t *bytes;             /* the owner's shadow-byte count */
 };
 
-/* 0 or -12.  The direct array is allocated here, once. */
+/* 0 or -12.  The direct array (client addresses below 2^direct_bits) is
+ * allocated here, once. */
 int ks_mt_tab_init(struct ks_mt_tab *t, const struct ks_mt_alloc *a,
-		   size_t *bytes, unsigned shift, size_t chunk_bytes);
+		   size_t *bytes, unsigned shift, size_t chunk_bytes,
+		   unsigned direct_bits);
 /* fn (may be NULL) sees each chunk before it is freed, in no order. */
 void ks_mt_tab_fini(struct ks_mt_tab *t,
 		    void (*fn)(void *arg, uintptr_t cidx, void *chunk), void *arg);
 /* The chunk of a chunk index above the direct range, or NULL. */
 void *ks_mt_tab_hget(const struct ks_mt_tab *t, uintptr_t cidx);
 /* The chunk of cidx, allocated (zeroed) if absent; NULL when out of
- * memory. */
+ * memory.  Within the direct range several threads may call it at once
+ * (the chunk is published by compare-and-swap; a loser frees its own);
+ * the hash range is single-threaded. */
 void *ks_mt_tab_make(struct ks_mt_tab *t, uintptr_t cidx);
 /* Calls fn for every chunk in increasing index (= address) order. */
 void ks_mt_tab_for_each(const struct ks_mt_tab *t,
 			void (*fn)(void *arg, uintptr_t cidx, void *chunk),
 			void *arg);
 
+/* A direct chunk pointer (cidx < l1_n), or NULL.  An acquire load: a
+ * chunk published by another thread is seen zeroed, not half made (a
+ * plain load on amd64). */
+static inline void *ks_mt_tab_direct(const struct ks_mt_tab *t, uintptr_t cidx)
+{
+	return __atomic_load_n(&t->l1[cidx], __ATOMIC_ACQUIRE);
+}
+
 /* The lookup on every access: one compare and one load for the direct
  * range. */
 static inline void *ks_mt_tab_get(const struct ks_mt_tab *t, uintptr_t cidx)
 {
 	if (cidx < t->l1_n)
-		return t->l1[cidx];
+		return ks_mt_tab_direct(t, cidx);
 	return ks_mt_tab_hget(t, cidx);
 }
 
@@ -114,6 +135,20 @@ struct ks_mt_smu {
 	uint32_t misses;   /* bitmap-method misses on this line, saturating */
 	uint32_t invals;   /* invalidations, saturating */
 };
+
+/* The ownership word of an SMU.  Front-ends with parallel threads read it
+ * without the line's lock (ks_mt_own_word), so it is always stored and,
+ * outside the hit test, loaded atomically (relaxed: plain moves on amd64
+ * and arm64). */
+static inline uint64_t ks_mt_own_load(const struct ks_mt_smu *s)
+{
+	return __atomic_load_n(&s->own, __ATOMIC_RELAXED);
+}
+
+static inline void ks_mt_own_store(struct ks_mt_smu *s, uint64_t v)
+{
+	__atomic_store_n(&s->own, v, __ATOMIC_RELAXED);
+}
 
 struct ks_mt_detail;
 

@@ -18,12 +18,14 @@
 /* Counted allocation                                                  */
 /* ------------------------------------------------------------------ */
 
+/* The count is updated atomically: a front-end with parallel threads
+ * allocates for different lines at once (mtcore.h, Concurrency). */
 void *ks_mt_mem_zalloc(const struct ks_mt_alloc *a, size_t *bytes, size_t size)
 {
 	void *p = a->zalloc(a->ctx, size);
 
 	if (p)
-		*bytes += size;
+		__atomic_fetch_add(bytes, size, __ATOMIC_RELAXED);
 	return p;
 }
 
@@ -33,7 +35,7 @@ void ks_mt_mem_free(const struct ks_mt_alloc *a, size_t *bytes, void *p,
 	if (!p)
 		return;
 	a->free(a->ctx, p, size);
-	*bytes -= size;
+	__atomic_fetch_sub(bytes, size, __ATOMIC_RELAXED);
 }
 
 /* Room for the allocator's pointer below the aligned block plus the worst
@@ -68,9 +70,11 @@ void ks_mt_mem_free64(const struct ks_mt_alloc *a, size_t *bytes, void *p,
 /* ------------------------------------------------------------------ */
 
 int ks_mt_tab_init(struct ks_mt_tab *t, const struct ks_mt_alloc *a,
-		   size_t *bytes, unsigned shift, size_t chunk_bytes)
+		   size_t *bytes, unsigned shift, size_t chunk_bytes,
+		   unsigned direct_bits)
 {
-	unsigned dbits = KS_MT_TAB_DIRECT_BITS;
+	unsigned dbits = direct_bits;
+	size_t pages;
 
 	/* On a 32-bit host the direct array covers everything. */
 	if (dbits > sizeof(uintptr_t) * 8)
@@ -83,8 +87,21 @@ int ks_mt_tab_init(struct ks_mt_tab *t, const struct ks_mt_alloc *a,
 	t->hcap = 0;
 	t->hn = 0;
 	t->l1_n = (uintptr_t)1 << (dbits - shift);
+	pages = (t->l1_n + KS_MT_TAB_PAGE - 1) / KS_MT_TAB_PAGE;
+	t->l1_used_words = (pages + 63) / 64;
+	t->l1_used = ks_mt_mem_zalloc(a, bytes, t->l1_used_words * sizeof(uint64_t));
+	if (!t->l1_used)
+		return -12;
 	t->l1 = ks_mt_mem_zalloc(a, bytes, t->l1_n * sizeof(void *));
 	return t->l1 ? 0 : -12;
+}
+
+/* Whether the page of l1 holding entry i may hold a chunk pointer. */
+static bool tab_page_used(const struct ks_mt_tab *t, uintptr_t i)
+{
+	uintptr_t p = i / KS_MT_TAB_PAGE;
+
+	return (__atomic_load_n(&t->l1_used[p / 64], __ATOMIC_RELAXED) >> (p % 64)) & 1;
 }
 
 /* Fibonacci hashing: chunk indexes of neighbouring regions are
@@ -155,7 +172,18 @@ void *ks_mt_tab_make(struct ks_mt_tab *t, uintptr_t cidx)
 	if (!ch)
 		return NULL;
 	if (cidx < t->l1_n) {
-		t->l1[cidx] = ch;
+		void *seen = NULL;
+		uintptr_t p = cidx / KS_MT_TAB_PAGE;
+
+		/* Another thread may be making the same chunk: the first
+		 * one published wins, the other is given back. */
+		if (!__atomic_compare_exchange_n(&t->l1[cidx], &seen, ch, false,
+						 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+			ks_mt_mem_free64(t->alloc, t->bytes, ch, t->chunk_bytes);
+			return seen;
+		}
+		__atomic_fetch_or(&t->l1_used[p / 64], UINT64_C(1) << (p % 64),
+				  __ATOMIC_RELAXED);
 	} else {
 		tab_hput(t->h, t->hcap, cidx, ch);
 		t->hn++;
@@ -171,6 +199,10 @@ void ks_mt_tab_fini(struct ks_mt_tab *t,
 
 	if (t->l1) {
 		for (i = 0; i < t->l1_n; i++) {
+			if (i % KS_MT_TAB_PAGE == 0 && !tab_page_used(t, i)) {
+				i += KS_MT_TAB_PAGE - 1;
+				continue;
+			}
 			if (!t->l1[i])
 				continue;
 			if (fn)
@@ -180,6 +212,8 @@ void ks_mt_tab_fini(struct ks_mt_tab *t,
 		ks_mt_mem_free(t->alloc, t->bytes, t->l1, t->l1_n * sizeof(void *));
 		t->l1 = NULL;
 	}
+	ks_mt_mem_free(t->alloc, t->bytes, t->l1_used, t->l1_used_words * sizeof(uint64_t));
+	t->l1_used = NULL;
 	for (j = 0; j < t->hcap; j++) {
 		if (t->h[j].key == 0)
 			continue;
@@ -235,9 +269,14 @@ void ks_mt_tab_for_each(const struct ks_mt_tab *t,
 	size_t j, k, n = 0;
 	size_t bytes = 0; /* the temporary copy is not shadow memory */
 
-	for (i = 0; i < t->l1_n; i++)
+	for (i = 0; i < t->l1_n; i++) {
+		if (i % KS_MT_TAB_PAGE == 0 && !tab_page_used(t, i)) {
+			i += KS_MT_TAB_PAGE - 1;
+			continue;
+		}
 		if (t->l1[i])
 			fn(arg, i, t->l1[i]);
+	}
 	if (t->hn == 0)
 		return;
 	tmp = ks_mt_mem_zalloc(t->alloc, &bytes, t->hn * sizeof(*tmp));

@@ -4,13 +4,15 @@
  * image execs another.
  *
  * Memcheck writes each process's XML to RUN/memcheck.<pid>.xml (and its
- * log to RUN/valgrind.<pid>.log).  An exec keeps the pid: the next image's
+ * log to RUN/valgrind.<pid>.log; under --heap-map libkscope-mcheap.so
+ * writes RUN/heapmap.<pid>.log).  An exec keeps the pid: the next image's
  * Valgrind opens the same names again and truncates them, and what the
  * image before found would be lost.  So each exec function of the C
- * library is wrapped here: just before the real exec, the image's two
- * files are renamed to memcheck.<pid>.<k>.xml and valgrind.<pid>.<k>.log
- * (k the first number free), which Valgrind, whose descriptors stay open,
- * keeps writing into until the exec happens.  If the exec fails, the
+ * library is wrapped here: just before the real exec, the image's files
+ * are renamed to memcheck.<pid>.<k>.xml, valgrind.<pid>.<k>.log and
+ * heapmap.<pid>.<k>.log (k the first number free for all three), which
+ * their writers, whose descriptors or mappings stay open, keep writing
+ * into until the exec happens.  If the exec fails, the
  * names are given back.  kscope memcheck reads the set-aside files as the
  * process's earlier images (src/cli/memcheck_mc.c).
  *
@@ -40,7 +42,8 @@
 
 struct aside {
 	char xml[2][PATH_MAX], log[2][PATH_MAX]; /* [0] the name, [1] set aside */
-	int moved;                               /* bit 0: xml, bit 1: log */
+	char heap[2][PATH_MAX];                  /* heapmap.<pid>.log (--heap-map) */
+	int moved;                               /* bit 0: xml, bit 1: log, bit 2: heap */
 };
 
 /* Renames this image's files out of the next image's way. */
@@ -54,6 +57,7 @@ static void set_aside(struct aside *a)
 		return;
 	snprintf(a->xml[0], PATH_MAX, "%s/memcheck.%d.xml", dir, pid);
 	snprintf(a->log[0], PATH_MAX, "%s/valgrind.%d.log", dir, pid);
+	snprintf(a->heap[0], PATH_MAX, "%s/heapmap.%d.log", dir, pid);
 	if (access(a->xml[0], F_OK) != 0) {
 		errno = saved;
 		return; /* a forked child: Memcheck writes nothing for it */
@@ -61,13 +65,18 @@ static void set_aside(struct aside *a)
 	for (int k = 0; k < 10000; k++) {
 		snprintf(a->xml[1], PATH_MAX, "%s/memcheck.%d.%d.xml", dir, pid, k);
 		snprintf(a->log[1], PATH_MAX, "%s/valgrind.%d.%d.log", dir, pid, k);
-		if (access(a->xml[1], F_OK) != 0 && access(a->log[1], F_OK) != 0)
+		snprintf(a->heap[1], PATH_MAX, "%s/heapmap.%d.%d.log", dir, pid, k);
+		if (access(a->xml[1], F_OK) != 0 && access(a->log[1], F_OK) != 0 &&
+		    access(a->heap[1], F_OK) != 0)
 			break;
 	}
 	if (rename(a->xml[0], a->xml[1]) == 0)
 		a->moved |= 1;
 	if (rename(a->log[0], a->log[1]) == 0)
 		a->moved |= 2;
+	/* Only under --heap-map is there one (libkscope-mcheap.so's). */
+	if (rename(a->heap[0], a->heap[1]) == 0)
+		a->moved |= 4;
 	errno = saved;
 }
 
@@ -80,6 +89,8 @@ static void give_back(const struct aside *a)
 		rename(a->xml[1], a->xml[0]);
 	if (a->moved & 2)
 		rename(a->log[1], a->log[0]);
+	if (a->moved & 4)
+		rename(a->heap[1], a->heap[0]);
 	errno = saved;
 }
 

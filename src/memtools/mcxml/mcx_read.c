@@ -9,7 +9,9 @@
  *
  * Elements after </valgrindoutput> (Memcheck writes some there when it
  * aborts after its final output) are read by a second parser fed a
- * made-up root element and then the rest of the stream.  A DOCTYPE (with
+ * made-up root element and then the rest of the stream.  Of the
+ * <clientmsg>s only the heap map's markers are kept (kscope memcheck
+ * --heap-map), with the number of errors before each.  A DOCTYPE (with
  * it, entity expansion) is refused: Memcheck never writes one.
  */
 #include "mcxml.h"
@@ -17,8 +19,11 @@
 #include <errno.h>
 #include <expat.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mcheap.h"
 
 #define MCX_DEPTH 16            /* deeper elements are skipped */
 #define MCX_NAME 24             /* element names kept up to this length */
@@ -43,7 +48,9 @@ struct ctx {
 	int depth;                        /* of the element being read; 0 outside */
 	char names[MCX_DEPTH + 1][MCX_NAME];
 	char *text;                       /* character data of the element */
-	size_t tlen, tcap;
+	size_t tlen, tcap;                /* tlen: without its trailing white space */
+	size_t rlen;                      /* with it (text[tlen] is then NUL) */
+	char cut;                         /* the white space character text[tlen] held */
 	bool root_seen, root_bad;
 	bool tail;                        /* reading after </valgrindoutput> */
 	bool oom, doctype;
@@ -55,6 +62,8 @@ struct ctx {
 	char *pair_name;
 	struct count_pair *counts;        /* <errorcounts>, all pairs read */
 	size_t ncounts, cap_counts;
+	long long msg_tid;                /* <clientmsg> being read: its <tid>, */
+	char *msg_text;                   /* and its <text> */
 };
 
 /* ------------------------------------------------------------------ */
@@ -204,7 +213,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	int d = ++c->depth;
 
 	(void)attrs;
-	c->tlen = 0;
+	c->tlen = c->rlen = 0;
 	if (c->text)
 		c->text[0] = '\0';
 	if (d > MCX_DEPTH)
@@ -251,6 +260,10 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 
 		if (a)
 			a->origin = true;
+	} else if (d == 2 && !strcmp(name, "clientmsg")) {
+		c->msg_tid = 0;
+		free(c->msg_text);
+		c->msg_text = NULL;
 	} else if (d == 3 && !strcmp(name, "pair")) {
 		c->pair_count = c->pair_unique = 0;
 		free(c->pair_name);
@@ -378,6 +391,35 @@ static void end_pair(struct ctx *c)
 	}
 }
 
+/* A <clientmsg> read: kept when it is a heap map marker of this process
+ * (mcheap.h: "kscope-heapmap PID SEQ PHASE"), else left alone as
+ * before (the program's own VALGRIND_PRINTFs are not reported). */
+static void end_clientmsg(struct ctx *c)
+{
+	struct ks_mcx_doc *d = c->d;
+	const char *t = c->msg_text;
+	long long pid;
+	unsigned long long seq;
+	char phase, extra;
+	struct ks_mcx_hmark *v;
+
+	if (!t || strncmp(t, KS_MCHEAP_MAGIC " ", sizeof(KS_MCHEAP_MAGIC)) ||
+	    sscanf(t + sizeof(KS_MCHEAP_MAGIC), "%lld %llu %c %c", &pid, &seq, &phase,
+		   &extra) != 3 ||
+	    pid != d->pid || (phase != 'b' && phase != 'd' && phase != 'u'))
+		return;
+	v = grow(d->hmarks, &d->cap_hmarks, d->nhmarks + 1, sizeof(*v));
+	if (!v) {
+		oom(c);
+		return;
+	}
+	d->hmarks = v;
+	v[d->nhmarks].nerrors = d->nerrors;
+	v[d->nhmarks].seq = seq;
+	v[d->nhmarks].phase = phase;
+	v[d->nhmarks++].tid = c->msg_tid;
+}
+
 static void XMLCALL on_end(void *ud, const XML_Char *name)
 {
 	struct ctx *c = ud;
@@ -406,7 +448,16 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 		else if (!strcmp(name, "fatal_signal")) {
 			c->in_fatal = false;
 			d->fatal = true;
+		} else if (!strcmp(name, "clientmsg")) {
+			end_clientmsg(c);
 		}
+		goto out;
+	}
+	if (depth == 3 && is(c, 2, "clientmsg")) {
+		if (!strcmp(name, "tid"))
+			c->msg_tid = snum(c);
+		else if (!strcmp(name, "text"))
+			set_text(c, &c->msg_text);
 		goto out;
 	}
 	if (depth == 3 && is(c, 2, "status") && !strcmp(name, "state")) {
@@ -453,7 +504,7 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 		c->target = NULL;
 out:
 	c->depth--;
-	c->tlen = 0;
+	c->tlen = c->rlen = 0;
 	if (c->text)
 		c->text[0] = '\0';
 }
@@ -463,15 +514,15 @@ static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
 	struct ctx *c = ud;
 	size_t n = (size_t)len;
 
-	if (c->depth > MCX_DEPTH || c->tlen >= MCX_TEXT_MAX)
+	if (c->depth > MCX_DEPTH || c->rlen >= MCX_TEXT_MAX)
 		return;
-	if (n > MCX_TEXT_MAX - c->tlen)
-		n = MCX_TEXT_MAX - c->tlen;
-	if (c->tlen + n + 1 > c->tcap) {
+	if (n > MCX_TEXT_MAX - c->rlen)
+		n = MCX_TEXT_MAX - c->rlen;
+	if (c->rlen + n + 1 > c->tcap) {
 		size_t cap = c->tcap ? c->tcap : 256;
 		char *t;
 
-		while (cap < c->tlen + n + 1)
+		while (cap < c->rlen + n + 1)
 			cap *= 2;
 		if (!(t = realloc(c->text, cap))) {
 			oom(c);
@@ -480,16 +531,26 @@ static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
 		c->text = t;
 		c->tcap = cap;
 	}
-	/* Leading white space is dropped as it comes, trailing at the end. */
-	while (!c->tlen && n && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')) {
+	/* Leading white space is dropped as it comes, trailing at the end:
+	 * expat hands the text over in pieces (one per entity reference),
+	 * so white space at a piece's end is kept until more text follows
+	 * ("in arena &quot;client&quot;" keeps its space). */
+	while (!c->rlen && n && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')) {
 		s++;
 		n--;
 	}
-	memcpy(c->text + c->tlen, s, n);
-	c->tlen += n;
+	if (!n)
+		return;
+	if (c->tlen < c->rlen)
+		c->text[c->tlen] = c->cut;
+	memcpy(c->text + c->rlen, s, n);
+	c->rlen += n;
+	c->tlen = c->rlen;
 	while (c->tlen && (c->text[c->tlen - 1] == ' ' || c->text[c->tlen - 1] == '\n' ||
 			   c->text[c->tlen - 1] == '\t' || c->text[c->tlen - 1] == '\r'))
 		c->tlen--;
+	if (c->tlen < c->rlen)
+		c->cut = c->text[c->tlen];
 	c->text[c->tlen] = '\0';
 }
 
@@ -667,6 +728,7 @@ out:
 	free(c.text);
 	free(c.pair_name);
 	free(c.counts);
+	free(c.msg_text);
 	if (rc)
 		ks_mcx_free(d);
 	return rc;
@@ -708,5 +770,7 @@ void ks_mcx_free(struct ks_mcx_doc *d)
 	for (size_t i = 0; i < d->nsupps; i++)
 		free(d->supps[i].name);
 	free(d->supps);
+	free(d->hmarks);
+	ks_mcx_heapmap_free(d->heapmap);
 	memset(d, 0, sizeof(*d));
 }

@@ -207,14 +207,35 @@ static const char *sdup(struct ks_mtr_run *r, const char *s, int *rc)
 	return d;
 }
 
+/* Whether a frame is libkscope-mcheap.so's (kscope memcheck --heap-map's
+ * allocation wrappers), which no report shows: with them dropped, a
+ * stack reads as it would without the option. */
+static bool kscope_frame(const struct ks_mcx_frame *f)
+{
+	static const char lib[] = "libkscope-mcheap.so";
+	size_t n = f->obj ? strlen(f->obj) : 0;
+
+	return n >= sizeof(lib) - 1 && !strcmp(f->obj + n - (sizeof(lib) - 1), lib) &&
+	       (n == sizeof(lib) - 1 || f->obj[n - sizeof(lib)] == '/');
+}
+
 /* Adds a copy of s as a stack of r; *idx is its index.  An empty stack
- * gets one frame of ip 0 (the model's stacks have at least one). */
-static int add_stack(struct ks_mtr_run *r, const struct ks_mcx_stack *s, uint32_t *idx)
+ * gets one frame of ip 0 (the model's stacks have at least one).  Frames
+ * of kscope's wrappers are left out, and then all after the first
+ * o->max_frames (0: all). */
+static int add_stack(struct ks_mtr_run *r, const struct ks_mcx_stack *s, uint32_t *idx,
+		     const struct ks_mcx_report_opts *o)
 {
 	struct ks_mtr_stack *st;
-	size_t n = s->n ? s->n : 1;
+	size_t n = 0;
 	int rc = 0;
 
+	for (size_t i = 0; i < s->n; i++)
+		n += !kscope_frame(&s->frames[i]);
+	if (o->max_frames && n > o->max_frames)
+		n = o->max_frames;
+	if (!n)
+		n = 1;
 	if (r->nstacks >= UINT32_MAX - 1 || n > UINT32_MAX)
 		return -E2BIG;
 	st = ks_mtr_vec_push(&r->stacks, &r->nstacks, &r->cap_stacks, sizeof(*st));
@@ -226,10 +247,13 @@ static int add_stack(struct ks_mtr_run *r, const struct ks_mcx_stack *s, uint32_
 	if (!st->frames)
 		return -ENOMEM;
 	memset(st->frames, 0, n * sizeof(*st->frames));
-	for (size_t i = 0; i < s->n; i++) {
+	for (size_t i = 0, j = 0; i < s->n && j < n; i++) {
 		const struct ks_mcx_frame *f = &s->frames[i];
-		struct ks_mtr_frame *t = &st->frames[i];
+		struct ks_mtr_frame *t = &st->frames[j];
 
+		if (kscope_frame(f))
+			continue;
+		j++;
 		t->ip = f->ip;
 		t->fn = sdup(r, f->fn, &rc);
 		t->obj = sdup(r, f->obj, &rc);
@@ -277,11 +301,50 @@ static int add_leak(struct ks_mtr_run *r, const struct ks_mcx_error *x,
 	l->not_error = !(o->leak_error_kinds & leak_bit(k));
 	if (rc)
 		return rc;
-	return add_stack(r, &x->stack, &l->stack);
+	return add_stack(r, &x->stack, &l->stack, o);
+}
+
+/* The heap map's answer for an address Memcheck related to no block, or
+ * the hint to ask it (near NULL: not asked). */
+static void add_heap_map(struct ks_mtr_run *r, struct ks_mtr_error *e,
+			 const struct ks_mcx_error *x, const struct ks_mcx_near *near,
+			 const struct ks_mcx_report_opts *o, int *rc)
+{
+	static const enum ks_mtr_hm hm[] = {
+		[MCX_NEAR_NOT_ASKED] = MTR_HM_NONE, [MCX_NEAR_FOUND] = MTR_HM_FOUND,
+		[MCX_NEAR_NOTHING] = MTR_HM_NOTHING, [MCX_NEAR_UNKNOWN] = MTR_HM_UNKNOWN,
+	};
+	const struct ks_mcx_block *b[2];
+	struct ks_mtr_near *t[2] = { &e->hm_below, &e->hm_above };
+	uint64_t addr;
+
+	if (!ks_mcx_error_unrelated(x, &addr))
+		return;
+	if (!o->heap_map) {
+		e->hm = o->heap_map_hint ? MTR_HM_HINT : MTR_HM_NONE;
+		return;
+	}
+	if (!near)
+		return;
+	e->hm = hm[near->status];
+	if (near->status == MCX_NEAR_UNKNOWN)
+		e->hm_why = sdup(r, near->why, rc);
+	b[0] = &near->below;
+	b[1] = &near->above;
+	for (int i = 0; i < 2; i++) {
+		if (!b[i]->present)
+			continue;
+		t[i]->present = true;
+		t[i]->addr = b[i]->addr;
+		t[i]->size = b[i]->size;
+		t[i]->alloc_no = b[i]->alloc_no;
+		t[i]->fn = ks_mcx_heapmap_fn_name(b[i]->fn);
+	}
 }
 
 static int add_error(struct ks_mtr_run *r, const struct ks_mcx_error *x,
-		     enum ks_mtr_ekind k, uint32_t proc)
+		     enum ks_mtr_ekind k, uint32_t proc, const struct ks_mcx_near *near,
+		     const struct ks_mcx_report_opts *o)
 {
 	struct ks_mtr_error *e = ks_mtr_vec_push(&r->errors, &r->nerrors, &r->cap_errors,
 						 sizeof(*e));
@@ -297,12 +360,15 @@ static int add_error(struct ks_mtr_run *r, const struct ks_mcx_error *x,
 	e->what = sdup(r, x->what, &rc);
 	e->xml_kind = sdup(r, x->kind ? x->kind : "Unknown", &rc);
 	e->block.alloc_stack = e->block.free_stack = MTR_NONE;
-	if (rc || (rc = add_stack(r, &x->stack, &e->stack)))
+	if (rc || (rc = add_stack(r, &x->stack, &e->stack, o)))
 		return rc;
 	parse_size(e, x->what);
 	if ((rc = parse_syscall(r, e, x->what)))
 		return rc;
 	parse_address(e, aux0(x));
+	add_heap_map(r, e, x, near, o, &rc);
+	if (rc)
+		return rc;
 	if (x->naux) {
 		e->aux = ks_mtr_arena_alloc(&r->arena, x->naux * sizeof(*e->aux));
 		if (!e->aux)
@@ -314,7 +380,7 @@ static int add_error(struct ks_mtr_run *r, const struct ks_mcx_error *x,
 
 		e->aux[i].what = sdup(r, a->what, &rc);
 		e->aux[i].stack = MTR_NONE;
-		if (rc || (a->stack.n && (rc = add_stack(r, &a->stack, &e->aux[i].stack))))
+		if (rc || (a->stack.n && (rc = add_stack(r, &a->stack, &e->aux[i].stack, o))))
 			return rc;
 	}
 	/* The block's stacks, for the writers that show a block: the
@@ -375,6 +441,7 @@ static int add_proc(struct ks_mtr_run *r, const struct ks_mcx_doc *d,
 		    const struct ks_mcx_report_opts *o)
 {
 	struct ks_mtr_proc *p;
+	struct ks_mcx_near *near = NULL;
 	uint32_t idx = (uint32_t)r->nprocs;
 	/* The image before, when the document before is an earlier image of
 	 * the same process (one that exec'd: docs come in image order). */
@@ -425,14 +492,25 @@ static int add_proc(struct ks_mtr_run *r, const struct ks_mcx_doc *d,
 		p->end.code = x->code;
 	}
 	p->truncated = !d->finished && !d->execed;
+	/* --heap-map: each error's nearest blocks, from the image's log. */
+	if (o->heap_map && d->nerrors) {
+		struct ks_err err;
+
+		if (!(near = calloc(d->nerrors, sizeof(*near))) ||
+		    ks_mcx_heapmap_near(d->heapmap, d, near, &err)) {
+			free(near);
+			return -ENOMEM;
+		}
+	}
 	for (size_t i = 0; !rc && i < d->nerrors; i++) {
 		enum ks_mtr_ekind k = kind_of(&d->errors[i]);
 
 		if (ks_mtr_is_leak(k))
 			rc = add_leak(r, &d->errors[i], k, idx, o);
 		else
-			rc = add_error(r, &d->errors[i], k, idx);
+			rc = add_error(r, &d->errors[i], k, idx, near ? &near[i] : NULL, o);
 	}
+	free(near);
 	if (!rc)
 		rc = add_suppressed(r, d);
 	return rc;

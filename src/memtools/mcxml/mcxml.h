@@ -13,7 +13,10 @@
  *
  * ks_mcx_report (mcx_report.c) turns a document into kscope's reports:
  * report.txt, report.json and findings.sarif through the report writers
- * of src/memtools/report.
+ * of src/memtools/report.  Under kscope memcheck --heap-map the document
+ * also keeps the markers libkscope-mcheap.so wrote into the XML, and
+ * mcx_heapmap.c answers, from the image's heap map log, which live block
+ * lay nearest to each address Memcheck related to no block.
  */
 #ifndef KS_MCXML_H
 #define KS_MCXML_H
@@ -65,6 +68,17 @@ struct ks_mcx_supp {
 	uint64_t count;
 };
 
+/* A marker libkscope-mcheap.so wrote into the XML under kscope memcheck
+ * --heap-map (a <clientmsg> "kscope-heapmap PID SEQ PHASE" of the
+ * document's pid; src/memtools/mcexec/mcheap.h says what they mean).
+ * Other client messages are not read. */
+struct ks_mcx_hmark {
+	size_t nerrors;               /* errors of the document before it */
+	uint64_t seq;
+	char phase;                   /* 'b', 'd' or 'u' */
+	long long tid;                /* the thread that wrote it */
+};
+
 struct ks_mcx_doc {
 	int protocol;                 /* <protocolversion>; 0 when absent */
 	char *tool;                   /* <protocoltool> */
@@ -82,15 +96,21 @@ struct ks_mcx_doc {
 	size_t nerrors;
 	struct ks_mcx_supp *supps;    /* <suppcounts>, the last one read */
 	size_t nsupps;
+	struct ks_mcx_hmark *hmarks;  /* heap map markers, in the file's order */
+	size_t nhmarks;
 	bool complete;                /* </valgrindoutput> was read */
 	bool execed;                  /* not read from the file: set by kscope
 				       * for an image that exec'd another (its
 				       * file was set aside before the exec) */
 	bool trailing;                /* elements followed </valgrindoutput> */
+	/* Not read from the file either: the heap map log of this image
+	 * under kscope memcheck --heap-map (NULL: none), set by kscope and
+	 * freed with the document. */
+	struct ks_mcx_heapmap *heapmap;
 	bool damaged;                 /* reading stopped at something not well formed */
 	char damage[256];             /* expat's message and where, when damaged */
 	/* Private to the reader. */
-	size_t cap_errors, cap_supps;
+	size_t cap_errors, cap_supps, cap_hmarks;
 };
 
 /* Reads Memcheck's XML from path into d (zeroed first).  A truncated or
@@ -107,6 +127,68 @@ void ks_mcx_free(struct ks_mcx_doc *d);
  * that fill the same model: src/memtools/asan). */
 void ks_mcx_stack_free(struct ks_mcx_stack *s);
 
+/* ------------------------------------------------------------------ */
+/* kscope memcheck --heap-map (mcx_heapmap.c)                          */
+/* ------------------------------------------------------------------ */
+
+/* How far from an address a live block is still named: 1 MiB.  Farther
+ * than that the block is no more likely the one the access meant than
+ * any other. */
+#define KS_MCX_NEAR_MAX ((uint64_t)1 << 20)
+
+/* One process image's heap map log (heapmap.<pid>[.<k>].log). */
+struct ks_mcx_heapmap;
+
+/* Opens the log at path (mapped, read as needed) or, for the fuzz
+ * target, in a buffer aligned for 8-byte words.  0, or a negative errno
+ * with err set when it is not a heap map log of this version. */
+int ks_mcx_heapmap_open(struct ks_mcx_heapmap **out, const char *path, struct ks_err *err);
+int ks_mcx_heapmap_mem(struct ks_mcx_heapmap **out, const void *data, size_t size,
+		       struct ks_err *err);
+void ks_mcx_heapmap_free(struct ks_mcx_heapmap *h);
+/* The pid its header names. */
+long long ks_mcx_heapmap_pid(const struct ks_mcx_heapmap *h);
+/* "malloc", "operator new[]"... of an enum ks_mcheap_fn. */
+const char *ks_mcx_heapmap_fn_name(int fn);
+
+/* Whether Memcheck related error e's address to no block ("not stack'd,
+ * malloc'd or (recently) free'd", or a place in its allocator's arena):
+ * an invalid read, write or free, a system call's or client request's
+ * unaddressable memory.  The address goes to *addr.  Not for an invalid
+ * jump, nor an address in the first 64 KiB (a null pointer). */
+bool ks_mcx_error_unrelated(const struct ks_mcx_error *e, uint64_t *addr);
+
+struct ks_mcx_block {
+	bool present;
+	uint64_t addr, size;
+	uint64_t alloc_no;            /* the image's n-th allocation, from 1 */
+	uint64_t caller;              /* the return address into its caller */
+	int fn;                       /* enum ks_mcheap_fn: the function that allocated it */
+};
+
+enum ks_mcx_near_status {
+	MCX_NEAR_NOT_ASKED,           /* Memcheck related the error to a block, or no address */
+	MCX_NEAR_FOUND,               /* below and/or above */
+	MCX_NEAR_NOTHING,             /* no live block within KS_MCX_NEAR_MAX */
+	MCX_NEAR_UNKNOWN,             /* the map cannot say: why */
+};
+
+/* The live blocks nearest to an error's address when it happened: the
+ * one at or below it (containing it, or the address is after it) and
+ * the one above it, each within KS_MCX_NEAR_MAX. */
+struct ks_mcx_near {
+	enum ks_mcx_near_status status;
+	struct ks_mcx_block below, above;
+	char why[192];
+};
+
+/* near[i] for each error d->errors[i] (d->nerrors entries, the caller's):
+ * for the errors ks_mcx_error_unrelated picks, the blocks nearest to
+ * their addresses at the moment they happened, from d's markers and the
+ * log h (NULL: the image has none, and each says so).  0, or -ENOMEM. */
+int ks_mcx_heapmap_near(const struct ks_mcx_heapmap *h, const struct ks_mcx_doc *d,
+			struct ks_mcx_near *near, struct ks_err *err);
+
 /* kscope's names of Memcheck's findings (docs/memtools.md has the table):
  * "invalid-read", "use-after-free", "leak-indirect", ...; NULL for a kind
  * kscope does not know (reported under Memcheck's own name). */
@@ -122,6 +204,14 @@ struct ks_mcx_report_opts {
 	/* Why the results are incomplete (Memcheck aborted...), said by
 	 * every report, which then counts as truncated; NULL if they are not. */
 	const char *incomplete;
+	/* --heap-map: errors Memcheck related to no block name the nearest
+	 * live block from each document's heap map.  Without it, when
+	 * heap_map_hint, they suggest the option. */
+	bool heap_map, heap_map_hint;
+	/* Frames kept per stack after kscope's own are dropped (0: all):
+	 * under --heap-map Memcheck records one more than --num-callers,
+	 * for the allocation wrapper's frame. */
+	unsigned max_frames;
 };
 
 enum { MCX_LEAK_DEFINITE, MCX_LEAK_INDIRECT, MCX_LEAK_POSSIBLE, MCX_LEAK_REACHABLE };

@@ -133,6 +133,27 @@ struct ks_mtr_block {
 	uint32_t free_stack; /* MTR_NONE if absent */
 };
 
+/* kscope memcheck: what is said of an address Memcheck related to no
+ * block (beyond its redzones).  With --heap-map the live blocks nearest
+ * to it at the moment of the error, or why that is not known; without,
+ * a suggestion to use it. */
+enum ks_mtr_hm {
+	MTR_HM_NONE,          /* nothing: not such an error */
+	MTR_HM_HINT,          /* suggest --heap-map */
+	MTR_HM_FOUND,         /* hm_below and/or hm_above */
+	MTR_HM_NOTHING,       /* no live block within MTR_HM_NEAR_MAX */
+	MTR_HM_UNKNOWN,       /* hm_why */
+};
+
+#define MTR_HM_NEAR_MAX ((uint64_t)1 << 20) /* KS_MCX_NEAR_MAX */
+
+struct ks_mtr_near {
+	bool present;
+	uint64_t addr, size;
+	uint64_t alloc_no;    /* the process image's n-th allocation, from 1 */
+	const char *fn;       /* "malloc", "operator new[]"... */
+};
+
 struct ks_mtr_error {
 	enum ks_mtr_ekind kind;
 	uint32_t proc;        /* index into the run's procs */
@@ -150,6 +171,9 @@ struct ks_mtr_error {
 	const char *what, *xml_kind;
 	struct ks_mtr_aux *aux;  /* in the arena */
 	uint32_t naux;
+	enum ks_mtr_hm hm;       /* memcheck: the heap map's word on addr */
+	struct ks_mtr_near hm_below, hm_above;
+	const char *hm_why;      /* MTR_HM_UNKNOWN */
 };
 
 struct ks_mtr_leak {
@@ -276,6 +300,9 @@ struct ks_mtr_start {
 	bool has_redzone, has_freelist;
 	uint64_t redzone, freelist_vol;
 	int min_write, pad_smu, thread_isolation; /* -1 absent, 0, 1 */
+	/* contention, falseshare: "valgrind" (kscope's Valgrind tool, also
+	 * when the record does not say) or "compiled" (libkscope-mt.so) */
+	const char *front_end;
 };
 
 struct ks_mtr_fctx {
@@ -486,6 +513,18 @@ void ks_mtr_error_what(const struct ks_mtr_error *e, char *buf, size_t size);
  * "Address 0x... is not inside a known heap block"; "" when the error has
  * no address. */
 void ks_mtr_error_where(const struct ks_mtr_error *e, char *buf, size_t size);
+/* The heap map's sentences on an error (hm), one per line, each without
+ * a leading space, into buf (at least 512 bytes): k = 0, 1 (a second only
+ * when both a block below and one above are named).  Returns false when
+ * there is no sentence k.  "Heap map: address 0x4a484ea is 3,000 bytes
+ * after the block of 50 bytes at 0x4a47900 (allocated by malloc,
+ * allocation #4)", "Heap map: no live block within 1 MiB...", "Heap map:
+ * not known: ...", or the hint to use --heap-map. */
+bool ks_mtr_heap_map_line(const struct ks_mtr_error *e, int k, char *buf, size_t size);
+/* What the relation of address a to a named block is: "after", "before"
+ * or "inside", and how many bytes (after: from the block's end). */
+const char *ks_mtr_near_relation(const struct ks_mtr_near *b, uint64_t a, uint64_t *distance);
+
 /* Valgrind's XML <kind> of an error or leak. */
 const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write);
 /* "17 bytes in 1 blocks are definitely lost" */

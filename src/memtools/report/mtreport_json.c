@@ -15,6 +15,7 @@
  *   {pid, ppid (null for the program), image (0, or 1, 2... after each
  *   exec), exe, argv[], exit (EXIT), truncated}: every process image of
  *   the run, the program first, settings {line_size, word_size,
+ *   front_end? (contention, falseshare: "valgrind" or "compiled"),
  *   redzone?, freelist_vol?, options{min_write?, pad_smu?,
  *   thread_isolation?}}, summary {...}, then per analysis:
  *
@@ -26,8 +27,18 @@
  *     tid (null when not known), count, size?, addr?, access?, syscall?, param?, location?
  *     (the frame in the user's code), stack[], auxwhat? (the block
  *     sentence), aux[]? {what?, stack[]?} (Memcheck's auxiliary
- *     descriptions), block? {addr, size, offset, state, alloc_stack[],
+ *     descriptions), heap_map? {status ("found", "none": no live block
+ *     within 1 MiB, "unknown"), reason? (unknown: why), below?, above?
+ *     NEAR} (kscope memcheck --heap-map, for an address Memcheck related to
+ *     no block: the live blocks nearest to it at the moment of the error),
+ *     hint? (without --heap-map, for such an address: the suggestion to
+ *     use it), block? {addr, size, offset, state, alloc_stack[],
  *     free_stack[]?}}, in the file's order, filtered ones left out;
+ *     NEAR is {addr, size, relation ("after", "before", "inside": of the
+ *     error's address to the block), distance (bytes from the block's
+ *     end after it, to its start before it, from its start inside),
+ *     allocation (the process image's n-th allocation), function
+ *     ("malloc", "operator new[]"...)};
  *     leaks[] {kind, xml_kind, what, bytes, blocks, counted_as_error,
  *     location?, stack[]}, smallest first, filtered ones left out; heap {allocs, frees, bytes_allocated, in_use_bytes,
  *     in_use_blocks} or null.
@@ -132,6 +143,47 @@ static void jw_var(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_run
 
 /* "location": where the finding is in the user's code (see
  * ks_mtr_stack_user_frame), when a frame has a line. */
+/* The heap map's word on an error (mtreport_int.h, enum ks_mtr_hm). */
+static void jw_near(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_near *b,
+		    uint64_t a)
+{
+	uint64_t d;
+	const char *rel = ks_mtr_near_relation(b, a, &d);
+
+	ks_mtr_jw_object(w, key);
+	ks_mtr_jw_addr(w, "addr", b->addr);
+	ks_mtr_jw_uint(w, "size", b->size);
+	ks_mtr_jw_str(w, "relation", rel);
+	ks_mtr_jw_uint(w, "distance", d);
+	ks_mtr_jw_uint(w, "allocation", b->alloc_no);
+	ks_mtr_jw_str(w, "function", b->fn);
+	ks_mtr_jw_end(w);
+}
+
+static void jw_heap_map(struct ks_mtr_jw *w, const struct ks_mtr_error *e)
+{
+	static const char *const status[] = {
+		[MTR_HM_FOUND] = "found", [MTR_HM_NOTHING] = "none", [MTR_HM_UNKNOWN] = "unknown",
+	};
+	char buf[1024];
+
+	if (e->hm == MTR_HM_HINT && ks_mtr_heap_map_line(e, 0, buf, sizeof(buf))) {
+		ks_mtr_jw_str(w, "hint", buf);
+		return;
+	}
+	if (e->hm != MTR_HM_FOUND && e->hm != MTR_HM_NOTHING && e->hm != MTR_HM_UNKNOWN)
+		return;
+	ks_mtr_jw_object(w, "heap_map");
+	ks_mtr_jw_str(w, "status", status[e->hm]);
+	if (e->hm == MTR_HM_UNKNOWN)
+		ks_mtr_jw_str(w, "reason", e->hm_why);
+	if (e->hm_below.present)
+		jw_near(w, "below", &e->hm_below, e->addr);
+	if (e->hm_above.present)
+		jw_near(w, "above", &e->hm_above, e->addr);
+	ks_mtr_jw_end(w);
+}
+
 static void jw_location(struct ks_mtr_jw *w, const struct ks_mtr_stack *s)
 {
 	const struct ks_mtr_frame *f = ks_mtr_stack_user_frame(s);
@@ -226,6 +278,8 @@ static void put_head(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 	ks_mtr_jw_object(w, "settings");
 	ks_mtr_jw_uint(w, "line_size", s->line_size);
 	ks_mtr_jw_uint(w, "word_size", s->word_size);
+	if (s->analysis != MTR_MEMCHECK)
+		ks_mtr_jw_str(w, "front_end", s->front_end);
 	if (s->has_redzone)
 		ks_mtr_jw_uint(w, "redzone", s->redzone);
 	if (s->has_freelist)
@@ -316,6 +370,7 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			}
 			ks_mtr_jw_end(w);
 		}
+		jw_heap_map(w, e);
 		if (e->has_block) {
 			ks_mtr_jw_object(w, "block");
 			ks_mtr_jw_addr(w, "addr", e->block.addr);

@@ -363,6 +363,12 @@ static int rec_start(struct rd *d, json_t *o)
 	if (rc < 0)
 		return rc;
 	s->has_freelist = rc == 0;
+	if ((rc = get_str(d, o, "front_end", false, &s->front_end)) < 0)
+		return rc;
+	if (rc == 1)
+		s->front_end = "valgrind";
+	else if (strcmp(s->front_end, "valgrind") && strcmp(s->front_end, "compiled"))
+		return bad(d, "'front_end' is '%s', not valgrind or compiled", s->front_end);
 	s->min_write = s->pad_smu = s->thread_isolation = -1;
 	opts = json_object_get(o, "options");
 	if (opts) {

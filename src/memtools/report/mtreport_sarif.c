@@ -271,10 +271,15 @@ static void put_memcheck(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			f = ks_mtr_stack_line_frame(&r->stacks[e->block.alloc_stack]);
 			if (f && n < sizeof(msg)) {
 				ks_mtr_frame_where(f, where, sizeof(where));
-				snprintf(msg + n, sizeof(msg) - n, "%s %s",
-					 e->block.freed ? "; block was alloc'd at" : " at", where);
+				n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s %s",
+						      e->block.freed ? "; block was alloc'd at" : " at",
+						      where);
 			}
 		}
+		/* kscope memcheck --heap-map's nearest blocks, or the hint. */
+		for (int k = 0; n < sizeof(msg) && ks_mtr_heap_map_line(e, k, where, sizeof(where));
+		     k++)
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, ". %s", where);
 		jw_result(w, ks_mtr_ekind_names[e->kind], (int)e->kind, "error", msg);
 		jw_locations(w, ks_mtr_stack_user_frame(&r->stacks[e->stack]));
 		ks_mtr_jw_array(w, "stacks");

@@ -102,9 +102,14 @@ static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 	put_processes(o, r);
 	if (r->partial_last)
 		ks_mtr_puts(o, "The last line of findings.jsonl was cut off and is ignored.\n");
-	if (r->start.analysis != MTR_MEMCHECK)
+	if (r->start.analysis != MTR_MEMCHECK) {
+		ks_mtr_printf(o, "Front end: %s\n",
+			      r->start.front_end && !strcmp(r->start.front_end, "compiled")
+				      ? "compiled (-fsanitize=thread, libkscope-mt.so): threads ran in parallel"
+				      : "Valgrind (kscope's tool): threads ran one at a time");
 		ks_mtr_printf(o, "Cache lines of %u bytes, words of %u bytes\n", r->start.line_size,
 			      r->start.word_size);
+	}
 	ks_mtr_puts(o, "\n");
 }
 
@@ -142,6 +147,19 @@ static void put_location(struct ks_mtr_out *o, const struct ks_mtr_stack *s)
 	ks_mtr_puts(o, "\n");
 }
 
+/* " Heap map: address ... is 3,000 bytes after the block of 50 bytes..."
+ * (kscope memcheck --heap-map), or the hint to use it. */
+static void put_heap_map(struct ks_mtr_out *o, const struct ks_mtr_error *e)
+{
+	char buf[1024];
+
+	for (int k = 0; ks_mtr_heap_map_line(e, k, buf, sizeof(buf)); k++) {
+		ks_mtr_puts(o, " ");
+		ks_mtr_put_text(o, buf);
+		ks_mtr_puts(o, "\n");
+	}
+}
+
 static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		      const struct ks_mtr_error *e, unsigned max)
 {
@@ -164,6 +182,7 @@ static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			if (e->aux[k].stack != MTR_NONE)
 				put_stack(o, &r->stacks[e->aux[k].stack], max);
 		}
+		put_heap_map(o, e);
 		put_location(o, &r->stacks[e->stack]);
 		return;
 	}
@@ -179,6 +198,7 @@ static void put_error(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		}
 		put_stack(o, &r->stacks[e->block.alloc_stack], max);
 	}
+	put_heap_map(o, e);
 	put_location(o, &r->stacks[e->stack]);
 }
 

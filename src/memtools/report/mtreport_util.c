@@ -610,6 +610,84 @@ void ks_mtr_error_where(const struct ks_mtr_error *e, char *buf, size_t size)
 			 PRIu64 " %s", a, (uint64_t)b->offset - b->size, b->size, state);
 }
 
+/* n with a comma every three digits, as Memcheck writes sizes. */
+static void grouped(char buf[32], uint64_t n)
+{
+	char raw[24];
+	int len = snprintf(raw, sizeof(raw), "%" PRIu64, n), o = 0;
+
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+}
+
+const char *ks_mtr_near_relation(const struct ks_mtr_near *b, uint64_t a, uint64_t *distance)
+{
+	if (a < b->addr) {
+		*distance = b->addr - a;
+		return "before";
+	}
+	if (a - b->addr < b->size) {
+		*distance = a - b->addr;
+		return "inside";
+	}
+	*distance = a - b->addr - b->size;
+	return "after";
+}
+
+bool ks_mtr_heap_map_line(const struct ks_mtr_error *e, int k, char *buf, size_t size)
+{
+	const struct ks_mtr_near *b = NULL;
+	char a[19], at[19], dist[32], bytes[32];
+	uint64_t d;
+	const char *rel;
+
+	buf[0] = '\0';
+	ks_mtr_hex(a, e->addr);
+	switch (e->hm) {
+	case MTR_HM_HINT:
+		if (k)
+			return false;
+		snprintf(buf, size, "Hint: Memcheck relates %s to no block; run kscope memcheck "
+			 "--heap-map to name the heap block nearest to it at the moment of the "
+			 "access, or rebuild with -fsanitize=address (--engine asan), whose "
+			 "allocator names it", a);
+		return true;
+	case MTR_HM_NOTHING:
+		if (k)
+			return false;
+		snprintf(buf, size, "Heap map: no live block within %" PRIu64 " MiB of %s at "
+			 "that moment", MTR_HM_NEAR_MAX >> 20, a);
+		return true;
+	case MTR_HM_UNKNOWN:
+		if (k)
+			return false;
+		snprintf(buf, size, "Heap map: the nearest block is not known: %s",
+			 e->hm_why ? e->hm_why : "no reason given");
+		return true;
+	case MTR_HM_FOUND:
+		if (k == 0)
+			b = e->hm_below.present ? &e->hm_below : &e->hm_above;
+		else if (k == 1 && e->hm_below.present && e->hm_above.present)
+			b = &e->hm_above;
+		if (!b || !b->present)
+			return false;
+		rel = ks_mtr_near_relation(b, e->addr, &d);
+		grouped(dist, d);
+		grouped(bytes, b->size);
+		ks_mtr_hex(at, b->addr);
+		snprintf(buf, size, "Heap map: address %s is %s bytes %s the block of %s bytes "
+			 "at %s (allocated by %s, allocation #%" PRIu64 ")", a, dist, rel, bytes,
+			 at, b->fn ? b->fn : "?", b->alloc_no);
+		return true;
+	default:
+		return false;
+	}
+}
+
 const char *ks_mtr_xml_kind(enum ks_mtr_ekind k, bool write)
 {
 	switch (k) {

@@ -113,6 +113,23 @@ void ks_rt_buf_send(struct ks_rt_thread *t)
 	sem_post(&ks_rt.wake);
 }
 
+/* t->busy held */
+void ks_rt_buf_send_last(struct ks_rt_thread *t)
+{
+	struct ks_rt_buf *b = t->cur;
+
+	if (!ks_rt_buf_seal(t))
+		return;
+	b->owner = t;
+	t->cur = NULL;
+	ks_rt_queue_push(b);
+	if (atomic_fetch_add_explicit(&ks_rt.queued_lazy, 1, memory_order_relaxed) + 1 >=
+	    KS_RT_LAZY_WAKE) {
+		atomic_store_explicit(&ks_rt.queued_lazy, 0, memory_order_relaxed);
+		sem_post(&ks_rt.wake);
+	}
+}
+
 /* async-signal-safe; t->busy held */
 bool ks_rt_buf_handoff(struct ks_rt_thread *t)
 {

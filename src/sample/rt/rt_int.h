@@ -133,6 +133,12 @@ void ks_rt_buf_commit(struct ks_rt_thread *t, uint32_t size);
  * records (t->cur becomes NULL). */
 bool ks_rt_buf_seal(struct ks_rt_thread *t);
 void ks_rt_buf_send(struct ks_rt_thread *t);
+/* The same for a thread's last buffer, as it ends: the writer is woken
+ * only every KS_RT_LAZY_WAKE such buffers, else takes them at its next
+ * tick, so that thousands of short threads do not cost a wake-up and a
+ * write each. */
+#define KS_RT_LAZY_WAKE 32
+void ks_rt_buf_send_last(struct ks_rt_thread *t);
 /* With t->busy held: hands t's current buffer to the writer if it holds
  * records, and takes the spare.  Returns true if t has a buffer after. */
 bool ks_rt_buf_handoff(struct ks_rt_thread *t);
@@ -433,6 +439,8 @@ struct ks_rt {
 	pthread_mutex_t pool_lock;       /* normal code only */
 	struct ks_rt_buf *pool;          /* free buffers (pool_lock) */
 	_Atomic(struct ks_rt_buf *) queue; /* full buffers, newest first */
+	_Atomic uint32_t queued_lazy;    /* ended threads' buffers queued
+					  * without waking the writer */
 	sem_t wake;                      /* posted when the queue grows */
 	_Atomic uint64_t dropped;        /* samples lost since the last record */
 

@@ -235,7 +235,7 @@ void ks_rt_thread_end(void)
 			}
 			t->ended = true;
 		}
-		ks_rt_buf_send(t);
+		ks_rt_buf_send_last(t);
 		ks_rt_busy_release(t);
 	}
 	atomic_store(&t->state, KS_RT_T_DEAD);

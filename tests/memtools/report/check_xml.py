@@ -3,8 +3,8 @@
 
 Checks the layout Memcheck itself writes (valgrindoutput holding
 protocolversion 4, protocoltool, preamble, pid, ppid, tool, args, a
-RUNNING status, errors and errorcounts, a FINISHED status, more errors,
-suppcounts), every error (unique, tid, kind from Memcheck's list, what or
+RUNNING status, errors, client messages and errorcounts, a FINISHED
+status, more errors, suppcounts), every error (unique, tid, kind from Memcheck's list, what or
 xwhat, a stack of frames with ip first and obj/fn/dir/file/line in that
 order) and that errorcounts refer to errors that exist.  Then the
 expectations given on the command line.  Prints "ok: ..." and exits 0, or
@@ -163,6 +163,11 @@ def check(path, args):
                 need(pair.tag == "pair" and is_int(pair.findtext("count"), 0) and
                      pair.find("name") is not None, "<suppcounts> has a malformed <pair>")
             saw_supp = True
+        elif el.tag == "clientmsg":
+            # A client's VALGRIND_PRINTF (kscope memcheck --heap-map's markers)
+            need(states, "<clientmsg> before the RUNNING <status>")
+            need(is_int(el.findtext("tid"), 1) and el.find("text") is not None,
+                 "<clientmsg> without <tid> or <text>")
         else:
             raise Bad("unexpected <%s> in <valgrindoutput>" % el.tag)
     need(states[:1] == ["RUNNING"], "no RUNNING <status> first")
