@@ -203,3 +203,47 @@ void ks_dwsym_mod_free(struct ks_dwsym_mod *m)
 	free(m->cus);
 	memset(m, 0, sizeof(*m));
 }
+
+struct ks_dwsym_file *ks_dwsym_file_get(struct ks_dwsym_files *s, const char *path)
+{
+	struct ks_dwsym_file *m;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].path, path))
+			return &s->v[i];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+		struct ks_dwsym_file *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->v = v;
+		s->cap = cap;
+	}
+	m = &s->v[s->n];
+	memset(m, 0, sizeof(*m));
+	if (!(m->path = strdup(path)))
+		return NULL;
+	s->n++;
+	/* One session per file: they all start at 0. */
+	if (path[0] == '/' && (m->dwfl = dwfl_begin(&ks_dwsym_callbacks))) {
+		const char *base = strrchr(path, '/') + 1;
+
+		dwfl_report_begin(m->dwfl);
+		m->mod.dwfl = dwfl_report_elf(m->dwfl, base, path, -1, 0, false);
+		dwfl_report_end(m->dwfl, NULL, NULL);
+	}
+	return m;
+}
+
+void ks_dwsym_files_free(struct ks_dwsym_files *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		ks_dwsym_mod_free(&s->v[i].mod);
+		if (s->v[i].dwfl)
+			dwfl_end(s->v[i].dwfl);
+		free(s->v[i].path);
+	}
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}

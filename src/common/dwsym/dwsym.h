@@ -56,4 +56,22 @@ char *ks_dwsym_name(const char *raw);
 
 void ks_dwsym_mod_free(struct ks_dwsym_mod *m);
 
+/* ELF files named by path, each in a Dwfl session of its own at address
+ * 0 (so that a module-relative offset is its address): for readers of
+ * "module+offset" frames.  Zero-initialize; free with ks_dwsym_files_free. */
+struct ks_dwsym_file {
+	char *path;
+	Dwfl *dwfl;                   /* NULL: not an absolute path, or unreadable */
+	struct ks_dwsym_mod mod;
+};
+
+struct ks_dwsym_files {
+	struct ks_dwsym_file *v;
+	size_t n, cap;
+};
+
+/* The file at path, opened on first need; NULL when memory runs out. */
+struct ks_dwsym_file *ks_dwsym_file_get(struct ks_dwsym_files *s, const char *path);
+void ks_dwsym_files_free(struct ks_dwsym_files *s);
+
 #endif

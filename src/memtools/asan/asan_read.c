@@ -33,15 +33,9 @@
 /* Names of module offsets                                             */
 /* ------------------------------------------------------------------ */
 
-struct sym_mod {
-	char *path;
-	Dwfl *dwfl;
-	struct ks_dwsym_mod mod;
-};
-
+/* The modules of ASan's "module+0xoffset" frames, each at address 0. */
 struct ks_asan_sym {
-	struct sym_mod *mods;
-	size_t n, cap;
+	struct ks_dwsym_files files;
 };
 
 struct ks_asan_sym *ks_asan_sym_new(void)
@@ -53,49 +47,8 @@ void ks_asan_sym_free(struct ks_asan_sym *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++) {
-		ks_dwsym_mod_free(&s->mods[i].mod);
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
-		free(s->mods[i].path);
-	}
-	free(s->mods);
+	ks_dwsym_files_free(&s->files);
 	free(s);
-}
-
-/* The module at path, loaded at address 0 (ASan's offsets are from the
- * module's load address); NULL when memory runs out.  A module libdw
- * cannot read has mod.dwfl NULL. */
-static struct sym_mod *sym_module(struct ks_asan_sym *s, const char *path)
-{
-	struct sym_mod *m;
-
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->mods[i].path, path))
-			return &s->mods[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 8;
-		struct sym_mod *v = realloc(s->mods, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->mods = v;
-		s->cap = cap;
-	}
-	m = &s->mods[s->n];
-	memset(m, 0, sizeof(*m));
-	if (!(m->path = strdup(path)))
-		return NULL;
-	s->n++;
-	/* One session per module: they all start at 0. */
-	if (path[0] == '/' && (m->dwfl = dwfl_begin(&ks_dwsym_callbacks))) {
-		const char *base = strrchr(path, '/') + 1;
-
-		dwfl_report_begin(m->dwfl);
-		m->mod.dwfl = dwfl_report_elf(m->dwfl, base, path, -1, 0, false);
-		dwfl_report_end(m->dwfl, NULL, NULL);
-	}
-	return m;
 }
 
 /* ------------------------------------------------------------------ */
@@ -620,14 +573,14 @@ static void frame_line(struct ctx *c, const char *s)
 	if (open && plus && c->o->sym && !in_fn) {
 		char *obj = strndup(open + 1, (size_t)(plus - open - 1));
 		unsigned long long off = strtoull(plus + 3, NULL, 16);
-		struct sym_mod *m;
+		struct ks_dwsym_file *m;
 		struct add_ctx a = { .c = c, .s = st, .ip = ip, .obj = obj };
 
 		if (!obj) {
 			oom(c);
 			return;
 		}
-		m = sym_module(c->o->sym, obj);
+		m = ks_dwsym_file_get(&c->o->sym->files, obj);
 		if (!m)
 			oom(c);
 		else

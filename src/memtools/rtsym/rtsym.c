@@ -23,58 +23,14 @@
 
 #include "dwsym.h"
 
-struct mod {
-	char *path;
-	Dwfl *dwfl;
-	struct ks_dwsym_mod sym;
-};
-
 struct syms {
-	struct mod *mods;
-	size_t n, cap;
+	struct ks_dwsym_files files;
 	json_t *cache;             /* "module:address" -> the frames */
 };
 
-static struct mod *mod_get(struct syms *s, const char *path)
-{
-	struct mod *m;
-
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->mods[i].path, path))
-			return &s->mods[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		struct mod *v = realloc(s->mods, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->mods = v;
-		s->cap = cap;
-	}
-	m = &s->mods[s->n];
-	memset(m, 0, sizeof(*m));
-	if (!(m->path = strdup(path)))
-		return NULL;
-	s->n++;
-	if (path[0] == '/' && (m->dwfl = dwfl_begin(&ks_dwsym_callbacks))) {
-		const char *base = strrchr(path, '/') + 1;
-
-		dwfl_report_begin(m->dwfl);
-		m->sym.dwfl = dwfl_report_elf(m->dwfl, base, path, -1, 0, false);
-		dwfl_report_end(m->dwfl, NULL, NULL);
-	}
-	return m;
-}
-
 static void syms_free(struct syms *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		ks_dwsym_mod_free(&s->mods[i].sym);
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
-		free(s->mods[i].path);
-	}
-	free(s->mods);
+	ks_dwsym_files_free(&s->files);
 	json_decref(s->cache);
 }
 
@@ -122,7 +78,7 @@ static json_t *frame_expand(struct syms *s, json_t *f)
 	unsigned long long a;
 	struct expand x;
 	char key[PATH_MAX + 64], *end;
-	struct mod *m;
+	struct ks_dwsym_file *m;
 
 	if (!json_is_string(obj) || !json_is_string(off) || !json_is_string(ip) ||
 	    json_object_get(f, "file"))
@@ -133,11 +89,12 @@ static json_t *frame_expand(struct syms *s, json_t *f)
 	snprintf(key, sizeof(key), "%s:%llx:%s", json_string_value(obj), a, json_string_value(ip));
 	if ((hit = json_object_get(s->cache, key)))
 		return json_incref(hit);
-	if (!(m = mod_get(s, json_string_value(obj))) || !(x.out = json_array()))
+	if (!(m = ks_dwsym_file_get(&s->files, json_string_value(obj))) ||
+	    !(x.out = json_array()))
 		return NULL;
 	x.ip = ip;
 	x.obj = obj;
-	if (ks_dwsym_frames(&m->sym, a ? a - 1 : 0, add_frame, &x) != 0 ||
+	if (ks_dwsym_frames(&m->mod, a ? a - 1 : 0, add_frame, &x) != 0 ||
 	    json_array_size(x.out) == 0) {
 		json_decref(x.out);
 		return NULL;
