@@ -136,7 +136,8 @@ def defect_lines():
 
 def line_of(err):
     for f in err["stack"]:
-        if f.get("file") == "mt_heapmap.c" and f.get("line"):
+        # (gcc names the file as compiled, clang with the path it was given)
+        if os.path.basename(f.get("file") or "") == "mt_heapmap.c" and f.get("line"):
             return f["line"]
     return None
 

@@ -180,15 +180,23 @@ int ks_rtsym_file(const char *path, struct ks_err *err)
 	}
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		bool nl = buf[n - 1] == '\n';
+		size_t len = (size_t)n - nl;
 		char *named = NULL;
 
 		if (nl)
 			buf[n - 1] = '\0';
-		if (strstr(buf, "\"rec\":\"stack\"") && strstr(buf, "\"off\":"))
+		/* A line with a NUL in it is no record of the runtime's: it
+		 * goes out as it came, every byte. */
+		if (strlen(buf) != len)
+			;
+		else if (strstr(buf, "\"rec\":\"stack\"") && strstr(buf, "\"off\":"))
 			named = stack_named(&s, buf);
 		else if (strstr(buf, "\"rec\":\"var\"") && strstr(buf, "\"name\":\"_Z"))
 			named = var_named(buf);
-		fputs(named ? named : buf, out);
+		if (named)
+			fputs(named, out);
+		else
+			fwrite(buf, 1, len, out);
 		if (nl)
 			fputc('\n', out);
 		free(named);
