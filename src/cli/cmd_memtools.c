@@ -173,7 +173,7 @@ static const struct ks_opt memcheck_opts[] = {
 	  OPT(track_origins) },
 	{ .name = "suppressions", .type = KS_OPT_PATH, .metavar = "FILE",
 	  .env = "KSCOPE_SUPPRESSIONS", .flags = KS_OPT_REPEAT | KS_PATH_FILE | KS_PATH_READ,
-	  .help = "Valgrind suppressions file of errors not to report (repeatable)",
+	  .help = "Valgrind suppressions file of errors not to report",
 	  OPT(suppressions) },
 	{ .name = "gen-suppressions", .type = KS_OPT_FLAG, .env = "KSCOPE_GEN_SUPPRESSIONS",
 	  .help = "write a suppression for every error to suppressions.supp",

@@ -33,7 +33,7 @@ static const struct ks_opt predict_opts[] = {
 	  OPT(chip), .max_len = 4095 },
 	{ .name = "define", .short_name = 'D', .type = KS_OPT_STRING, .metavar = "KEY=VALUE",
 	  .env = "KSCOPE_PREDICT_DEFINE",
-	  .help = "set the model's param KEY to the integer VALUE (repeatable)",
+	  .help = "set the model's param KEY to the integer VALUE",
 	  OPT(defs), .flags = KS_OPT_REPEAT | KS_OPT_HIDDEN_ENV, .max_len = 200 },
 	{ .name = "measured", .type = KS_OPT_PATH, .metavar = "FILE",
 	  .env = "KSCOPE_PREDICT_MEASURED",

@@ -135,6 +135,10 @@ def command_help(kscope, cmd):
                   f"kscope {cmd} --help --{o['name']}: cannot read {info!r}")
             o["default"], o["env"] = m.group(1), m.group(2)
         o["help"] = norm(o["help"])
+        # "(repeatable)" is added by the option table's flag: a help text
+        # that says it too prints it twice.
+        check("(repeatable) (repeatable)" not in o["help"],
+              f"kscope {cmd} --help --{o['name']}: {o['help']!r} says (repeatable) twice")
     return usage, opts
 
 
