@@ -125,7 +125,8 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (o->measured) {
 		struct pred_measured *meas = calloc(1, sizeof(*meas));
 
-		if (!meas || pred_measured_load(o->measured, meas, &err)) {
+		if (!meas || pred_measured_load(o->measured, meas, &err) ||
+		    pred_measured_check(&m->chip, meas, &err)) {
 			ks_error("%s", meas ? err.msg : "out of memory");
 			free(meas);
 			goto out;

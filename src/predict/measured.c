@@ -226,3 +226,26 @@ int pred_measured_load(const char *path, struct pred_measured *o, struct ks_err 
 	free(text);
 	return rc;
 }
+
+int pred_measured_check(const struct pred_chip *chip, const struct pred_measured *meas,
+			struct ks_err *err)
+{
+	for (size_t j = 0; j < meas->n; j++) {
+		bool known = false;
+		char list[PRED_MAX_PIPES * (KS_PRED_MAX_NAME + 2) + 1];
+		size_t len = 0;
+
+		for (size_t p = 0; p < chip->npipes && !known; p++)
+			known = strcasecmp(meas->name[j], chip->pipes[p]) == 0;
+		if (known)
+			continue;
+		list[0] = '\0';
+		for (size_t p = 0; p < chip->npipes; p++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+						p ? ", " : "", chip->pipes[p]);
+		return ks_err_set(err, -EINVAL, "--measured %s: the pipe \"%s\" is none of the "
+				  "chip's; accepted: %s, or total", meas->source, meas->name[j],
+				  list);
+	}
+	return 0;
+}

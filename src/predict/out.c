@@ -583,6 +583,8 @@ int pred_write_rundir(struct ks_pred_model *m, struct ks_rundir *rd, const char 
 		if (!meas)
 			return ks_err_set(err, -ENOMEM, "out of memory");
 		rc = pred_measured_load(measured, meas, err);
+		if (!rc)
+			rc = pred_measured_check(&m->chip, meas, err);
 		if (rc) {
 			free(meas);
 			return rc;

@@ -232,5 +232,9 @@ struct pred_measured {
 	char source[4096];
 };
 int pred_measured_load(const char *path, struct pred_measured *out, struct ks_err *err);
+/* -EINVAL with err naming it when a measured pipe is none of the chip's
+ * (its time would otherwise be left out of every comparison unsaid). */
+int pred_measured_check(const struct pred_chip *chip, const struct pred_measured *meas,
+			struct ks_err *err);
 
 #endif

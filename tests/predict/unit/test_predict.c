@@ -472,6 +472,9 @@ static void test_outputs(void **state)
 	run(m);
 	snprintf(out, sizeof(out), "%s/a/b", dir);
 	snprintf(path, sizeof(path), "%s/pipes.csv", dir);
+	/* A pipe the chip does not have is refused, not left out unsaid. */
+	ks_test_write_file(path, "Pipe,Time (us)\nVECTR,0.016\ntotal,0.05\n", 0644);
+	assert_int_equal(ks_pred_write(m, out, path), -EINVAL);
 	ks_test_write_file(path, "Pipe,Time (us)\nVECTOR,0.016\ntotal,0.05\n", 0644);
 	assert_int_equal(ks_pred_write(m, out, path), 0);
 	snprintf(path, sizeof(path), "%s/trace.json", out);
