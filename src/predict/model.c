@@ -377,11 +377,14 @@ int ks_pred_tensor(struct ks_pred_model *m, const char *name, const char *space,
 	if (fmt < 0)
 		return pred_fail(m, -ENOMEM, "out of memory");
 	rc = new_tensor(m, name, sp, dt, shape, ndim, fmt, PRED_NONE);
+	/* A buffer cannot hold more than it has: a model that says so would
+	 * be timed as if it could. */
 	if (rc >= 0 && m->chip.spaces[sp].bytes &&
 	    tensor_bytes(&m->t[rc]) > (double)m->chip.spaces[sp].bytes)
-		pred_warn(m, "tensor %s (%.0f bytes) is larger than %s (%llu bytes)", name,
-			  tensor_bytes(&m->t[rc]), m->chip.spaces[sp].name,
-			  (unsigned long long)m->chip.spaces[sp].bytes);
+		return pred_fail(m, -EINVAL, "tensor %s (%.0f bytes) is larger than %s "
+				 "(%llu bytes on chip %s); accepted: at most the space's size",
+				 name, tensor_bytes(&m->t[rc]), m->chip.spaces[sp].name,
+				 (unsigned long long)m->chip.spaces[sp].bytes, m->chip.name);
 	return rc;
 }
 

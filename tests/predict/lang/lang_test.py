@@ -315,6 +315,10 @@ def scenario_limits(_bless):
     check(len(rows) == 1, "a line of 4096 bytes")
     msg = refused(tmp, "let a = 1\nlet b = 1" + " " * (4097 - 9) + "\n", ["--chip", "kpptest"])
     check(msg == "m.kpp:2:4097: the line is longer than 4096 bytes (it has 4097)", msg)
+    # A tensor larger than its space is refused, not timed as if it fit.
+    msg = refused(tmp, "chip ascend910b\ntensor b UB fp32 [549755813888]\n")
+    check(msg == "m.kpp:2:1: tensor b (2199023255552 bytes) is larger than UB (196608 "
+                 "bytes on chip ascend910b); accepted: at most the space's size", msg)
     name = "a" * 63
     rows, _ = scheduled(tmp, f"let {name} = 1\nscalar {name}\n")
     check(len(rows) == 1, "a name of 63 characters")
