@@ -408,7 +408,10 @@ static int write_pipe_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
 		ks_outfile_abort(&of);
 		return ks_err_set(err, rc, "out of memory");
 	}
-	ks_text_puts(&t, "Pipe,Instructions,Busy (us),Share (%),Bytes,Operations");
+	/* An instruction's bytes are all its operands': a load's are read
+	 * and written, twice the tensor's size. */
+	ks_text_puts(&t, "Pipe,Instructions,Busy (us),Share (%),Bytes (read + written),"
+			 "Operations");
 	if (meas)
 		ks_text_puts(&t, ",Measured (us),Measured/Predicted");
 	ks_csv_end(&t);
@@ -468,8 +471,8 @@ static int write_instr_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
 		ks_outfile_abort(&of);
 		return ks_err_set(err, rc, "out of memory");
 	}
-	ks_text_puts(&t, "Instruction,Pipe,Count,Bytes,Operations,Total (us),Mean (us),"
-			 "Share (%)");
+	ks_text_puts(&t, "Instruction,Pipe,Count,Bytes (read + written),Operations,Total (us),"
+			 "Mean (us),Share (%)");
 	ks_csv_end(&t);
 	for (size_t i = 0; i < ng; i++) {
 		ks_csv_str(&t, true, pred_op_name(m, g[i].op));

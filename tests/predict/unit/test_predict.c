@@ -487,7 +487,7 @@ static void test_outputs(void **state)
 	snprintf(path, sizeof(path), "%s/Pipe_statistic.csv", out);
 	text = text_of(path);
 	assert_string_equal(text,
-			    "Pipe,Instructions,Busy (us),Share (%),Bytes,Operations,"
+			    "Pipe,Instructions,Busy (us),Share (%),Bytes (read + written),Operations,"
 			    "Measured (us),Measured/Predicted\n"
 			    "MTE2,1,0.008000,40.00,32,0,,\n"
 			    "VECTOR,1,0.008000,40.00,48,8,0.016000,2.0000\n"
@@ -498,7 +498,7 @@ static void test_outputs(void **state)
 	snprintf(path, sizeof(path), "%s/Instruction_statistic.csv", out);
 	text = text_of(path);
 	assert_string_equal(text,
-			    "Instruction,Pipe,Count,Bytes,Operations,Total (us),Mean (us),"
+			    "Instruction,Pipe,Count,Bytes (read + written),Operations,Total (us),Mean (us),"
 			    "Share (%)\n"
 			    "load,MTE2,1,32,0,0.008000,0.008000,40.00\n"
 			    "vadd,VECTOR,1,48,8,0.008000,0.008000,40.00\n"
