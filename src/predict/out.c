@@ -337,6 +337,7 @@ fail:
 struct group {
 	int32_t op;
 	int pipe;
+	int src, dst;          /* a load's spaces, else -1 */
 	uint64_t count;
 	double bytes, ops, cycles;
 };
@@ -354,26 +355,42 @@ static int group_cmp(const void *a, const void *b)
 		return x->cycles > y->cycles ? -1 : 1;
 	if (x->op != y->op)
 		return x->op < y->op ? -1 : 1;
-	return x->pipe - y->pipe;
+	if (x->pipe != y->pipe)
+		return x->pipe - y->pipe;
+	return x->src != y->src ? x->src - y->src : x->dst - y->dst;
 }
 
-/* Groups by (instruction name, pipe), largest total first. */
+/* Groups by (instruction name, pipe), loads also by their source and
+ * destination spaces (UB to GM and UB to L1 may share a pipe, and are
+ * different transfers), largest total first. */
 static struct group *groups_of(const struct ks_pred_model *m, struct pipe_stat *ps,
 			       size_t *ng, double *all_cycles)
 {
 	size_t nops = m->chip.ninstr + OP_CHIP, np = m->chip.npipes, n = 0;
-	struct group *g = calloc(nops * np, sizeof(*g)), *out;
+	size_t ns = m->chip.nspaces ? m->chip.nspaces : 1, nall = nops * np + np * ns * ns;
+	struct group *g = calloc(nall, sizeof(*g)), *out;
 
 	if (!g)
 		return NULL;
 	*all_cycles = 0;
 	for (size_t i = 0; i < m->ni; i++) {
 		const struct pred_instr *in = &m->in[i];
-		struct group *e = &g[(size_t)in->op * np + (size_t)in->pipe];
+		struct group *e;
 		double c = in->end - in->start;
+		int src = -1, dst = -1;
 
+		if (in->op == OP_LOAD && in->nin == 1 && in->nout == 1) {
+			src = m->t[m->operands[in->operand]].space;
+			dst = m->t[m->operands[in->operand + 1]].space;
+		}
+		if (src >= 0 && dst >= 0 && (size_t)src < ns && (size_t)dst < ns)
+			e = &g[nops * np + ((size_t)in->pipe * ns + (size_t)src) * ns + (size_t)dst];
+		else
+			e = &g[(size_t)in->op * np + (size_t)in->pipe], src = dst = -1;
 		e->op = in->op;
 		e->pipe = in->pipe;
+		e->src = src;
+		e->dst = dst;
 		e->count++;
 		e->bytes += in->bytes;
 		e->ops += in->ops;
@@ -385,7 +402,7 @@ static struct group *groups_of(const struct ks_pred_model *m, struct pipe_stat *
 		*all_cycles += c;
 	}
 	out = g;
-	for (size_t i = 0; i < nops * np; i++)
+	for (size_t i = 0; i < nall; i++)
 		if (g[i].count)
 			out[n++] = g[i];
 	qsort(out, n, sizeof(*out), group_cmp);
@@ -457,6 +474,17 @@ static int write_pipe_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
 	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
 }
 
+/* A group's name: the instruction's, and a load's spaces ("load UB->GM"). */
+static const char *group_name(const struct ks_pred_model *m, const struct group *g,
+			      char *buf, size_t size)
+{
+	if (g->src < 0)
+		return pred_op_name(m, g->op);
+	snprintf(buf, size, "%s %s->%s", pred_op_name(m, g->op), m->chip.spaces[g->src].name,
+		 m->chip.spaces[g->dst].name);
+	return buf;
+}
+
 static int write_instr_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
 			   const struct group *g, size_t ng, double all, struct ks_err *err)
 {
@@ -475,7 +503,9 @@ static int write_instr_csv(const struct ks_pred_model *m, struct ks_rundir *rd,
 			 "Mean (us),Share (%)");
 	ks_csv_end(&t);
 	for (size_t i = 0; i < ng; i++) {
-		ks_csv_str(&t, true, pred_op_name(m, g[i].op));
+		char name[2 * KS_PRED_MAX_NAME + 64];
+
+		ks_csv_str(&t, true, group_name(m, &g[i], name, sizeof(name)));
 		ks_csv_str(&t, false, m->chip.pipes[g[i].pipe]);
 		ks_csv_u64(&t, g[i].count);
 		ks_csv_num(&t, g[i].bytes, 0);
@@ -534,13 +564,13 @@ static int write_pie(const struct ks_pred_model *m, struct ks_rundir *rd,
 		ks_text_puts(&t, "<text x=\"10\" y=\"60\">no instruction took time</text>\n");
 	for (size_t i = 0; i <= n && all > 0; i++) {
 		double c = i < n ? g[i].cycles : other, frac = c / all, a2;
-		char label[200];
+		char label[2 * KS_PRED_MAX_NAME + 160], name[2 * KS_PRED_MAX_NAME + 64];
 
 		if (i == n && other <= 0)
 			break;
 		if (i < n)
-			snprintf(label, sizeof(label), "%s (%s)", pred_op_name(m, g[i].op),
-				 m->chip.pipes[g[i].pipe]);
+			snprintf(label, sizeof(label), "%s (%s)",
+				 group_name(m, &g[i], name, sizeof(name)), m->chip.pipes[g[i].pipe]);
 		else
 			snprintf(label, sizeof(label), "other (%zu kinds)", ng - n);
 		a2 = angle + 2 * M_PI * frac;

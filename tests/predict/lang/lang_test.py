@@ -36,6 +36,7 @@ Scenarios:
 
 Nothing here asserts on wall-clock time.
 """
+import csv
 import os
 import re
 import shlex
@@ -372,6 +373,32 @@ def scenario_limits(_bless):
 # ------------------------------------------------------------------
 # three ways
 # ------------------------------------------------------------------
+
+def scenario_transfers(_bless):
+    """Instruction_statistic.csv keeps transfers apart by their spaces: on
+    ascend910b UB->GM and UB->L1 both run on MTE3, and are two rows."""
+    tmp = scratch()
+    path = model_file(tmp, "chip ascend910b\n"
+                           "tensor x GM fp16 [1024]\ntensor u UB fp16 [1024]\n"
+                           "tensor g GM fp16 [1024]\ntensor l L1 fp16 [1024]\n"
+                           "load x -> u\n"
+                           "load u -> g\nload u -> l\nload u -> l\n")
+    out = os.path.join(tmp, "out")
+    r = run([KSCOPE, "predict", "-o", out, path], base_env(tmp))
+    check(r.returncode == 0, f"predict failed ({r.returncode}): {r.stderr}")
+    runs = [d for d in os.listdir(out) if d.startswith("predict_")]
+    check(len(runs) == 1, f"run directories: {runs}")
+    with open(os.path.join(out, runs[0], "Instruction_statistic.csv")) as f:
+        rows = {(row["Instruction"], row["Pipe"]): row for row in csv.DictReader(f)}
+    check(set(rows) == {("load GM->UB", "MTE2"), ("load UB->GM", "MTE3"),
+                        ("load UB->L1", "MTE3")},
+          f"rows: {sorted(rows)}")
+    check(rows[("load UB->L1", "MTE3")]["Count"] == "2" and
+          rows[("load UB->GM", "MTE3")]["Count"] == "1", f"counts: {rows}")
+    # each load moves 2048 bytes and counts them read and written
+    check(rows[("load UB->GM", "MTE3")]["Bytes (read + written)"] == "4096",
+          f"bytes: {rows[('load UB->GM', 'MTE3')]}")
+
 
 def python_env(tmp):
     env = base_env(tmp)

@@ -500,9 +500,9 @@ static void test_outputs(void **state)
 	assert_string_equal(text,
 			    "Instruction,Pipe,Count,Bytes (read + written),Operations,Total (us),Mean (us),"
 			    "Share (%)\n"
-			    "load,MTE2,1,32,0,0.008000,0.008000,40.00\n"
+			    "load GM->UB,MTE2,1,32,0,0.008000,0.008000,40.00\n"
 			    "vadd,VECTOR,1,48,8,0.008000,0.008000,40.00\n"
-			    "load,MTE3,1,32,0,0.004000,0.004000,20.00\n");
+			    "load UB->GM,MTE3,1,32,0,0.004000,0.004000,20.00\n");
 	free(text);
 	snprintf(path, sizeof(path), "%s/instruction_time.svg", out);
 	text = text_of(path);
