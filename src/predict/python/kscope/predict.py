@@ -138,14 +138,14 @@ def _int64(v, what):
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"{what} must be an int, not {type(v).__name__}")
     if not _INT64_MIN <= v <= _INT64_MAX:
-        raise PredictError(f"{what} is {v}, which does not fit in 64 bits")
+        raise _error(f"{what} is {v}, which does not fit in 64 bits")
     return v
 
 
 def _int(v, what):
     v = _int64(v, what)
     if not -(1 << 31) <= v < (1 << 31):
-        raise PredictError(f"{what} is {v}, which is out of range")
+        raise _error(f"{what} is {v}, which is out of range")
     return v
 
 
@@ -181,6 +181,12 @@ def _caller():
     return code.co_filename, f.f_lineno or 0, col
 
 
+def _error(msg):
+    """A PredictError for msg at the caller's line, as the library's own
+    errors are: the program's line that made the call comes first."""
+    return PredictError(_located(*_caller(), msg))
+
+
 def _located(file, line, col, msg):
     """msg with the location first ("file:line:column: "), as the library
     writes locations, unless it is there already."""
@@ -206,7 +212,7 @@ def _chips():
 def _current(what):
     chips = _chips()
     if not chips:
-        raise PredictError(f"{what} needs a chip: use it inside `with Chip(...):`")
+        raise _error(f"{what} needs a chip: use it inside `with Chip(...):`")
     return chips[-1]
 
 
@@ -402,7 +408,7 @@ class Tensor:
 
     def _need(self, what):
         if self._id is None:
-            raise PredictError(f"{what}: the tensor {self!r} has no shape or data type yet; "
+            raise _error(f"{what}: the tensor {self!r} has no shape or data type yet; "
                                f"give them, or load into it first")
         return self._id
 
@@ -450,7 +456,7 @@ def _same_chip(chip, *tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected a Tensor, got {type(t).__name__}")
         if t._chip is not chip:
-            raise PredictError(f"{t!r} belongs to another chip")
+            raise _error(f"{t!r} belongs to another chip")
 
 
 # ------------------------------------------------------------------
