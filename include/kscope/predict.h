@@ -169,6 +169,15 @@ int ks_pred_slice(const struct ks_pred_model *m, int id, struct ks_pred_slice *o
  * measured/predicted ratios. */
 int ks_pred_write(struct ks_pred_model *m, const char *dir, const char *measured);
 
+/* Which outputs ks_pred_write writes (msKPP's enable_trace and
+ * enable_metrics): the pipeline chart, trace.json and visualize_data.bin
+ * (KS_PRED_OUT_TRACE), and the statistics, Pipe_statistic.csv,
+ * Instruction_statistic.csv and instruction_time.svg (KS_PRED_OUT_METRICS).
+ * Both by default; a million-instruction model spends most of its time
+ * writing the trace.  -EINVAL for other bits. */
+enum { KS_PRED_OUT_TRACE = 1, KS_PRED_OUT_METRICS = 2 };
+int ks_pred_set_outputs(struct ks_pred_model *m, unsigned mask);
+
 /* ------------------------------------------------------------------ */
 /* The text language                                                   */
 /* ------------------------------------------------------------------ */

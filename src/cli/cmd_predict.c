@@ -21,6 +21,7 @@ struct predict_opts {
 	struct ks_strlist defs;
 	char *measured;
 	char *output;
+	bool no_trace, no_metrics;
 };
 
 #define OPT(f) .offset = offsetof(struct predict_opts, f)
@@ -40,6 +41,12 @@ static const struct ks_opt predict_opts[] = {
 	  .help = "measured times to compare with: a kscope op launch directory or its "
 		  "Timing.csv, or a CSV with the columns Pipe,Time (us)",
 	  OPT(measured), .flags = KS_PATH_READ },
+	{ .name = "no-trace", .type = KS_OPT_FLAG, .env = "KSCOPE_PREDICT_NO_TRACE",
+	  .help = "do not write the pipeline chart (trace.json, visualize_data.bin): "
+		  "most of a large model's time goes into writing it", OPT(no_trace) },
+	{ .name = "no-metrics", .type = KS_OPT_FLAG, .env = "KSCOPE_PREDICT_NO_METRICS",
+	  .help = "do not write the statistics (Pipe_statistic.csv, "
+		  "Instruction_statistic.csv, instruction_time.svg)", OPT(no_metrics) },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -134,14 +141,19 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		free(meas);
 	}
 	rc = KS_EXIT_FAIL;
-	if (ks_rundir_create(o->output, "predict", 0, &rd, &err)) {
-		ks_error("%s", err.msg);
-		goto out;
-	}
-	if (pred_write_rundir(m, &rd, o->measured, &err)) {
-		ks_error("%s", err.msg);
-		ks_rundir_discard(&rd);
-		goto out;
+	ks_pred_set_outputs(m, (o->no_trace ? 0u : KS_PRED_OUT_TRACE) |
+			       (o->no_metrics ? 0u : KS_PRED_OUT_METRICS));
+	/* Neither: nothing to write, no run directory. */
+	if (!(o->no_trace && o->no_metrics)) {
+		if (ks_rundir_create(o->output, "predict", 0, &rd, &err)) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
+		if (pred_write_rundir(m, &rd, o->measured, &err)) {
+			ks_error("%s", err.msg);
+			ks_rundir_discard(&rd);
+			goto out;
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t3);
 	us = cycles / ks_pred_chip_clock_hz(m) * 1e6;
@@ -155,7 +167,10 @@ static int predict_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			printf("measured: %.3f us (measured/predicted %.3f)\n", meas.total_us,
 			       us > 0 ? meas.total_us / us : 0.0);
 	}
-	printf("outputs: %s\n", rd.path);
+	if (rd.path)
+		printf("outputs: %s\n", rd.path);
+	else
+		printf("outputs: none (--no-trace --no-metrics)\n");
 	ks_info("read and built in %.3f s, scheduled in %.3f s (%.0f instructions/s), "
 		"outputs written in %.3f s; %.3f s in all", secs(&t0, &t1), secs(&t1, &t2),
 		secs(&t1, &t2) > 0 ? (double)ks_pred_count(m) / secs(&t1, &t2) : 0.0,
@@ -181,7 +196,7 @@ const struct ks_cmd ks_cmd_predict = {
 		"chip file's measured throughput tables.  Prints the predicted time and\n"
 		"writes trace.json (the pipeline chart), Pipe_statistic.csv,\n"
 		"Instruction_statistic.csv, instruction_time.svg and visualize_data.bin\n"
-		"into a new run directory.  Chips: ascend910b (from public figures) and\n"
+		"into a new run directory (--no-trace, --no-metrics leave parts out).  Chips: ascend910b (from public figures) and\n"
 		"host (written by kscope calibrate).  docs/predict.md has the language,\n"
 		"the chip files and the scheduler.",
 	.args = { .opts = predict_opts, .opts_size = sizeof(struct predict_opts),

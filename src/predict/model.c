@@ -1025,6 +1025,15 @@ int ks_pred_slice(const struct ks_pred_model *m, int id, struct ks_pred_slice *o
 	return 0;
 }
 
+int ks_pred_set_outputs(struct ks_pred_model *m, unsigned mask)
+{
+	if (mask & ~(unsigned)(KS_PRED_OUT_TRACE | KS_PRED_OUT_METRICS))
+		return pred_fail(m, -EINVAL, "outputs: %#x has bits other than trace (1) and "
+				 "metrics (2)", mask);
+	m->outputs_off = ~mask & (KS_PRED_OUT_TRACE | KS_PRED_OUT_METRICS);
+	return 0;
+}
+
 int ks_pred_write(struct ks_pred_model *m, const char *dir, const char *measured)
 {
 	static const char *const names[] = {

@@ -629,13 +629,16 @@ int pred_write_rundir(struct ks_pred_model *m, struct ks_rundir *rd, const char 
 		free(meas);
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	}
-	rc = write_trace(m, rd, err);
-	if (!rc)
+	rc = 0;
+	if (!(m->outputs_off & KS_PRED_OUT_TRACE))
+		rc = write_trace(m, rd, err);
+	if (!rc && !(m->outputs_off & KS_PRED_OUT_METRICS)) {
 		rc = write_pipe_csv(m, rd, ps, meas, err);
-	if (!rc)
-		rc = write_instr_csv(m, rd, g, ng, all, err);
-	if (!rc)
-		rc = write_pie(m, rd, g, ng, all, err);
+		if (!rc)
+			rc = write_instr_csv(m, rd, g, ng, all, err);
+		if (!rc)
+			rc = write_pie(m, rd, g, ng, all, err);
+	}
 	free(g);
 	free(meas);
 	return rc;

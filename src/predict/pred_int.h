@@ -175,6 +175,7 @@ struct pred_strtab {
 
 struct ks_pred_model {
 	struct pred_chip chip;
+	unsigned outputs_off;           /* KS_PRED_OUT_* not to write */
 	char errmsg[1024];
 	struct pred_strtab str;         /* names, formats, locations */
 	char *warnings;                 /* lines */

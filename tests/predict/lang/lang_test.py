@@ -400,6 +400,37 @@ def scenario_transfers(_bless):
           f"bytes: {rows[('load UB->GM', 'MTE3')]}")
 
 
+def scenario_outputs(_bless):
+    """--no-trace and --no-metrics (msKPP's enable_trace and enable_metrics)
+    leave their files out, on the command line and in the Python module."""
+    tmp = scratch()
+    path = model_file(tmp, "chip ascend910b\ntensor x GM fp16 [1024]\n"
+                           "tensor u UB fp16 [1024]\nload x -> u\n")
+    trace = ["trace.json", "visualize_data.bin"]
+    metrics = ["Instruction_statistic.csv", "Pipe_statistic.csv", "instruction_time.svg"]
+    for flags, want in (([], trace + metrics), (["--no-trace"], metrics),
+                        (["--no-metrics"], trace), (["--no-trace", "--no-metrics"], None)):
+        out = os.path.join(tmp, "out" + "".join(flags))
+        r = run([KSCOPE, "predict", *flags, "-o", out, path], base_env(tmp))
+        check(r.returncode == 0, f"{flags}: exit {r.returncode}: {r.stderr}")
+        check("predicted time: " in r.stdout, f"{flags}: {r.stdout}")
+        if want is None:
+            check(not os.path.exists(out) and "outputs: none" in r.stdout,
+                  f"{flags}: {r.stdout}; {os.path.exists(out)}")
+            continue
+        runs = os.listdir(out)
+        check(len(runs) == 1 and sorted(os.listdir(os.path.join(out, runs[0]))) == sorted(want),
+              f"{flags}: {runs} {os.listdir(os.path.join(out, runs[0])) if runs else ''}")
+    out = os.path.join(tmp, "py")
+    code = ("import kscope.predict as P\n"
+            f"with P.Chip('ascend910b', output={out!r}, trace=False) as c:\n"
+            "    u = P.Tensor('UB', 'FP16', [64])\n"
+            "    u.load(P.Tensor('GM', 'FP16', [64]))\n")
+    r = run([sys.executable, "-c", code], python_env(tmp))
+    check(r.returncode == 0, f"Python: {r.stderr}")
+    check(sorted(os.listdir(out)) == sorted(metrics), f"Python trace=False: {os.listdir(out)}")
+
+
 def python_env(tmp):
     env = base_env(tmp)
     env["PYTHONPATH"] = os.path.join(BUILD, "python")

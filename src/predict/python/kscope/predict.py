@@ -113,6 +113,7 @@ def _library():
             "ks_pred_count": (ctypes.c_size_t, [p]),
             "ks_pred_slice": (i, [p, i, ctypes.POINTER(_CSlice)]),
             "ks_pred_write": (i, [p, c, c]),
+            "ks_pred_set_outputs": (i, [p, ctypes.c_uint]),
         }
         for name, (res, args) in sigs.items():
             try:
@@ -237,9 +238,10 @@ class Chip:
     and the instructions put their work; leaving the block without an
     exception schedules the model (run) and, when output is given, writes
     the outputs there (measured, if given, adds measured/predicted
-    ratios)."""
+    ratios; trace=False leaves out the pipeline chart, metrics=False the
+    statistics, as msKPP's enable_trace and enable_metrics)."""
 
-    def __init__(self, name, output=None, measured=None):
+    def __init__(self, name, output=None, measured=None, trace=True, metrics=True):
         self._lib = _library()
         self._m = None
         err = ctypes.create_string_buffer(_ERRSIZE)
@@ -249,6 +251,9 @@ class Chip:
             msg = err.value.decode(errors="replace")
             raise PredictError(_located(file, line, col, msg))
         self._m = m
+        if not isinstance(trace, bool) or not isinstance(metrics, bool):
+            raise TypeError("trace and metrics must be True or False")
+        self._lib.ks_pred_set_outputs(m, (1 if trace else 0) | (2 if metrics else 0))
         self.name = name
         self.output = output
         self.measured = measured
