@@ -79,6 +79,7 @@ struct mt_opts {
 	/* contention, falseshare */
 	int64_t line_size;
 	int64_t min_accesses;
+	int64_t min_writes;
 	bool no_min_write, no_pad_smu, no_thread_isolation;
 	int front_end;           /* ks_mt_fe_choices */
 	bool print_cflags;
@@ -215,6 +216,12 @@ static const struct ks_opt falseshare_opts[] = {
 	  .env = "KSCOPE_MIN_ACCESSES",
 	  .help = "report a shared line only if two threads each accessed it N times",
 	  OPT(min_accesses), .min = 1, .max = 1000000000 },
+	{ .name = "min-writes", .type = KS_OPT_INT, .metavar = "N", .def = "100",
+	  .env = "KSCOPE_MIN_WRITES",
+	  .help = "call a line of threads on different bytes false sharing only if one "
+		  "thread wrote it N times and another came back to it N times (else "
+		  "read-mostly, not reported); 0: no such test",
+	  OPT(min_writes), .min = 0, .max = 1000000000 },
 	KS_COMMON_OPTS(struct mt_opts),
 	KS_OPT_END
 };
@@ -243,6 +250,8 @@ static int build_argv(const char *analysis, const struct mt_opts *o,
 	rc |= ks_argv_add(a, "--line-size=%" PRId64, o->line_size);
 	if (!strcmp(analysis, "falseshare"))
 		rc |= ks_argv_add(a, "--min-accesses=%" PRId64, o->min_accesses);
+	if (!strcmp(analysis, "falseshare"))
+		rc |= ks_argv_add(a, "--min-writes=%" PRId64, o->min_writes);
 	rc |= ks_argv_add(a, "--min-write=%s", o->no_min_write ? "no" : "yes");
 	rc |= ks_argv_add(a, "--pad-smu=%s", o->no_pad_smu ? "no" : "yes");
 	rc |= ks_argv_add(a, "--thread-isolation=%s", o->no_thread_isolation ? "no" : "yes");
@@ -455,6 +464,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			.num_callers = o->num_callers,
 			.line_size = o->line_size,
 			.min_accesses = o->min_accesses,
+			.min_writes = o->min_writes,
 			.min_write = !o->no_min_write,
 			.pad_smu = !o->no_pad_smu,
 			.thread_isolation = !o->no_thread_isolation,

@@ -311,9 +311,10 @@ static char **run_env(const struct ks_mt_run_opts *o, const char *lib, const cha
 		return NULL;
 	if (asprintf(&owned[0], "%s=%s", KS_MTRT_ENV_DIR, rundir) < 0 ||
 	    asprintf(&owned[1], "%s=analysis=%s,line_size=%" PRId64 ",min_accesses=%" PRId64
-		     ",num_callers=%" PRId64 ",min_write=%d,pad_smu=%d,thread_isolation=%d",
+		     ",min_writes=%" PRId64 ",num_callers=%" PRId64
+		     ",min_write=%d,pad_smu=%d,thread_isolation=%d",
 		     KS_MTRT_ENV_OPTIONS, o->command, o->line_size, o->min_accesses,
-		     o->num_callers, o->min_write, o->pad_smu, o->thread_isolation) < 0 ||
+		     o->min_writes, o->num_callers, o->min_write, o->pad_smu, o->thread_isolation) < 0 ||
 	    asprintf(&owned[2], "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "",
 		     pre ? pre : "") < 0) {
 		free(env);

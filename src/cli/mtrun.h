@@ -51,6 +51,7 @@ struct ks_mt_run_opts {
 	const char *output;
 	int64_t error_exitcode;  /* falseshare */
 	int64_t num_callers, line_size, min_accesses;
+	int64_t min_writes;      /* falseshare */
 	bool min_write, pad_smu, thread_isolation;
 };
 

@@ -223,10 +223,12 @@ def fs_false(extra=()):
           f"falseshare: the object is {o['name']}, expected the global counters")
     check(o["verdict"] == "false", f"falseshare: verdict {o['verdict']}")
     check(o["size"] == 16, f"falseshare: counters is 16 bytes, report says {o['size']}")
-    # Four workers, each writing its own word of the one line.
+    # Four workers, each writing its own int (4 bytes: the core tracks
+    # bytes) of the one line.
     ln = o["lines"][0]
+    check(ln["word_size"] == 1, f"falseshare: words of {ln['word_size']} bytes")
     writers = sorted(tuple(t["write_words"]) for t in ln["threads"] if t["writes"])
-    check(writers == [(0,), (1,), (2,), (3,)],
+    check(writers == [tuple(range(4 * i, 4 * i + 4)) for i in range(4)],
           f"falseshare: expected each worker to write its own word, got {writers}")
     gi = rep["false_sharing"]["global_all_threads_info"]
     check(line in context_lines(gi, fname),
@@ -333,7 +335,44 @@ def threads300():
                   f"{tool}: 300 threads: {len(rep['threads'])} threads counted")
 
 
+def patterns(mode):
+    """examples/threads/sharing_patterns under the Valgrind front end
+    (fs_patterns.py says what each mode must give)."""
+    import fs_patterns
+
+    def run(argv_tail, opts, env, expect_exit):
+        out = tempfile.mkdtemp(prefix="ks-e2e-")
+        cmd = [KSCOPE, "falseshare", "-o", out, "--log-level", "warn", *opts, "--",
+               thread_example("sharing_patterns"), *argv_tail]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**os.environ, **(env or {})}, timeout=600)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == expect_exit,
+              f"{' '.join(cmd)}: exit {p.returncode}, expected {expect_exit}; {err[-3000:]}")
+        runs = [d for d in os.listdir(out) if d.startswith("falseshare_")]
+        check(len(runs) == 1, f"expected one run directory in {out}, got {runs}")
+        rep = report(os.path.join(out, runs[0]))
+        check(rep["settings"].get("front_end", "valgrind") == "valgrind",
+              f"front end {rep['settings'].get('front_end')}")
+        return rep
+
+    fs_patterns.check_pattern(mode, run, 20000)
+    if mode == "readmostly":
+        # A bad threshold is refused before anything runs.
+        for bad in ("-1", "x", "1000000001"):
+            p = subprocess.run([KSCOPE, "falseshare", "--min-writes", bad, "--",
+                                thread_example("sharing_patterns"), "readmostly", "10"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            err = p.stderr.decode(errors="replace")
+            check(p.returncode == fs_patterns.USAGE and "min-writes" in err,
+                  f"--min-writes {bad}: exit {p.returncode}, stderr {err!r}")
+
+
 SCENARIOS = {
+    "fs_flags": lambda: patterns("flags"),
+    "fs_samebyte": lambda: patterns("samebyte"),
+    "fs_readmostly": lambda: patterns("readmostly"),
+    "fs_counters": lambda: patterns("counters"),
     "fs_false": fs_false,
     "fs_padded": fs_padded,
     "fs_true": fs_true,

@@ -651,7 +651,7 @@ static struct ref *ref_new(unsigned line_size, unsigned nthr)
 
 	assert_non_null(r);
 	r->ls = (unsigned)__builtin_ctz(line_size);
-	r->ws = line_size / 64 > 4 ? line_size / 64 : 4;
+	r->ws = line_size / 64 > 1 ? line_size / 64 : 1;
 	r->nthr = nthr;
 	return r;
 }
@@ -1205,7 +1205,7 @@ static void test_false_sharing(void **state)
 		c.pad_smu = mode & 2;
 		c.thread_isolation = mode & 4;
 		m = mt_new(&t, &c);
-		assert_int_equal(ks_mt_word_size(m), 4);
+		assert_int_equal(ks_mt_word_size(m), 1);
 		/* Four threads, each its own 4-byte counter in one line. */
 		for (r = 0; r < 10; r++) {
 			for (i = 0; i < 4; i++) {
@@ -1216,14 +1216,14 @@ static void test_false_sharing(void **state)
 		got_collect(m, &g);
 		assert_int_equal(g.n, 1);
 		assert_int_equal(g.l[0].li.line_addr, x);
-		assert_int_equal(g.l[0].li.word_size, 4);
+		assert_int_equal(g.l[0].li.word_size, 1);
 		assert_int_equal(g.l[0].li.verdict, KS_MT_FALSE);
 		assert_string_equal(ks_mt_verdict_name(g.l[0].li.verdict), "false");
 		assert_int_equal(g.l[0].li.nthreads, 4);
 		for (i = 0; i < 4; i++) {
 			assert_int_equal(g.l[0].thr[i].tid, i);
-			assert_int_equal(g.l[0].thr[i].rmask, UINT64_C(1) << i);
-			assert_int_equal(g.l[0].thr[i].wmask, UINT64_C(1) << i);
+			assert_int_equal(g.l[0].thr[i].rmask, UINT64_C(0xf) << 4 * i);
+			assert_int_equal(g.l[0].thr[i].wmask, UINT64_C(0xf) << 4 * i);
 			assert_int_equal(g.l[0].thr[i].reads, 10);
 			assert_int_equal(g.l[0].thr[i].writes, 10);
 		}
@@ -1280,7 +1280,7 @@ static void test_verdicts(void **state)
 	static const struct acc wide128[] = { { 0, 0, 4, 1 }, { 1, 124, 4, 1 } };
 	static const struct acc wide4k[] = { { 0, 4032, 4, 1 }, { 1, 0, 64, 1 },
 					     { 2, 60, 8, 1 } };
-	/* An unaligned access over a word boundary touches both words. */
+	/* Bytes 6..9 written, 8..11 read: bytes 8 and 9 are shared. */
 	static const struct acc straddle[] = { { 0, 6, 4, 1 }, { 1, 8, 4, 0 } };
 	struct got g;
 
@@ -1308,13 +1308,13 @@ static void test_verdicts(void **state)
 		got_free(&g);
 	}
 	assert_int_equal(verdict_of(64, tru, 4, &g), KS_MT_TRUE);
-	assert_int_equal(g.l[0].thr[2].wmask, 1);
+	assert_int_equal(g.l[0].thr[2].wmask, 0xf);
 	got_free(&g);
 	assert_int_equal(verdict_of(64, mixed, 3, &g), KS_MT_MIXED);
-	assert_int_equal(got_thread(&g.l[0], 2)->wmask, UINT64_C(1) << 5);
+	assert_int_equal(got_thread(&g.l[0], 2)->wmask, UINT64_C(0xf) << 20);
 	got_free(&g);
 	assert_int_equal(verdict_of(64, one_writer, 3, &g), KS_MT_FALSE);
-	assert_int_equal(got_thread(&g.l[0], 2)->rmask, 0xc);
+	assert_int_equal(got_thread(&g.l[0], 2)->rmask, 0xff00);
 	assert_int_equal(g.l[0].li.potential_invalidations, 1);
 	got_free(&g);
 	/* Read-only sharing is reported too; the caller filters it. */
@@ -1327,9 +1327,9 @@ static void test_verdicts(void **state)
 	assert_int_equal(g.n, 0);
 	got_free(&g);
 	assert_int_equal(verdict_of(128, wide128, 2, &g), KS_MT_FALSE);
-	assert_int_equal(g.l[0].li.word_size, 4);
-	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 1);
-	assert_int_equal(got_thread(&g.l[0], 1)->wmask, UINT64_C(1) << 31);
+	assert_int_equal(g.l[0].li.word_size, 2);
+	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 3);
+	assert_int_equal(got_thread(&g.l[0], 1)->wmask, UINT64_C(3) << 62);
 	got_free(&g);
 	assert_int_equal(verdict_of(4096, wide4k, 3, &g), KS_MT_MIXED);
 	assert_int_equal(g.l[0].li.word_size, 64);
@@ -1338,8 +1338,8 @@ static void test_verdicts(void **state)
 	assert_int_equal(got_thread(&g.l[0], 2)->wmask, 3);
 	got_free(&g);
 	assert_int_equal(verdict_of(64, straddle, 2, &g), KS_MT_TRUE);
-	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 6);
-	assert_int_equal(got_thread(&g.l[0], 1)->rmask, 4);
+	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 0x3c0);
+	assert_int_equal(got_thread(&g.l[0], 1)->rmask, 0xf00);
 	got_free(&g);
 	assert_string_equal(ks_mt_verdict_name(KS_MT_PRIVATE), "private");
 	assert_string_equal(ks_mt_verdict_name(KS_MT_TRUE), "true");
@@ -1349,7 +1349,7 @@ static void test_verdicts(void **state)
 static void test_word_sizes(void **state)
 {
 	static const unsigned lines[] = { 16, 32, 64, 128, 256, 512, 1024, 2048, 4096 };
-	static const unsigned words[] = { 4, 4, 4, 4, 4, 8, 16, 32, 64 };
+	static const unsigned words[] = { 1, 1, 1, 2, 4, 8, 16, 32, 64 };
 	struct tracker t;
 	struct ks_mt_config c;
 	struct ks_mt *m;
@@ -1372,8 +1372,8 @@ static void test_word_sizes(void **state)
 		got_free(&g);
 		mt_done(&t, m);
 	}
-	/* 16-byte lines: an 8-byte write at 12 is word 3 of one line and
-	 * word 0 of the next. */
+	/* 16-byte lines: an 8-byte write at 12 is bytes 12..15 of one line
+	 * and 0..3 of the next. */
 	c = cfg_make(16, 2, true);
 	m = mt_new(&t, &c);
 	ks_mt_access(m, 0, 0x9000c, 8, true, NULL);
@@ -1381,11 +1381,180 @@ static void test_word_sizes(void **state)
 	ks_mt_access(m, 1, 0x90010, 16, false, NULL);
 	got_collect(m, &g);
 	assert_int_equal(g.n, 2);
-	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 8);
-	assert_int_equal(got_thread(&g.l[1], 0)->wmask, 1);
-	assert_int_equal(got_thread(&g.l[1], 1)->rmask, 0xf);
+	assert_int_equal(got_thread(&g.l[0], 0)->wmask, 0xf000);
+	assert_int_equal(got_thread(&g.l[1], 0)->wmask, 0xf);
+	assert_int_equal(got_thread(&g.l[1], 1)->rmask, 0xffff);
 	got_free(&g);
 	mt_done(&t, m);
+}
+
+/* Byte granularity: four threads each writing its own byte of a line
+ * (char flags[4]) share no byte, so the line is falsely shared; four
+ * threads writing the same byte truly share it; an int written by one
+ * thread and a byte of it by another overlap.  The masks cost nothing:
+ * the shadow of the byte flags is as large as that of int counters. */
+static void test_byte_granularity(void **state)
+{
+	struct tracker t;
+	struct ks_mt_config c;
+	struct ks_mt *m;
+	struct got g;
+	const uintptr_t x = 0xa0000;
+	size_t bytes_flags, bytes_ints;
+	unsigned i, r;
+
+	(void)state;
+	tracker_init(&t);
+	c = cfg_make(64, 8, true);
+	m = mt_new(&t, &c);
+	for (r = 0; r < 50; r++)
+		for (i = 0; i < 4; i++)
+			ks_mt_access(m, i, x + 8 + i, 1, true, NULL);
+	got_collect(m, &g);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.l[0].li.word_size, 1);
+	assert_int_equal(g.l[0].li.verdict, KS_MT_FALSE);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(g.l[0].thr[i].wmask, UINT64_C(1) << (8 + i));
+		assert_int_equal(g.l[0].thr[i].writes, 50);
+	}
+	got_free(&g);
+	bytes_flags = ks_mt_shadow_bytes(m);
+	mt_done(&t, m);
+
+	/* The same with 4-byte counters: the same shadow bytes. */
+	m = mt_new(&t, &c);
+	for (r = 0; r < 50; r++)
+		for (i = 0; i < 4; i++)
+			ks_mt_access(m, i, x + 4 * i, 4, true, NULL);
+	bytes_ints = ks_mt_shadow_bytes(m);
+	assert_int_equal(bytes_flags, bytes_ints);
+	mt_done(&t, m);
+
+	/* The same byte by all four: true sharing. */
+	m = mt_new(&t, &c);
+	for (r = 0; r < 50; r++)
+		for (i = 0; i < 4; i++)
+			ks_mt_access(m, i, x + 9, 1, true, NULL);
+	got_collect(m, &g);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.l[0].li.verdict, KS_MT_TRUE);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(g.l[0].thr[i].wmask, UINT64_C(1) << 9);
+	got_free(&g);
+	mt_done(&t, m);
+
+	/* A 4-byte write by one thread, a byte of it read by another. */
+	m = mt_new(&t, &c);
+	for (r = 0; r < 50; r++) {
+		ks_mt_access(m, 0, x + 16, 4, true, NULL);
+		ks_mt_access(m, 1, x + 18, 1, false, NULL);
+	}
+	got_collect(m, &g);
+	assert_int_equal(g.l[0].li.verdict, KS_MT_TRUE);
+	assert_int_equal(g.l[0].thr[0].wmask, UINT64_C(0xf) << 16);
+	assert_int_equal(g.l[0].thr[1].rmask, UINT64_C(1) << 18);
+	got_free(&g);
+	mt_done(&t, m);
+
+	/* The quiet path credits byte masks too (ks_mt_add_quiet): thread 0
+	 * holds the line alone after its write, and its further writes to
+	 * byte 3 are credited at once. */
+	m = mt_new(&t, &c);
+	ks_mt_access(m, 0, x + 3, 1, true, NULL);
+	ks_mt_access(m, 1, x + 2, 1, true, NULL);
+	ks_mt_access(m, 0, x + 3, 1, true, NULL);
+	assert_true(ks_mt_quiet(m, 0, x + 3, true));
+	ks_mt_add_quiet(m, 0, x, true, NULL, 10, UINT64_C(1) << 3);
+	got_collect(m, &g);
+	assert_int_equal(g.l[0].li.verdict, KS_MT_FALSE);
+	assert_int_equal(got_thread(&g.l[0], 0)->wmask, UINT64_C(1) << 3);
+	assert_int_equal(got_thread(&g.l[0], 0)->writes, 12);
+	assert_int_equal(got_thread(&g.l[0], 1)->wmask, UINT64_C(1) << 2);
+	got_free(&g);
+	mt_done(&t, m);
+}
+
+/* min_writes: a line whose threads touch different bytes is falsely
+ * shared only when two threads each wrote it min_writes times; a table
+ * read by every thread next to a slot each writes once is read-mostly.
+ * True and mixed lines are not affected. */
+static void test_min_writes(void **state)
+{
+	struct tracker t;
+	struct ks_mt_config c;
+	struct ks_mt *m;
+	struct got g;
+	const uintptr_t x = 0xb0000;
+	unsigned i, r, mw;
+
+	(void)state;
+	tracker_init(&t);
+	for (mw = 0; mw <= 200; mw += 100) {
+		c = cfg_make(64, 8, true);
+		c.min_writes = mw;
+		/* Table of 4 longs at x, done[4] at x + 32: each of four
+		 * threads reads the table 500 times, then writes done[i]
+		 * once. */
+		m = mt_new(&t, &c);
+		for (r = 0; r < 500; r++)
+			for (i = 0; i < 4; i++)
+				ks_mt_access(m, i, x + 8 * (r % 4), 8, false, NULL);
+		for (i = 0; i < 4; i++)
+			ks_mt_access(m, i, x + 32 + 8 * i, 8, true, NULL);
+		got_collect(m, &g);
+		assert_int_equal(g.n, 1);
+		assert_int_equal(g.l[0].li.verdict, mw ? KS_MT_READ_MOSTLY : KS_MT_FALSE);
+		got_free(&g);
+		mt_done(&t, m);
+
+		/* Per-thread counters written 150 times each: false sharing
+		 * at 0 and 100, read-mostly at 200. */
+		m = mt_new(&t, &c);
+		for (r = 0; r < 150; r++)
+			for (i = 0; i < 4; i++)
+				ks_mt_access(m, i, x + 8 * i, 8, true, NULL);
+		got_collect(m, &g);
+		assert_int_equal(g.l[0].li.verdict, mw > 150 ? KS_MT_READ_MOSTLY : KS_MT_FALSE);
+		got_free(&g);
+		mt_done(&t, m);
+
+		/* One busy writer and one busy reader of other bytes: false
+		 * sharing (the writer keeps invalidating the reader's copy)
+		 * whenever both came back 500 times, so at 0, 100 and 200. */
+		m = mt_new(&t, &c);
+		for (r = 0; r < 500; r++) {
+			ks_mt_access(m, 0, x, 8, true, NULL);
+			ks_mt_access(m, 1, x + 8, 8, false, NULL);
+		}
+		got_collect(m, &g);
+		assert_int_equal(g.l[0].li.verdict, KS_MT_FALSE);
+		got_free(&g);
+		mt_done(&t, m);
+
+		/* A busy writer and a reader that came by 50 times: false
+		 * only without the threshold, read-mostly at 100 and 200. */
+		m = mt_new(&t, &c);
+		for (r = 0; r < 500; r++) {
+			ks_mt_access(m, 0, x, 8, true, NULL);
+			if (r < 50)
+				ks_mt_access(m, 1, x + 8, 8, false, NULL);
+		}
+		got_collect(m, &g);
+		assert_int_equal(g.l[0].li.verdict, mw ? KS_MT_READ_MOSTLY : KS_MT_FALSE);
+		got_free(&g);
+		mt_done(&t, m);
+
+		/* The same byte written once by each: true whatever mw. */
+		m = mt_new(&t, &c);
+		for (i = 0; i < 4; i++)
+			ks_mt_access(m, i, x, 1, true, NULL);
+		got_collect(m, &g);
+		assert_int_equal(g.l[0].li.verdict, KS_MT_TRUE);
+		got_free(&g);
+		mt_done(&t, m);
+	}
+	assert_string_equal(ks_mt_verdict_name(KS_MT_READ_MOSTLY), "read-mostly");
 }
 
 /* The context callback's log. */
@@ -1466,15 +1635,15 @@ static void test_sites_and_contexts(void **state)
 	assert_int_equal(g.n, 1);
 	gl = &g.l[0];
 	assert_int_equal(gl->li.nthreads, 3);
-	assert_int_equal(gl->thr[0].rmask, 3);
-	assert_int_equal(gl->thr[0].wmask, 1);
+	assert_int_equal(gl->thr[0].rmask, 0xff);
+	assert_int_equal(gl->thr[0].wmask, 0xf);
 	assert_int_equal(gl->thr[0].reads, 4);
 	assert_int_equal(gl->thr[0].writes, 1);
-	assert_int_equal(gl->thr[1].rmask, 4);
-	assert_int_equal(gl->thr[1].wmask, 4);
+	assert_int_equal(gl->thr[1].rmask, 0xf00);
+	assert_int_equal(gl->thr[1].wmask, 0xf00);
 	assert_int_equal(gl->thr[1].reads, 2);
 	assert_int_equal(gl->thr[1].writes, 2);
-	assert_int_equal(gl->thr[2].rmask, 8);
+	assert_int_equal(gl->thr[2].rmask, 0xf000);
 	assert_int_equal(gl->thr[2].reads, 72);
 	assert_int_equal(gl->li.verdict, KS_MT_FALSE);
 	assert_int_equal(gl->li.potential_invalidations, 3);
@@ -1610,6 +1779,8 @@ int main(void)
 		cmocka_unit_test(test_false_sharing),
 		cmocka_unit_test(test_verdicts),
 		cmocka_unit_test(test_word_sizes),
+		cmocka_unit_test(test_byte_granularity),
+		cmocka_unit_test(test_min_writes),
 		cmocka_unit_test(test_sites_and_contexts),
 		cmocka_unit_test(test_report_order),
 	};

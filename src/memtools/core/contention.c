@@ -96,6 +96,7 @@ int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
 	m->cfg.max_threads = cfg->max_threads;
 	m->cfg.falseshare = cfg->falseshare;
 	m->cfg.min_write = cfg->min_write;
+	m->cfg.min_writes = cfg->min_writes;
 	m->cfg.pad_smu = cfg->pad_smu;
 	m->cfg.thread_isolation = cfg->thread_isolation;
 	m->cfg.context = cfg->context;
@@ -104,8 +105,10 @@ int ks_mt_init(struct ks_mt **out, const struct ks_mt_config *cfg,
 
 	ls = log2u(cfg->line_size);
 	m->line_shift = ls;
-	/* 4-byte words, or line_size / 64 so that a line has at most 64. */
-	m->word_shift = ls > 8 ? ls - 6 : 2;
+	/* Bytes, or line_size / 64 so that a line has at most 64 words and
+	 * a word mask stays one uint64_t: byte granularity costs no shadow
+	 * memory on lines of up to 64 bytes (mtcore.h, ks_mt_word_size). */
+	m->word_shift = ls > 6 ? ls - 6 : 0;
 	m->lc_shift = KS_MT_CHUNK_SHIFT - ls;
 	m->lc_mask = ((uintptr_t)1 << m->lc_shift) - 1;
 	smu = cfg->falseshare ? sizeof(struct ks_mt_smu_fs) : sizeof(struct ks_mt_smu);

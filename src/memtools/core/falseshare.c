@@ -5,7 +5,8 @@
  * per (thread, site) the accesses with the front-end's context of the
  * first one; at report time each such line gets the verdict of
  * mtcore.h (false, true, mixed, read) from the word masks alone, so it
- * does not depend on how the threads happened to interleave.
+ * does not depend on how the threads happened to interleave; a false
+ * line without sustained writes by two threads is read-mostly instead.
  * Freestanding: no library calls.
  */
 #include <stdbool.h>
@@ -254,8 +255,28 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
+/* Whether the line keeps moving between caches: one thread wrote it
+ * min_writes times and another thread came back to it as often (reading
+ * or writing).  False sharing costs when a writer keeps invalidating the
+ * others' copies, not when threads store once next to data everyone
+ * reads. */
+static bool sustained_writes(const struct ks_mt_line_thread *t, unsigned n,
+			     uint32_t min_writes)
+{
+	if (min_writes == 0)
+		return true;
+	for (unsigned i = 0; i < n; i++) {
+		if (t[i].writes < min_writes)
+			continue;
+		for (unsigned j = 0; j < n; j++)
+			if (j != i && sat_add(t[j].reads, t[j].writes) >= min_writes)
+				return true;
+	}
+	return false;
+}
+
 static enum ks_mt_verdict line_verdict(const struct ks_mt_line_thread *t,
-				       unsigned n)
+				       unsigned n, uint32_t min_writes)
 {
 	uint64_t tru = 0, fal = 0;
 	bool any = false;
@@ -283,7 +304,7 @@ static enum ks_mt_verdict line_verdict(const struct ks_mt_line_thread *t,
 	if (!any)
 		return KS_MT_READ;
 	if (tru == 0 || (fal / KS_MT_DOMINANCE >= tru && fal >= KS_MT_DOMINANCE))
-		return KS_MT_FALSE;
+		return sustained_writes(t, n, min_writes) ? KS_MT_FALSE : KS_MT_READ_MOSTLY;
 	if (fal == 0 || (tru / KS_MT_DOMINANCE >= fal && tru >= KS_MT_DOMINANCE))
 		return KS_MT_TRUE;
 	return KS_MT_MIXED;
@@ -315,7 +336,7 @@ static void fe_chunk(void *arg, uintptr_t cidx, void *chunk)
 			continue;
 		li.line_addr = ((cidx << m->lc_shift) | i) << m->line_shift;
 		li.word_size = 1u << m->word_shift;
-		li.verdict = line_verdict(d->thr, d->nthr);
+		li.verdict = line_verdict(d->thr, d->nthr, m->cfg.min_writes);
 		li.nthreads = d->nthr;
 		li.threads = d->thr;
 		li.nsites = d->nsite;
@@ -354,6 +375,8 @@ const char *ks_mt_verdict_name(enum ks_mt_verdict v)
 		return "true";
 	case KS_MT_MIXED:
 		return "mixed";
+	case KS_MT_READ_MOSTLY:
+		return "read-mostly";
 	}
 	return "?";
 }

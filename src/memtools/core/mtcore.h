@@ -14,7 +14,8 @@
  * on first touch.  An SMU that was never touched is the paper's
  * "initialization probe": its first access is a cold miss.  Each SMU holds
  * the thread-ownership bitmap of the contention analysis and, for false
- * sharing, which words of the line each thread read and wrote.
+ * sharing, which words of the line each thread read and wrote (a word is
+ * one byte on lines of up to 64 bytes; see ks_mt_word_size).
  *
  * Threads are small integers (the front-end's thread ids, 1-based in
  * Valgrind); any id below ks_mt_config.max_threads works, so there is no
@@ -73,6 +74,11 @@ struct ks_mt_config {
 	bool thread_isolation; /* per-thread counter blocks, each on its own
 				  cache lines; false: counters of all threads
 				  interleaved field by field */
+	/* Sustained sharing: a line whose pairs say "false" is falsely
+	 * shared only when one thread wrote it min_writes times and another
+	 * accessed it as often; otherwise its verdict is KS_MT_READ_MOSTLY.
+	 * 0: no such test (as before the option). */
+	uint32_t min_writes;
 	/* Called (from inside ks_mt_access) when the first access by a thread
 	 * at a site to a line shared by two or more threads is seen, so the
 	 * front-end can capture the access context (a call stack).  May be
@@ -185,13 +191,21 @@ size_t ks_mt_shadow_resident(const struct ks_mt *m);
  *  FALSE     several threads, at least one writes, and the pairs of
  *            threads (one of them writing) touched disjoint words;
  *  TRUE      such pairs share a word one of them writes;
- *  MIXED     both kinds of pairs, neither dominating.
+ *  MIXED     both kinds of pairs, neither dominating;
+ *  READ_MOSTLY  what would be FALSE, but fewer than two threads each
+ *            wrote the line ks_mt_config.min_writes times (threads
+ *            reading a table next to a slot each writes once): the
+ *            writes are too few for the line to bounce between caches.
+ * Words are bytes on lines of up to 64 bytes, so threads writing
+ * adjacent bytes (char flags[4]) are FALSE and threads writing the same
+ * byte are TRUE.
  * A pair weighs the accesses of its less active thread; a kind of pair
  * decides the line when it weighs 8 times the other kind (so one thread
  * reading all results once after the workers finish does not make a
  * falsely shared line "mixed"). */
 enum ks_mt_verdict {
-	KS_MT_PRIVATE, KS_MT_READ, KS_MT_FALSE, KS_MT_TRUE, KS_MT_MIXED
+	KS_MT_PRIVATE, KS_MT_READ, KS_MT_FALSE, KS_MT_TRUE, KS_MT_MIXED,
+	KS_MT_READ_MOSTLY
 };
 
 /* What one thread did to a line (all of it, from the first access). */
@@ -227,8 +241,14 @@ struct ks_mt_line_info {
 	uint64_t potential_invalidations;
 };
 
-/* Word size of a line for the word masks: 4 bytes, or line_size / 64 when
- * that is larger (at most 64 words per line). */
+/* Word size of a line for the word masks: 1 byte, or line_size / 64 when
+ * that is larger (at most 64 words per line, so a mask is one uint64_t).
+ * Byte granularity is what tells threads writing adjacent chars apart
+ * (false sharing) from threads writing the same char (true sharing); on
+ * lines of up to 64 bytes it costs no shadow memory over 4-byte words,
+ * since the masks are 64 bits either way.  Lines of 128 bytes and more
+ * keep line_size / 64-byte words: there, two threads writing bytes of
+ * the same word count as sharing it. */
 unsigned ks_mt_word_size(const struct ks_mt *m);
 
 /* Calls fn for every line touched by two or more threads, in address
@@ -237,6 +257,7 @@ unsigned ks_mt_word_size(const struct ks_mt *m);
 typedef void (*ks_mt_line_fn)(void *arg, const struct ks_mt_line_info *li);
 void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg);
 
-const char *ks_mt_verdict_name(enum ks_mt_verdict v); /* "private", "read", "false", "true", "mixed" */
+/* "private", "read", "false", "true", "mixed", "read-mostly" */
+const char *ks_mt_verdict_name(enum ks_mt_verdict v);
 
 #endif

@@ -265,6 +265,9 @@ struct ks_mtr_total {
 	bool has_stack, has_quiet;       /* the optional fields below were given */
 	uint64_t stack_accesses;         /* counted, not simulated */
 	uint64_t quiet_lines, min_accesses; /* falseshare: shared lines left out */
+	bool has_read_mostly;            /* read_mostly_lines and min_writes given */
+	uint64_t read_mostly_lines;      /* falseshare: false but below --min-writes */
+	uint64_t min_writes;
 };
 
 /* memcheck's `suppressed` records, summed. */

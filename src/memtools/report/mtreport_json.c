@@ -46,7 +46,9 @@
  *     cold_misses, misses, invalidations, contention_accesses (null
  *     without a total record), contention_percent (null likewise, or
  *     with no accesses), stack_accesses?, quiet_lines? and min_accesses?
- *     (falseshare)}; threads[] {tid, counts}; sites[] {location
+ *     (falseshare), read_mostly_lines? and min_writes? (falseshare: lines
+ *     whose threads touched disjoint bytes but fewer than two of them
+ *     wrote min_writes times; not among the false-sharing lines)}; threads[] {tid, counts}; sites[] {location
  *     (frame), stack[], counts, score = misses + invalidations}, by
  *     score; objects[] {name, variable (VAR), cold_misses, misses,
  *     invalidations, score}, by score.
@@ -438,6 +440,10 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	if (r->total.has_quiet) {
 		ks_mtr_jw_uint(w, "quiet_lines", r->total.quiet_lines);
 		ks_mtr_jw_uint(w, "min_accesses", r->total.min_accesses);
+	}
+	if (r->total.has_read_mostly) {
+		ks_mtr_jw_uint(w, "read_mostly_lines", r->total.read_mostly_lines);
+		ks_mtr_jw_uint(w, "min_writes", r->total.min_writes);
 	}
 	ks_mtr_jw_end(w);
 

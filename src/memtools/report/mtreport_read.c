@@ -684,6 +684,13 @@ static int rec_total(struct rd *d, json_t *o)
 	one.has_quiet = rc == 0;
 	if (one.has_quiet && (rc = get_count(d, o, "min_accesses", true, &one.min_accesses)))
 		return rc;
+	rc = get_count(d, o, "read_mostly_lines", false, &one.read_mostly_lines);
+	if (rc < 0)
+		return rc;
+	one.has_read_mostly = rc == 0;
+	if (one.has_read_mostly &&
+	    (rc = get_count(d, o, "min_writes", true, &one.min_writes)))
+		return rc;
 	d->seg_total = true;
 	sum->c.accesses += one.c.accesses;
 	sum->c.reads += one.c.reads;
@@ -698,6 +705,11 @@ static int rec_total(struct rd *d, json_t *o)
 	if (one.has_quiet) {
 		sum->has_quiet = true;
 		sum->min_accesses = one.min_accesses;
+	}
+	sum->read_mostly_lines += one.read_mostly_lines;
+	if (one.has_read_mostly) {
+		sum->has_read_mostly = true;
+		sum->min_writes = one.min_writes;
 	}
 	sum->present = true;
 	return 0;

@@ -331,6 +331,13 @@ static void put_totals(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 			      "with %" PRIu64 " accesses or more)\n", r->total.quiet_lines,
 			      plural(r->total.quiet_lines, "line", "lines"),
 			      r->total.min_accesses);
+	if (r->total.has_read_mostly && r->total.min_writes > 0 &&
+	    r->start.analysis == MTR_FALSESHARE)
+		ks_mtr_printf(o, "Read-mostly lines: %" PRIu64 " %s with threads on different "
+			      "bytes left out (not two threads with %" PRIu64 " writes or more)\n",
+			      r->total.read_mostly_lines,
+			      plural(r->total.read_mostly_lines, "line", "lines"),
+			      r->total.min_writes);
 	ks_mtr_puts(o, "\n");
 }
 

@@ -28,8 +28,8 @@
 #define KS_MTRT_ENV_DIR "KSCOPE_MT_DIR"
 /* The analysis and its settings, comma-separated key=value pairs:
  *   analysis=contention|falseshare   line_size=16..4096 (a power of two)
- *   min_accesses=N   num_callers=1..64   min_write=0|1   pad_smu=0|1
- *   thread_isolation=0|1
+ *   min_accesses=N   min_writes=N   num_callers=1..64   min_write=0|1
+ *   pad_smu=0|1   thread_isolation=0|1
  * A process that finds either variable missing or malformed stays
  * passive. */
 #define KS_MTRT_ENV_OPTIONS "KSCOPE_MT_OPTIONS"

@@ -118,6 +118,7 @@ struct rt_state {
 	uintptr_t line_mask;       /* line_size - 1 */
 	unsigned word_shift;       /* log2 of the falseshare word */
 	unsigned min_accesses, num_callers;
+	unsigned min_writes;       /* ks_mt_config.min_writes */
 	bool min_write, pad_smu, thread_isolation;
 	bool falseshare;
 	char dir[PATH_MAX];

@@ -84,9 +84,10 @@ static bool read_settings(void)
 	while ((1u << rt.line_shift) < rt.line_size)
 		rt.line_shift++;
 	rt.line_mask = rt.line_size - 1;
-	rt.word_shift = rt.line_shift > 8 ? rt.line_shift - 6 : 2;
 	if (!opt_uint(opts, "min_accesses", 1, 1000000000, &rt.min_accesses))
 		rt.min_accesses = 100;
+	if (!opt_uint(opts, "min_writes", 0, 1000000000, &rt.min_writes))
+		rt.min_writes = 100;
 	if (!opt_uint(opts, "num_callers", 1, 64, &rt.num_callers))
 		rt.num_callers = 12;
 	rt.min_write = !opt_uint(opts, "min_write", 0, 1, &v) || v;
@@ -267,6 +268,7 @@ void rt_activate(void)
 		.max_threads = KS_MT_MAX_THREADS,
 		.falseshare = rt.falseshare,
 		.min_write = rt.min_write,
+		.min_writes = rt.min_writes,
 		.pad_smu = rt.pad_smu,
 		.thread_isolation = rt.thread_isolation,
 		.context = rt_site_context,
@@ -286,6 +288,11 @@ void rt_activate(void)
 		t->in_rt++;
 	rc = ks_mt_init(&rt.mt, &cfg, &rt_core_alloc);
 	if (rc == 0) {
+		/* rt_words builds the core's word masks itself: the core
+		 * says how wide a word is (bytes on lines up to 64 bytes). */
+		rt.word_shift = 0;
+		while ((1u << rt.word_shift) < ks_mt_word_size(rt.mt))
+			rt.word_shift++;
 		read_cmdline();
 		__atomic_store_n(&rt.active, true, __ATOMIC_RELEASE);
 		write_start();

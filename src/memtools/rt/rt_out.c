@@ -287,6 +287,7 @@ static void written_clear(void *arg, struct rt_obj *ob)
 struct line_arg {
 	struct rt_out *o;
 	uint64_t quiet;            /* shared lines below --min-accesses */
+	uint64_t read_mostly;      /* false but below --min-writes (mtcore.h) */
 };
 
 static void line_out(void *arg, const struct ks_mt_line_info *li)
@@ -298,7 +299,7 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 	bool busy_writer = false;
 
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
-	    li->verdict != KS_MT_MIXED)
+	    li->verdict != KS_MT_MIXED && li->verdict != KS_MT_READ_MOSTLY)
 		return;
 	/* As the Valgrind tool: a line matters when two threads each came
 	 * back to it --min-accesses times, one of them writing. */
@@ -310,6 +311,11 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		}
 	if (busy < 2 || !busy_writer) {
 		la->quiet++;
+		return;
+	}
+	/* As the Valgrind tool: counted, not reported. */
+	if (li->verdict == KS_MT_READ_MOSTLY) {
+		la->read_mostly++;
 		return;
 	}
 	/* The object: where the lowest touched word of the line is. */
@@ -381,8 +387,12 @@ void rt_out_results(struct rt_out *o)
 	rt_out_printf(o, "{\"rec\":\"total\",");
 	counts_out(o, &tot);
 	rt_out_printf(o, ",\"contention_accesses\":%llu,\"shadow_bytes\":%lu,"
-		      "\"quiet_lines\":%llu,\"min_accesses\":%u}\n",
+		      "\"quiet_lines\":%llu,\"min_accesses\":%u",
 		      (unsigned long long)(tot.misses + tot.invalidations),
 		      (unsigned long)ks_mt_shadow_resident(rt.mt), (unsigned long long)la.quiet,
 		      rt.min_accesses);
+	if (rt.falseshare)
+		rt_out_printf(o, ",\"read_mostly_lines\":%llu,\"min_writes\":%u",
+			      (unsigned long long)la.read_mostly, rt.min_writes);
+	rt_out_printf(o, "}\n");
 }

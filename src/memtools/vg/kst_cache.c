@@ -32,6 +32,7 @@ static VgHashTable *objects; /* object key -> struct object */
 static UInt next_site_id = 1, next_var_id = 1;
 static ULong stack_accesses; /* stack-pointer-relative accesses, not simulated */
 static ULong lines_quiet;    /* shared lines below --min-accesses */
+static ULong lines_read_mostly; /* false but below --min-writes (mtcore.h) */
 
 /* Threads by creation order (the main thread is 1): Valgrind gives a
  * new thread the number of one that ended, which would merge threads
@@ -652,6 +653,7 @@ void kst_cache_init(void)
 		.max_threads = KS_MT_MAX_THREADS,
 		.falseshare = kst_clo.analysis == KST_FALSESHARE,
 		.min_write = kst_clo.min_write,
+		.min_writes = kst_clo.min_writes,
 		.pad_smu = kst_clo.pad_smu,
 		.thread_isolation = kst_clo.thread_isolation,
 		.context = site_context,
@@ -702,7 +704,7 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 	Bool busy_writer = False;
 
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
-	    li->verdict != KS_MT_MIXED)
+	    li->verdict != KS_MT_MIXED && li->verdict != KS_MT_READ_MOSTLY)
 		return;
 	/* Sharing matters when threads keep coming back to the line: a line
 	 * that two threads each touched a few times (start-up, relocation,
@@ -715,6 +717,12 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		}
 	if (busy < 2 || !busy_writer) {
 		lines_quiet++;
+		return;
+	}
+	/* Threads on different bytes, but too few writes to keep the line
+	 * moving: counted, not reported. */
+	if (li->verdict == KS_MT_READ_MOSTLY) {
+		lines_read_mostly++;
 		return;
 	}
 	/* The object: where the lowest touched word of the line is. */
@@ -801,7 +809,11 @@ void kst_cache_fini(void)
 	kst_out_printf("{\"rec\":\"total\",");
 	counts_out(&tot);
 	kst_out_printf(",\"stack_accesses\":%llu,\"contention_accesses\":%llu,\"shadow_bytes\":%lu,"
-		       "\"quiet_lines\":%llu,\"min_accesses\":%u}\n",
+		       "\"quiet_lines\":%llu,\"min_accesses\":%u",
 		       stack_accesses, (ULong)(tot.misses + tot.invalidations),
 		       (unsigned long)ks_mt_shadow_bytes(mt), lines_quiet, kst_clo.min_accesses);
+	if (kst_clo.analysis == KST_FALSESHARE)
+		kst_out_printf(",\"read_mostly_lines\":%llu,\"min_writes\":%u", lines_read_mostly,
+			       kst_clo.min_writes);
+	kst_out_printf("}\n");
 }

@@ -51,6 +51,7 @@ struct kst_opts {
 	UInt line_size;           /* contention, falseshare */
 	Bool min_write, pad_smu, thread_isolation;
 	UInt min_accesses;        /* falseshare: accesses per thread for a line to count */
+	UInt min_writes;          /* falseshare: writes by each of two threads for "false" */
 	struct kst_hot_opts hot;
 };
 extern struct kst_opts kst_clo;

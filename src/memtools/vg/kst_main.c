@@ -37,6 +37,7 @@ struct kst_opts kst_clo = {
 	.pad_smu = True,
 	.thread_isolation = True,
 	.min_accesses = 100,
+	.min_writes = 100,
 	.hot = {
 		.mem_latency = 200,
 		.interval = 1000,
@@ -197,6 +198,8 @@ static Bool kst_process_cmd_line_option(const HChar *arg)
 		kst_clo.line_size = (UInt)v;
 	} else if (VG_BINT_CLO(arg, "--min-accesses", v, 1, 1000000000)) {
 		kst_clo.min_accesses = (UInt)v;
+	} else if (VG_BINT_CLO(arg, "--min-writes", v, 0, 1000000000)) {
+		kst_clo.min_writes = (UInt)v;
 	} else if (VG_BOOL_CLO(arg, "--min-write", kst_clo.min_write)) {
 	} else if (VG_BOOL_CLO(arg, "--pad-smu", kst_clo.pad_smu)) {
 	} else if (VG_BOOL_CLO(arg, "--thread-isolation", kst_clo.thread_isolation)) {
@@ -228,6 +231,10 @@ static void kst_print_usage(void)
 "    --line-size=N             cache line size, bytes [64]\n"
 "    --min-accesses=N          falseshare: a shared line counts when two threads\n"
 "                              each accessed it N times [100]\n"
+"    --min-writes=N            falseshare: a line of threads on different bytes\n"
+"                              is false sharing when one thread wrote it N times\n"
+"                              and another came back to it N times, else\n"
+"                              read-mostly; 0: no such test [100]\n"
 "    --min-write=yes|no        test shadow words before writing them [yes]\n"
 "    --pad-smu=yes|no          pad shadow units to a cache line [yes]\n"
 "    --thread-isolation=yes|no per-thread counters merged at exit [yes]\n"
@@ -363,7 +370,8 @@ void kst_write_start(void)
 	kst_out_printf("],\"line_size\":%u,\"word_size\":%u,\"options\":{\"min_write\":%s,"
 		       "\"pad_smu\":%s,\"thread_isolation\":%s}}\n",
 		       kst_clo.line_size,
-		       kst_clo.line_size / 64 > 4 ? kst_clo.line_size / 64 : 4,
+		       /* ks_mt_word_size's rule: bytes up to 64-byte lines */
+		       kst_clo.line_size / 64 > 1 ? kst_clo.line_size / 64 : 1,
 		       kst_clo.min_write ? "true" : "false",
 		       kst_clo.pad_smu ? "true" : "false",
 		       kst_clo.thread_isolation ? "true" : "false");

@@ -14,7 +14,9 @@ Scenarios: symbols (every __tsan_* entry point gcc 12 and clang 14 emit,
 and ThreadSanitizer's public interface, is defined by the runtime),
 frontend (the choice of front end, the refusals, --print-cflags),
 fs_<cc> (false sharing found, the padded fix clean, bug against fix
-invalidations), contention_<cc>, sync_<cc> and cxx_<cc> (atomics of every
+invalidations), patterns_<cc> (examples/threads/sharing_patterns: byte
+flags, one byte, a read-mostly line, counters; fs_patterns.py),
+contention_<cc>, sync_<cc> and cxx_<cc> (atomics of every
 width and order, mutexes, condition variables; C++ threads and atomics:
 the same output as without kscope), threads300, procs_fork, procs_exec,
 procs_signal, procs_thread_exit.
@@ -282,7 +284,9 @@ def fs(kind):
     check(o["variable"].get("name") == "counters" and o["variable"]["kind"] == "global" and
           o["size"] == 16 and o["verdict"] == "false", f"falseshare: the object is {o}")
     writers = sorted(tuple(t["write_words"]) for t in o["lines"][0]["threads"] if t["writes"])
-    check(writers == [(0,), (1,), (2,), (3,)], f"falseshare: words written {writers}")
+    # Byte granularity: each thread's int is 4 one-byte words.
+    check(writers == [tuple(range(4 * i, 4 * i + 4)) for i in range(4)],
+          f"falseshare: bytes written {writers}")
     counts = sorted(t["writes"] for t in o["lines"][0]["threads"] if t["writes"])
     check(counts == [int(n)] * 4, f"falseshare: writes per thread {counts}")
     check(o["lines"][0]["potential_invalidations"] == 4 * int(n),
@@ -570,6 +574,31 @@ def frontend():
               f"{b} on its own: exit {p.returncode}, output {p.stdout!r}")
 
 
+def patterns(kind):
+    """examples/threads/sharing_patterns, every mode, under the compiled
+    front end (fs_patterns.py says what each mode must give)."""
+    sys.path.insert(0, os.path.dirname(HERE))  # tests/memtools
+    import fs_patterns
+
+    def run(argv_tail, opts, env, expect_exit):
+        out = tmpdir()
+        cmd = [KSCOPE, "falseshare", "-o", out, "--log-level", "warn", *opts, "--",
+               prog(kind, "sharing_patterns"), *argv_tail]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**os.environ, **(env or {})}, timeout=280)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == expect_exit,
+              f"{' '.join(cmd)}: exit {p.returncode}, expected {expect_exit}; {err[-3000:]}")
+        runs = [d for d in os.listdir(out) if d.startswith("falseshare_")]
+        check(len(runs) == 1, f"expected one run directory in {out}, got {runs}")
+        rep = report(os.path.join(out, runs[0]))
+        compiled(rep, err)
+        return rep
+
+    for mode in fs_patterns.PATTERNS:
+        fs_patterns.check_pattern(mode, run, 200000)
+
+
 SCENARIOS = {
     "symbols": symbols,
     "frontend": frontend,
@@ -583,7 +612,8 @@ SCENARIOS = {
 
 def main():
     s = SCENARIO
-    for prefix, fn in (("fs_", fs), ("contention_", contention), ("sync_", sync), ("cxx_", cxx)):
+    for prefix, fn in (("fs_", fs), ("contention_", contention), ("sync_", sync), ("cxx_", cxx),
+                       ("patterns_", patterns)):
         if s.startswith(prefix):
             return fn(s[len(prefix):])
     if s not in SCENARIOS:
