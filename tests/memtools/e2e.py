@@ -227,6 +227,10 @@ def fs_false(extra=()):
     # bytes) of the one line.
     ln = o["lines"][0]
     check(ln["word_size"] == 1, f"falseshare: words of {ln['word_size']} bytes")
+    with open(os.path.join(rundir, "report.txt")) as f:
+        text = f.read()
+    check("Cache lines of 64 bytes, words of 1 byte\n" in text and
+          "sharing, words of 1 byte;" in text, "falseshare: report.txt's word size in words")
     writers = sorted(tuple(t["write_words"]) for t in ln["threads"] if t["writes"])
     check(writers == [tuple(range(4 * i, 4 * i + 4)) for i in range(4)],
           f"falseshare: expected each worker to write its own word, got {writers}")

@@ -107,8 +107,8 @@ static void put_header(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 			      r->start.front_end && !strcmp(r->start.front_end, "compiled")
 				      ? "compiled (-fsanitize=thread, libkscope-mt.so): threads ran in parallel"
 				      : "Valgrind (kscope's tool): threads ran one at a time");
-		ks_mtr_printf(o, "Cache lines of %u bytes, words of %u bytes\n", r->start.line_size,
-			      r->start.word_size);
+		ks_mtr_printf(o, "Cache lines of %u bytes, words of %u byte%s\n", r->start.line_size,
+			      r->start.word_size, r->start.word_size == 1 ? "" : "s");
 	}
 	ks_mtr_puts(o, "\n");
 }
@@ -581,10 +581,11 @@ static void put_fobj(struct ks_mtr_out *o, const struct ks_mtr_run *r, size_t id
 	for (size_t j = 0; j < f->nlines; j++) {
 		const struct ks_mtr_line *l = &r->lines[f->lines[j]];
 
-		ks_mtr_printf(o, "   line 0x%" PRIx64 " (%s sharing, words of %u bytes; misses %"
+		ks_mtr_printf(o, "   line 0x%" PRIx64 " (%s sharing, words of %u byte%s; misses %"
 			      PRIu64 ", invalidations %" PRIu64 ", potential invalidations %"
 			      PRIu64 "):\n", l->addr, ks_mtr_verdict_names[l->verdict],
-			      l->word_size, l->misses, l->invalidations, l->potential);
+			      l->word_size, l->word_size == 1 ? "" : "s", l->misses,
+			      l->invalidations, l->potential);
 		put_line_threads(o, l, addr, "     ");
 	}
 	ks_mtr_puts(o, "   source lines:");
