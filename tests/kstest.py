@@ -10,10 +10,15 @@ remove() first gives the owner back the right to empty each directory.
 
 opencl_platforms(): how many OpenCL platforms this machine has, for the
 tests that need one.
+
+run_kscope() and run_outputs(): one kscope run into a fresh output
+directory, and the report.json, findings.sarif and report.txt it wrote.
 """
 import ctypes
+import json
 import os
 import shutil
+import subprocess
 import tempfile
 
 
@@ -46,6 +51,29 @@ class TempDirs:
                     os.chmod(os.path.join(root, x), 0o700)
             shutil.rmtree(d, ignore_errors=True)
         self.paths = []
+
+
+def run_kscope(kscope, command, out, opts, argv, env=None, timeout=600):
+    """kscope COMMAND -o OUT OPTS -- ARGV: (exit, stdout, stderr, the one run
+    directory kscope made in OUT)."""
+    cmd = [kscope, command, "-o", out, *opts, "--", *argv]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                       env=env)
+    err = p.stderr.decode(errors="replace")
+    runs = [d for d in os.listdir(out) if d.startswith(command + "_")]
+    check(len(runs) == 1, f"{cmd}: expected one run directory, got {runs}; stderr:\n{err}")
+    return p.returncode, p.stdout.decode(errors="replace"), err, os.path.join(out, runs[0])
+
+
+def run_outputs(rundir):
+    """report.json and findings.sarif parsed, report.txt's text."""
+    with open(os.path.join(rundir, "report.json")) as f:
+        rep = json.load(f)
+    with open(os.path.join(rundir, "findings.sarif")) as f:
+        sarif = json.load(f)
+    with open(os.path.join(rundir, "report.txt")) as f:
+        txt = f.read()
+    return rep, sarif, txt
 
 
 def opencl_platforms():

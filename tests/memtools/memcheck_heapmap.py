@@ -72,7 +72,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-from kstest import Failure, TempDirs, check  # noqa: E402
+from kstest import Failure, TempDirs, check, run_kscope, run_outputs  # noqa: E402
 
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 PROG = os.path.join(BUILD, "tests", "memtools", "procs", "mt_heapmap")
@@ -90,25 +90,10 @@ def env_without_asan():
 
 def run(opts, args, prog=PROG):
     """kscope memcheck OPTS -- PROG ARGS: (exit, stdout, stderr, run dir)."""
-    out = tmp()
-    cmd = [KSCOPE, "memcheck", "-o", out, *opts, "--", prog, *args]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600,
-                       env=env_without_asan())
-    err = p.stderr.decode(errors="replace")
-    runs = [d for d in os.listdir(out) if d.startswith("memcheck_")]
-    check(len(runs) == 1, f"{cmd}: expected one run directory, got {runs}; stderr:\n{err}")
-    return p.returncode, p.stdout.decode(errors="replace"), err, os.path.join(out, runs[0])
+    return run_kscope(KSCOPE, "memcheck", tmp(), opts, [prog, *args], env=env_without_asan())
 
 
-def load(rundir):
-    """report.json and findings.sarif parsed, report.txt's text."""
-    with open(os.path.join(rundir, "report.json")) as f:
-        rep = json.load(f)
-    with open(os.path.join(rundir, "findings.sarif")) as f:
-        sarif = json.load(f)
-    with open(os.path.join(rundir, "report.txt")) as f:
-        txt = f.read()
-    return rep, sarif, txt
+load = run_outputs
 
 
 def truth(path):

@@ -23,42 +23,28 @@ in Memcheck's own arena and Memcheck aborts at the free.
 
     memcheck_redzone.py KSCOPE BUILD_DIR SCENARIO
 """
-import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-from kstest import Failure, check  # noqa: E402
+from kstest import Failure, TempDirs, check, run_kscope, run_outputs  # noqa: E402
 
 KSCOPE, BUILD, SCENARIO = sys.argv[1:4]
 PROG = os.path.join(BUILD, "tests", "memtools", "procs", "mt_overflow")
 BLOCK, COPIED = 50, 100
 
 
+tmp = TempDirs("ks-redzone-")
+
+
 def run(opts):
     """kscope memcheck OPTS -- mt_overflow: (exit, stdout, stderr, run dir)."""
-    out = tempfile.mkdtemp(prefix="ks-redzone-")
-    cmd = [KSCOPE, "memcheck", "-o", out, *opts, "--", PROG]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
-    err = p.stderr.decode(errors="replace")
-    runs = [d for d in os.listdir(out) if d.startswith("memcheck_")]
-    check(len(runs) == 1, f"{cmd}: expected one run directory, got {runs}; stderr:\n{err}")
-    return p.returncode, p.stdout.decode(errors="replace"), err, os.path.join(out, runs[0])
+    return run_kscope(KSCOPE, "memcheck", tmp(), opts, [PROG])
 
 
-def load(rundir):
-    """report.json and findings.sarif, parsed; report.txt's text."""
-    with open(os.path.join(rundir, "report.json")) as f:
-        rep = json.load(f)
-    with open(os.path.join(rundir, "findings.sarif")) as f:
-        sarif = json.load(f)
-    with open(os.path.join(rundir, "report.txt")) as f:
-        txt = f.read()
-    return rep, sarif, txt
+load = run_outputs
 
 
 def invalid_writes(rep):
@@ -163,4 +149,6 @@ if __name__ == "__main__":
     except Failure as e:
         print(f"FAIL {SCENARIO}: {e}")
         sys.exit(1)
+    finally:
+        tmp.remove()
     print(f"ok {SCENARIO}")
