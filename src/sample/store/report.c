@@ -1696,6 +1696,26 @@ struct crow {
 	uint64_t *v;           /* nc values */
 };
 
+/* The rows of keys 0..n-1 with any self periods (ncol per key) or
+ * counted events (nc per key), into rows; returns how many. */
+static size_t crows_of(struct crow *rows, size_t n, const uint64_t *self, size_t ncol,
+		       uint64_t *val, size_t nc)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool any = false;
+
+		for (size_t k = 0; k < ncol; k++)
+			any |= self[i * ncol + k] != 0;
+		for (size_t k = 0; k < nc; k++)
+			any |= val[i * nc + k] != 0;
+		if (any)
+			rows[m++] = (struct crow){ (uint32_t)i, &self[i * ncol], &val[i * nc] };
+	}
+	return m;
+}
+
 struct cctx {
 	size_t nc;
 	uint32_t order;        /* counter that sorts the rows: the first supported */
@@ -1942,28 +1962,8 @@ int ks_report_counters(FILE *out, const struct ks_profile *p,
 			w[k] = digits(tot[k]);
 	}
 	/* Rows: what the samples found running, or what counted events. */
-	for (size_t f = 0; f < c.nfunc; f++) {
-		bool any = false;
-
-		for (size_t k = 0; k < ncol; k++)
-			any |= fself[f * ncol + k] != 0;
-		for (size_t k = 0; k < nc; k++)
-			any |= fval[f * nc + k] != 0;
-		if (any)
-			frows[nfrows++] = (struct crow){ (uint32_t)f, &fself[f * ncol],
-							 &fval[f * nc] };
-	}
-	for (size_t l = 0; l < nlines; l++) {
-		bool any = false;
-
-		for (size_t k = 0; k < ncol; k++)
-			any |= lself[l * ncol + k] != 0;
-		for (size_t k = 0; k < nc; k++)
-			any |= lval[l * nc + k] != 0;
-		if (any)
-			lrows[nlrows++] = (struct crow){ (uint32_t)l, &lself[l * ncol],
-							 &lval[l * nc] };
-	}
+	nfrows = crows_of(frows, c.nfunc, fself, ncol, fval, nc);
+	nlrows = crows_of(lrows, nlines, lself, ncol, lval, nc);
 	cc.lines = false;
 	qsort_r(frows, nfrows, sizeof(*frows), cmp_crow, &cc);
 	cc.lines = true;
