@@ -539,6 +539,7 @@ static int memtool_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	ro.filter = true; /* memcheck's filter: nothing to drop here */
 	ro.max_stack = (unsigned)o->num_callers;
 	ro.command = cmd->name;
+	ro.field_names = true;
 	if (ks_mtr_write(findings, &rd, &ro, stderr, &sum, &err)) {
 		ks_error("%s", err.msg);
 		goto out;

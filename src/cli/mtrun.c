@@ -407,6 +407,7 @@ int ks_mt_compiled_run(const struct ks_mt_run_opts *o, const char *prog, char **
 	ro.filter = true;
 	ro.max_stack = (unsigned)o->num_callers;
 	ro.command = o->command;
+	ro.field_names = true;
 	if (ks_mtr_write(findings, &rd, &ro, stderr, &sum, &err)) {
 		ks_error("%s", err.msg);
 		goto out;

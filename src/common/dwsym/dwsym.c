@@ -240,6 +240,7 @@ void ks_dwsym_files_free(struct ks_dwsym_files *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		ks_dwsym_mod_free(&s->v[i].mod);
+		ks_dwsym_file_vars_free(&s->v[i]);
 		if (s->v[i].dwfl)
 			dwfl_end(s->v[i].dwfl);
 		free(s->v[i].path);

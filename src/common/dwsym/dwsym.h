@@ -59,10 +59,15 @@ void ks_dwsym_mod_free(struct ks_dwsym_mod *m);
 /* ELF files named by path, each in a Dwfl session of its own at address
  * 0 (so that a module-relative offset is its address): for readers of
  * "module+offset" frames.  Zero-initialize; free with ks_dwsym_files_free. */
+struct ks_dwsym_var;
+
 struct ks_dwsym_file {
 	char *path;
 	Dwfl *dwfl;                   /* NULL: not an absolute path, or unreadable */
 	struct ks_dwsym_mod mod;
+	struct ks_dwsym_var *vars;    /* its static variables by address (dwvar.c) */
+	size_t nvars, capvars;
+	bool vars_indexed;
 };
 
 struct ks_dwsym_files {
@@ -73,5 +78,17 @@ struct ks_dwsym_files {
 /* The file at path, opened on first need; NULL when memory runs out. */
 struct ks_dwsym_file *ks_dwsym_file_get(struct ks_dwsym_files *s, const char *path);
 void ks_dwsym_files_free(struct ks_dwsym_files *s);
+
+/* The source-level name of byte off of the global or static variable
+ * whose ELF symbol in file f is sym (raw, or demangled for C++) of size
+ * size (0: any size), from the file's DWARF: the variable's name and the
+ * path down its type to the member or element holding the byte,
+ * "counters[2].v", "st.b" (a struct's padding, a scalar: the path so
+ * far).  Written to buf (n bytes).  0, or -ENOENT when the file has no
+ * such symbol or no debug information of the variable, -ENAMETOOLONG
+ * when the name does not fit. */
+int ks_dwsym_data_name(struct ks_dwsym_file *f, const char *sym, uint64_t size,
+		       uint64_t off, char *buf, size_t n);
+void ks_dwsym_file_vars_free(struct ks_dwsym_file *f);
 
 #endif

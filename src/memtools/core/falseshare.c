@@ -124,6 +124,7 @@ static struct ks_mt_line_site *detail_site(struct ks_mt *m, struct ks_mt_detail 
 	e->site = site;
 	e->context = NULL;
 	e->reads = e->writes = 0;
+	e->words = 0;
 	d->nsite++;
 	d->shint = i;
 	/* An overflow entry stands for several sites, so no single context
@@ -170,6 +171,9 @@ static struct ks_mt_detail *share(struct ks_mt *m, struct ks_mt_smu_fs *f)
 	t->writes = f->writes;
 	e->reads = reads;
 	e->writes = f->writes;
+	/* Which of the thread's words were this site's is not known: the
+	 * site's next accesses say. */
+	e->words = 0;
 	f->u.d = d;
 	f->rt |= KS_MT_FS_SHARED;
 	return d;
@@ -193,6 +197,8 @@ void ks_mt_fs_record(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
 	if (!t)
 		return;
 	e = detail_site(m, d, tid, site);
+	if (e)
+		e->words |= mask;
 	if (write) {
 		if (!m->cfg.min_write || (t->wmask & mask) != mask)
 			t->wmask |= mask;
@@ -217,6 +223,8 @@ void ks_mt_fs_add(struct ks_mt *m, struct ks_mt_smu_fs *f, unsigned tid,
 
 	if (!t)
 		return;
+	if (e)
+		e->words |= words;
 	if (write) {
 		t->wmask |= words;
 		t->writes += n;

@@ -225,6 +225,7 @@ struct ks_mt_line_site {
 	struct ks_mt_site *site;
 	void *context;          /* from ks_mt_config.context */
 	uint64_t reads, writes;
+	uint64_t words;         /* the words of the line it touched (bit w: word w) */
 };
 
 struct ks_mt_line_info {

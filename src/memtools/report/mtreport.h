@@ -34,6 +34,10 @@ struct ks_mtr_opts {
 	size_t nchildren;
 	const struct ks_mtr_exit *exits; /* by pid; may be NULL */
 	size_t nexits;
+	/* Name the members and elements of global variables from the
+	 * DWARF of the modules the findings name (read from disk):
+	 * "counters[2].v" rather than "counters+16". */
+	bool field_names;
 };
 
 struct ks_mtr_summary {

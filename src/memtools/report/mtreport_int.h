@@ -229,12 +229,27 @@ struct ks_mtr_lthread {
 	uint64_t reads, writes;
 };
 
+/* A run of touched words of a line that belong to one variable and, as
+ * far as kscope can tell, one member or element of it (mtreport_parts.c). */
+struct ks_mtr_part {
+	uint32_t var;            /* MTR_NONE: no known variable */
+	unsigned first, nwords;  /* words of the line */
+	uint64_t var_off;        /* offset of its first byte in var */
+	const char *name;        /* "st.b", "counters[2]", "block+48"; in the arena */
+	bool dwarf;              /* name is a member or element path from DWARF */
+};
+
 struct ks_mtr_line {
 	uint32_t proc;
 	uint64_t addr;
 	bool has_var;
 	long long var_id;
 	uint32_t var;            /* resolved, or MTR_NONE */
+	long long *var_ids;      /* "vars": every variable touched, in the arena */
+	uint32_t *vars;          /* resolved: var_ids, else var alone */
+	uint32_t nvars;
+	struct ks_mtr_part *parts; /* in the arena; nparts 0 until named */
+	uint32_t nparts;
 	enum ks_mtr_verdict verdict;
 	unsigned word_size;
 	unsigned nwords;         /* line_size / word_size */
@@ -255,6 +270,8 @@ struct ks_mtr_access {
 	long long tid;
 	uint32_t context;        /* stack index */
 	uint64_t reads, writes;
+	bool has_words;
+	uint64_t words;          /* the words of the line it touched (bit w: word w) */
 	unsigned long lineno;
 };
 
@@ -419,6 +436,9 @@ static inline long long ks_mtr_pid(const struct ks_mtr_run *r, uint32_t i)
 }
 /* Computes the derived fields; o->filter marks filtered errors. */
 int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_err *err);
+/* The parts of every line (called by ks_mtr_views): the variables' members
+ * and elements named from their modules' DWARF when o->field_names. */
+int ks_mtr_parts(struct ks_mtr_run *r, const struct ks_mtr_opts *o);
 void ks_mtr_run_free(struct ks_mtr_run *r);
 
 /* ------------------------------------------------------------------ */

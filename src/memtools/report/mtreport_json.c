@@ -72,7 +72,10 @@
  *   false_sharing.objects), name, context[] (stack), reads, writes,
  *   count}.  LINE is {addr, verdict, word_size, offset_in_object (line
  *   start - object start; absent without an object), misses,
- *   invalidations, potential_invalidations, threads[] {tid, read_words[],
+ *   invalidations, potential_invalidations, parts[] (mtreport_parts.c)
+ *   {name, variable (VAR's id or null), offset_in_variable (or null),
+ *   offset_in_line, size, threads[] {tid, read_words[], write_words[]}},
+ *   threads[] {tid, read_words[],
  *   write_words[], reads, writes}}; a word w covers bytes
  *   offset_in_object + w * word_size onwards.  Addresses are strings
  *   "0x...", counts integers.
@@ -499,6 +502,62 @@ static void jw_words(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_l
 	ks_mtr_jw_end(w);
 }
 
+/* The words of mask m in [first, first + n). */
+static void jw_words_in(struct ks_mtr_jw *w, const char *key, const uint64_t *m,
+			unsigned first, unsigned n)
+{
+	ks_mtr_jw_array_flat(w, key);
+	for (unsigned i = first; i < first + n; i++)
+		if (m[i / 64] >> (i % 64) & 1)
+			ks_mtr_jw_uint(w, NULL, i);
+	ks_mtr_jw_end(w);
+}
+
+static bool any_in(const uint64_t *m, unsigned first, unsigned n)
+{
+	for (unsigned i = first; i < first + n; i++)
+		if (m[i / 64] >> (i % 64) & 1)
+			return true;
+	return false;
+}
+
+static void jw_parts(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
+		     const struct ks_mtr_line *l)
+{
+	ks_mtr_jw_array(w, "parts");
+	for (uint32_t i = 0; i < l->nparts; i++) {
+		const struct ks_mtr_part *p = &l->parts[i];
+
+		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_str(w, "name", p->name);
+		if (p->var != MTR_NONE) {
+			ks_mtr_jw_int(w, "variable", r->vars[p->var].id);
+			ks_mtr_jw_uint(w, "offset_in_variable", p->var_off);
+		} else {
+			ks_mtr_jw_put(w, "variable", json_null());
+			ks_mtr_jw_put(w, "offset_in_variable", json_null());
+		}
+		ks_mtr_jw_uint(w, "offset_in_line", (uint64_t)p->first * l->word_size);
+		ks_mtr_jw_uint(w, "size", (uint64_t)p->nwords * l->word_size);
+		ks_mtr_jw_array(w, "threads");
+		for (uint32_t t = 0; t < l->nthreads; t++) {
+			const struct ks_mtr_lthread *lt = &l->threads[t];
+
+			if (!any_in(lt->read, p->first, p->nwords) &&
+			    !any_in(lt->write, p->first, p->nwords))
+				continue;
+			ks_mtr_jw_object_flat(w, NULL);
+			ks_mtr_jw_int(w, "tid", lt->tid);
+			jw_words_in(w, "read_words", lt->read, p->first, p->nwords);
+			jw_words_in(w, "write_words", lt->write, p->first, p->nwords);
+			ks_mtr_jw_end(w);
+		}
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+	}
+	ks_mtr_jw_end(w);
+}
+
 /* A line; base is its object's start (has_base false: no object), name
  * the object's name for the true-sharing list (else NULL). */
 static void jw_line(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
@@ -529,6 +588,7 @@ static void jw_line(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 		ks_mtr_jw_end(w);
 	}
 	ks_mtr_jw_end(w);
+	jw_parts(w, r, l);
 	ks_mtr_jw_end(w);
 }
 

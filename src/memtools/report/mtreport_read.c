@@ -731,6 +731,38 @@ static int rec_suppressed(struct rd *d, json_t *o)
 	return 0;
 }
 
+/* A line record's optional "vars": the ids of every variable with a
+ * touched word in the line, the first being its "var". */
+static int get_var_ids(struct rd *d, json_t *o, struct ks_mtr_line *l)
+{
+	json_t *vs = json_object_get(o, "vars");
+	size_t n;
+
+	if (!vs)
+		return 0;
+	if (!json_is_array(vs) || (n = json_array_size(vs)) < 1 || n > 64)
+		return bad(d, "'vars' is not an array of 1 to 64 variable ids");
+	if (!l->has_var)
+		return bad(d, "'vars' without 'var'");
+	l->var_ids = ks_mtr_arena_alloc(&d->r->arena, n * sizeof(*l->var_ids));
+	if (!l->var_ids)
+		return oom(d);
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(vs, i);
+
+		if (!json_is_integer(v))
+			return bad(d, "'vars'[%zu] is not an integer", i);
+		l->var_ids[i] = json_integer_value(v);
+		for (size_t j = 0; j < i; j++)
+			if (l->var_ids[j] == l->var_ids[i])
+				return bad(d, "'vars' lists var %lld twice", l->var_ids[i]);
+	}
+	if (l->var_ids[0] != l->var_id)
+		return bad(d, "'vars' does not begin with 'var'");
+	l->nvars = (uint32_t)n;
+	return 0;
+}
+
 static int rec_line(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
@@ -751,6 +783,8 @@ static int rec_line(struct rd *d, json_t *o)
 	if (rc < 0)
 		return rc;
 	l.has_var = rc == 0;
+	if ((rc = get_var_ids(d, o, &l)))
+		return rc;
 	if ((rc = get_enum(d, o, "verdict", true, ks_mtr_verdict_names, 3, &verdict)) ||
 	    (rc = get_int(d, o, "word_size", true, 1, &ws)) ||
 	    (rc = get_count(d, o, "misses", true, &l.misses)) ||
@@ -818,6 +852,10 @@ static int rec_access(struct rd *d, json_t *o)
 	    (rc = get_count(d, o, "reads", true, &a.reads)) ||
 	    (rc = get_count(d, o, "writes", true, &a.writes)))
 		return rc;
+	rc = get_addr(d, o, "words", false, &a.words);
+	if (rc < 0)
+		return rc;
+	a.has_words = rc == 0;
 
 	return append(d, &r->accesses, &r->naccesses, &r->cap_accesses, &a, sizeof(a));
 }
@@ -911,6 +949,22 @@ static int resolve(struct rd *d)
 		if (l->var == MTR_NONE)
 			return bad(d, "line record: 'var' refers to var %lld, which is not "
 				   "defined", l->var_id);
+		/* In the arena: the lines array moves as it grows. */
+		l->vars = ks_mtr_arena_alloc(&r->arena, (l->nvars ? l->nvars : 1) *
+						       sizeof(*l->vars));
+		if (!l->vars)
+			return oom(d);
+		if (!l->nvars) {
+			l->vars[0] = l->var;
+			l->nvars = 1;
+			continue;
+		}
+		for (uint32_t j = 0; j < l->nvars; j++) {
+			l->vars[j] = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_ids[j]);
+			if (l->vars[j] == MTR_NONE)
+				return bad(d, "line record: 'vars' refers to var %lld, which is "
+					   "not defined", l->var_ids[j]);
+		}
 	}
 	for (size_t i = r->seg_accesses; i < r->naccesses; i++) {
 		struct ks_mtr_access *a = &r->accesses[i];

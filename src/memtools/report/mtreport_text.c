@@ -489,6 +489,56 @@ static void put_line_threads(struct ks_mtr_out *o, const struct ks_mtr_line *l, 
 	}
 }
 
+/* The threads with a bit of mask set among a part's words, ", "-joined
+ * after what ("written by"); false when there are none. */
+static bool put_part_threads(struct ks_mtr_out *o, const struct ks_mtr_line *l,
+			     const struct ks_mtr_part *p, bool write, const char *what)
+{
+	bool any = false;
+
+	for (uint32_t t = 0; t < l->nthreads; t++) {
+		const uint64_t *m = write ? l->threads[t].write : l->threads[t].read;
+		bool in = false;
+
+		for (unsigned w = p->first; w < p->first + p->nwords && !in; w++)
+			in = mask_bit(m, w);
+		if (!in)
+			continue;
+		ks_mtr_printf(o, "%s%lld", any ? ", " : what, l->threads[t].tid);
+		any = true;
+	}
+	return any;
+}
+
+/* Whether a line's parts tell more than its threads' words: it holds
+ * several variables, or members and elements named from DWARF. */
+static bool parts_say_more(const struct ks_mtr_line *l)
+{
+	for (uint32_t i = 0; i < l->nparts; i++)
+		if (l->parts[i].dwarf || l->parts[i].var != l->parts[0].var)
+			return true;
+	return false;
+}
+
+/* A line's parts, one a row: "st.b: bytes 8-15 of the line, written by
+ * thread 2; read by threads 3". */
+static void put_line_parts(struct ks_mtr_out *o, const struct ks_mtr_line *l, const char *indent)
+{
+	for (uint32_t i = 0; i < l->nparts; i++) {
+		const struct ks_mtr_part *p = &l->parts[i];
+		bool w;
+
+		ks_mtr_puts(o, indent);
+		ks_mtr_put_text(o, p->name);
+		ks_mtr_printf(o, ": bytes %u-%u of the line", p->first * l->word_size,
+			      (p->first + p->nwords) * l->word_size - 1);
+		w = put_part_threads(o, l, p, true, ", written by thread ");
+		if (put_part_threads(o, l, p, false, w ? "; read by thread " : ", read by thread "))
+			w = true;
+		ks_mtr_puts(o, "\n");
+	}
+}
+
 static void put_entry(struct ks_mtr_out *o, const struct ks_mtr_run *r,
 		      const struct ks_mtr_fentry *e)
 {
@@ -587,6 +637,11 @@ static void put_fobj(struct ks_mtr_out *o, const struct ks_mtr_run *r, size_t id
 			      l->word_size, l->word_size == 1 ? "" : "s", l->misses,
 			      l->invalidations, l->potential);
 		put_line_threads(o, l, addr, "     ");
+		if (parts_say_more(l)) {
+			ks_mtr_printf(o, "     its %u %s:\n", l->nparts,
+				      plural(l->nparts, "part", "parts"));
+			put_line_parts(o, l, "       ");
+		}
 	}
 	ks_mtr_puts(o, "   source lines:");
 	if (!f->nsrclines)

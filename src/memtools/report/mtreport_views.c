@@ -167,6 +167,65 @@ struct fs_build {
 	size_t nraw, cap_raw;
 };
 
+/* The distinct variables of l's parts (a: those of the parts where that
+ * access touched a word, or, when the record does not say which words
+ * (or says none: a site whose accesses were all made before a second
+ * thread came), its thread's) into vs; with no parts, l's variable (a NULL) or nothing.
+ * Returns how many. */
+static unsigned line_vars(const struct ks_mtr_line *l, const struct ks_mtr_access *a,
+			  uint32_t vs[64])
+{
+	const struct ks_mtr_lthread *t = NULL;
+	unsigned n = 0;
+
+	if (a && (!a->has_words || !a->words)) {
+		for (uint32_t i = 0; i < l->nthreads && !t; i++)
+			if (l->threads[i].tid == a->tid)
+				t = &l->threads[i];
+		if (!t)
+			return 0;
+	}
+	for (uint32_t p = 0; p < l->nparts && n < 64; p++) {
+		const struct ks_mtr_part *pt = &l->parts[p];
+		bool dup = false, mine = !a;
+
+		if (pt->var == MTR_NONE)
+			continue;
+		for (unsigned w = pt->first; a && w < pt->first + pt->nwords && !mine; w++)
+			mine = t ? (t->read[w / 64] | t->write[w / 64]) >> (w % 64) & 1
+				 : w < 64 && (a->words >> w & 1);
+		for (unsigned k = 0; k < n && !dup; k++)
+			dup = vs[k] == pt->var;
+		if (mine && !dup)
+			vs[n++] = pt->var;
+	}
+	if (!n && !a)
+		vs[n++] = l->var;
+	return n;
+}
+
+/* The index of variable v in l->vars (present: line_vars gives only
+ * those). */
+static unsigned var_index(const struct ks_mtr_line *l, uint32_t v)
+{
+	unsigned i = 0;
+
+	while (i + 1 < l->nvars && l->vars[i] != v)
+		i++;
+	return i;
+}
+
+/* Whether a variable of a line counts as shared there: count accesses
+ * reached it, at least the run's min_accesses (1 without), or there is
+ * nothing to choose (`choose` false: the line has one variable, or no
+ * access records to tell). */
+static bool var_counts(const struct ks_mtr_run *r, bool choose, uint64_t count)
+{
+	uint64_t min = r->total.has_quiet && r->total.min_accesses ? r->total.min_accesses : 1;
+
+	return !choose || count >= min;
+}
+
 static uint32_t fobj_for(struct fs_build *b, uint32_t var, uint32_t line)
 {
 	struct ks_mtr_run *r = b->r;
@@ -392,6 +451,9 @@ static int views_falseshare(struct ks_mtr_run *r)
 {
 	struct fs_build b = { .r = r };
 	uint32_t *order = NULL, *rank = NULL;
+	size_t *vbase = NULL;
+	uint64_t *vcount = NULL;
+	bool *laccess = NULL;
 	int rc = -ENOMEM;
 
 	b.by_var = malloc((r->nvars ? r->nvars : 1) * sizeof(uint32_t));
@@ -402,44 +464,98 @@ static int views_falseshare(struct ks_mtr_run *r)
 	memset(b.by_var, 0xff, (r->nvars ? r->nvars : 1) * sizeof(uint32_t));
 	memset(b.by_line, 0xff, (r->nlines ? r->nlines : 1) * sizeof(uint32_t));
 
-	/* Lines: each false or mixed line belongs to its variable's object. */
+	/* The accesses to each variable of each false line (vcount, at
+	 * vbase[line] + the variable's index in the line's vars). */
+	vbase = malloc((r->nlines + 1) * sizeof(*vbase));
+	if (!vbase)
+		goto out;
+	vbase[0] = 0;
+	for (size_t i = 0; i < r->nlines; i++)
+		vbase[i + 1] = vbase[i] + r->lines[i].nvars;
+	vcount = calloc(vbase[r->nlines] ? vbase[r->nlines] : 1, sizeof(*vcount));
+	laccess = calloc(r->nlines ? r->nlines : 1, sizeof(*laccess));
+	if (!vcount || !laccess)
+		goto out;
+	for (size_t i = 0; i < r->naccesses; i++) {
+		const struct ks_mtr_access *a = &r->accesses[i];
+		const struct ks_mtr_line *l = &r->lines[a->line];
+		uint32_t vs[64];
+		unsigned nv = line_vars(l, a, vs);
+
+		laccess[a->line] = true;
+		for (unsigned k = 0; k < nv; k++)
+			vcount[vbase[a->line] + var_index(l, vs[k])] += a->reads + a->writes;
+	}
+
+	/* Lines: each false or mixed line belongs to the object of every
+	 * variable among its parts that its access records reached
+	 * min_accesses times when it has several (a variable touched once
+	 * beside the hot ones, a flag read at exit, is a part of the line,
+	 * not a finding); to its own variable's when none did or it has no
+	 * parts. */
 	for (size_t i = 0; i < r->nlines; i++) {
 		const struct ks_mtr_line *l = &r->lines[i];
-		uint32_t fi;
+		uint32_t vs[64], fi;
+		unsigned nv, made = 0;
 
 		if (!line_is_false(l)) {
 			r->true_lines[r->ntrue++] = (uint32_t)i;
 			continue;
 		}
 		r->false_lines++;
-		fi = fobj_for(&b, l->var, (uint32_t)i);
-		if (fi == MTR_NONE || fobj_add_line(&b, fi, (uint32_t)i))
-			goto out;
+		nv = line_vars(l, NULL, vs);
+		for (unsigned k = 0; k < nv; k++) {
+			if (vs[k] == MTR_NONE ||
+			    !var_counts(r, laccess[i] && l->nvars > 1,
+					vcount[vbase[i] + var_index(l, vs[k])]))
+				continue;
+			fi = fobj_for(&b, vs[k], (uint32_t)i);
+			if (fi == MTR_NONE || fobj_add_line(&b, fi, (uint32_t)i))
+				goto out;
+			made++;
+		}
+		if (!made) {
+			fi = fobj_for(&b, l->var, (uint32_t)i);
+			if (fi == MTR_NONE || fobj_add_line(&b, fi, (uint32_t)i))
+				goto out;
+		}
 	}
 	qsort_r(r->true_lines, r->ntrue, sizeof(uint32_t), cmp_u32_addr, r);
 
-	/* Accesses: the variable they name, else their line's. */
+	/* Accesses: to the object of each variable whose words they touched
+	 * in the line (made above; those of variables below min_accesses
+	 * are left out), else to the line's own object. */
 	for (size_t i = 0; i < r->naccesses; i++) {
 		const struct ks_mtr_access *a = &r->accesses[i];
 		const struct ks_mtr_line *l = &r->lines[a->line];
-		struct ks_mtr_fentry *e;
-		uint32_t fi;
+		uint32_t vs[64], fi;
+		unsigned nv, n = 0;
 
 		if (!line_is_false(l))
 			continue;
-		fi = fobj_for(&b, a->var != MTR_NONE ? a->var : l->var, a->line);
-		if (fi == MTR_NONE || fobj_add_line(&b, fi, a->line))
-			goto out;
-		e = ks_mtr_vec_push(&b.raw, &b.nraw, &b.cap_raw, sizeof(*e));
-		if (!e)
-			goto out;
-		e->tid = a->tid;
-		e->proc = a->proc;
-		e->fobj = fi;
-		e->context = a->context;
-		e->reads = a->reads;
-		e->writes = a->writes;
-		r->fobjs[fi].count += a->reads + a->writes;
+		nv = line_vars(l, a, vs);
+		for (unsigned k = 0; k < nv; k++)
+			if (var_counts(r, l->nvars > 1, vcount[vbase[a->line] + var_index(l, vs[k])]))
+				vs[n++] = vs[k];
+		if (!nv)
+			vs[n++] = a->var != MTR_NONE ? a->var : l->var;
+		for (unsigned k = 0; k < n; k++) {
+			struct ks_mtr_fentry *e;
+
+			fi = fobj_for(&b, vs[k], a->line);
+			if (fi == MTR_NONE || fobj_add_line(&b, fi, a->line))
+				goto out;
+			e = ks_mtr_vec_push(&b.raw, &b.nraw, &b.cap_raw, sizeof(*e));
+			if (!e)
+				goto out;
+			e->tid = a->tid;
+			e->proc = a->proc;
+			e->fobj = fi;
+			e->context = a->context;
+			e->reads = a->reads;
+			e->writes = a->writes;
+			r->fobjs[fi].count += a->reads + a->writes;
+		}
 	}
 
 	/* Per-object totals over its lines. */
@@ -508,6 +624,9 @@ static int views_falseshare(struct ks_mtr_run *r)
 out:
 	free(order);
 	free(rank);
+	free(vbase);
+	free(vcount);
+	free(laccess);
 	free(b.by_var);
 	free(b.by_line);
 	free(b.raw);
@@ -531,7 +650,7 @@ int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_er
 		break;
 	case MTR_FALSESHARE:
 		views_contention(r);
-		if (views_falseshare(r))
+		if (ks_mtr_parts(r, o) || views_falseshare(r))
 			return ks_err_set(err, -ENOMEM, "out of memory");
 		break;
 	}

@@ -294,8 +294,9 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 {
 	struct line_arg *la = arg;
 	struct rt_out *o = la->o;
-	struct rt_obj *ob;
-	unsigned busy = 0, lowest = 64;
+	struct rt_obj *ob, *obs[64];
+	unsigned busy = 0, nobs = 0;
+	uint64_t touched = 0;
 	bool busy_writer = false;
 
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
@@ -318,22 +319,37 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		la->read_mostly++;
 		return;
 	}
-	/* The object: where the lowest touched word of the line is. */
-	for (unsigned i = 0; i < li->nthreads; i++) {
-		uint64_t m = li->threads[i].rmask | li->threads[i].wmask;
+	/* The objects of the touched words, in address order; the line's
+	 * "var" is the first (where its lowest touched word is). */
+	for (unsigned i = 0; i < li->nthreads; i++)
+		touched |= li->threads[i].rmask | li->threads[i].wmask;
+	for (unsigned w = 0; w < 64 && nobs < 64; w++) {
+		uintptr_t a = li->line_addr + (uintptr_t)w * li->word_size;
+		struct rt_obj *x;
 
-		if (m && (unsigned)__builtin_ctzll(m) < lowest)
-			lowest = (unsigned)__builtin_ctzll(m);
+		if (!(touched >> w & 1))
+			continue;
+		if (nobs && a >= obs[nobs - 1]->addr &&
+		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
+			continue;
+		if ((x = rt_obj_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
+			var_out(o, x);
+			obs[nobs++] = x;
+		}
 	}
-	ob = rt_obj_of_line(li->line_addr + (lowest < 64 ? lowest : 0) * li->word_size);
-	if (ob)
-		var_out(o, ob);
+	ob = nobs ? obs[0] : NULL;
 	for (unsigned i = 0; i < li->nsites; i++)
 		if (li->sites[i].context)
 			(void)rt_out_stack(o, li->sites[i].context);
 	rt_out_printf(o, "{\"rec\":\"line\",\"addr\":\"0x%lx\",", (unsigned long)li->line_addr);
 	if (ob)
 		rt_out_printf(o, "\"var\":%u,", ob->id);
+	if (nobs > 1) {
+		rt_out_printf(o, "\"vars\":[");
+		for (unsigned i = 0; i < nobs; i++)
+			rt_out_printf(o, "%s%u", i ? "," : "", obs[i]->id);
+		rt_out_printf(o, "],");
+	}
 	rt_out_printf(o, "\"verdict\":\"%s\",\"word_size\":%u,\"threads\":[",
 		      ks_mt_verdict_name(li->verdict), li->word_size);
 	for (unsigned i = 0; i < li->nthreads; i++) {
@@ -358,9 +374,9 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 			      (unsigned long)li->line_addr);
 		if (ob)
 			rt_out_printf(o, "\"var\":%u,", ob->id);
-		rt_out_printf(o, "\"tid\":%u,\"context\":%u,\"reads\":%llu,\"writes\":%llu}\n",
-			      s->tid, cid, (unsigned long long)s->reads,
-			      (unsigned long long)s->writes);
+		rt_out_printf(o, "\"tid\":%u,\"context\":%u,\"reads\":%llu,\"writes\":%llu,"
+			      "\"words\":\"0x%llx\"}\n", s->tid, cid, (unsigned long long)s->reads,
+			      (unsigned long long)s->writes, (unsigned long long)s->words);
 	}
 }
 

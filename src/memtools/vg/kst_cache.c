@@ -696,9 +696,9 @@ static void counts_out(const struct ks_mt_counts *c)
 
 static void line_out(void *arg, const struct ks_mt_line_info *li)
 {
-	struct object *o;
-	unsigned i;
-	uint64_t lowest_word = 64;
+	struct object *o, *obs[64];
+	unsigned i, nobs = 0;
+	uint64_t touched = 0;
 
 	unsigned busy = 0;
 	Bool busy_writer = False;
@@ -725,21 +725,36 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		lines_read_mostly++;
 		return;
 	}
-	/* The object: where the lowest touched word of the line is. */
-	for (i = 0; i < li->nthreads; i++) {
-		uint64_t m = li->threads[i].rmask | li->threads[i].wmask;
-		if (m && (uint64_t)__builtin_ctzll(m) < lowest_word)
-			lowest_word = __builtin_ctzll(m);
+	/* The objects of the touched words, in address order; the line's
+	 * "var" is the first (where its lowest touched word is). */
+	for (i = 0; i < li->nthreads; i++)
+		touched |= li->threads[i].rmask | li->threads[i].wmask;
+	for (i = 0; i < 64 && nobs < 64; i++) {
+		Addr a = li->line_addr + (Addr)i * li->word_size;
+		struct object *x;
+		if (!(touched >> i & 1))
+			continue;
+		if (nobs && a >= obs[nobs - 1]->addr &&
+		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
+			continue;
+		if ((x = object_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
+			write_var(x);
+			obs[nobs++] = x;
+		}
 	}
-	o = object_of_line(li->line_addr + (lowest_word < 64 ? lowest_word : 0) * li->word_size);
-	if (o)
-		write_var(o);
+	o = nobs ? obs[0] : NULL;
 	for (i = 0; i < li->nsites; i++)
 		if (li->sites[i].context)
 			(void)kst_out_stack(li->sites[i].context);
 	kst_out_printf("{\"rec\":\"line\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
 	if (o)
 		kst_out_printf("\"var\":%u,", o->id);
+	if (nobs > 1) {
+		kst_out_printf("\"vars\":[");
+		for (i = 0; i < nobs; i++)
+			kst_out_printf("%s%u", i ? "," : "", obs[i]->id);
+		kst_out_printf("],");
+	}
 	kst_out_printf("\"verdict\":\"%s\",\"word_size\":%u,\"threads\":[",
 		       ks_mt_verdict_name(li->verdict), li->word_size);
 	for (i = 0; i < li->nthreads; i++) {
@@ -762,8 +777,8 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		if (o)
 			kst_out_printf("\"var\":%u,", o->id);
 		kst_out_printf("\"tid\":%u,\"context\":%u,", s->tid, cid);
-		kst_out_printf("\"reads\":%llu,\"writes\":%llu}\n", (ULong)s->reads,
-			       (ULong)s->writes);
+		kst_out_printf("\"reads\":%llu,\"writes\":%llu,\"words\":\"%#llx\"}\n",
+			       (ULong)s->reads, (ULong)s->writes, (ULong)s->words);
 	}
 }
 

@@ -834,6 +834,25 @@ static void test_malformed(void **state)
 		{ START_FS STACK1 "{\"rec\":\"access\",\"line\":\"0x80\",\"tid\":1,\"context\":1,"
 				  "\"reads\":1,\"writes\":0}\n",
 		  "findings.jsonl:3: access record: 'line' 0x80 has no line record" },
+#define VAR_A "{\"rec\":\"var\",\"id\":1,\"kind\":\"global\",\"addr\":\"0x40\",\"size\":8}\n"
+#define LINE_VARS(v) "{\"rec\":\"line\",\"addr\":\"0x40\",\"var\":1," v ",\"verdict\":" \
+		     "\"false\",\"word_size\":8,\"threads\":[],\"misses\":0,\"invalidations\":0," \
+		     "\"potential_invalidations\":0}\n"
+		{ START_FS VAR_A LINE_VARS("\"vars\":[2,1]"),
+		  "findings.jsonl:3: line record: 'vars' does not begin with 'var'" },
+		{ START_FS VAR_A LINE_VARS("\"vars\":[1,1]"),
+		  "findings.jsonl:3: line record: 'vars' lists var 1 twice" },
+		{ START_FS VAR_A LINE_VARS("\"vars\":[]"),
+		  "findings.jsonl:3: line record: 'vars' is not an array of 1 to 64 variable ids" },
+		{ START_FS VAR_A LINE_VARS("\"vars\":[1,9]")
+			   "{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":0}}\n",
+		  "findings.jsonl:3: line record: 'vars' refers to var 9, which is not defined" },
+		{ START_FS STACK1 VAR_A LINE_VARS("\"vars\":[1]")
+				  "{\"rec\":\"access\",\"line\":\"0x40\",\"tid\":1,\"context\":1,"
+				  "\"reads\":1,\"writes\":0,\"words\":\"x1\"}\n",
+		  "findings.jsonl:5: access record: 'words' is 'x1', not" },
+#undef LINE_VARS
+#undef VAR_A
 	};
 	char *dir, path[PATH_MAX];
 
@@ -955,6 +974,80 @@ static void test_two_variables_on_a_line(void **state)
 	free(dir);
 }
 
+/* A line holding three variables ("vars"), access records that say
+ * which words they touched ("words"): each variable is an object of its
+ * own, its line lists the parts (a, b, b+8, c) with their threads, and a
+ * variable that got fewer than min_accesses accesses (c, read twice) is
+ * a part of the line but not a falsely shared object. */
+static void test_line_parts(void **state)
+{
+	char *dir = ks_test_tmpdir(), path[PATH_MAX], *txt;
+	struct run r;
+	json_t *j;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/findings.jsonl", dir);
+	ks_test_write_file(path,
+		START_FS STACK1
+		"{\"rec\":\"stack\",\"id\":2,\"frames\":[{\"ip\":\"0x2\",\"fn\":\"g\","
+		"\"file\":\"b.c\",\"line\":7}]}\n"
+		"{\"rec\":\"var\",\"id\":1,\"kind\":\"global\",\"addr\":\"0x1000\",\"size\":8,"
+		"\"name\":\"a\"}\n"
+		"{\"rec\":\"var\",\"id\":2,\"kind\":\"global\",\"addr\":\"0x1008\",\"size\":16,"
+		"\"name\":\"b\"}\n"
+		"{\"rec\":\"var\",\"id\":3,\"kind\":\"global\",\"addr\":\"0x1020\",\"size\":1,"
+		"\"name\":\"c\"}\n"
+		"{\"rec\":\"line\",\"addr\":\"0x1000\",\"var\":1,\"vars\":[1,2,3],\"verdict\":\"false\","
+		"\"word_size\":8,\"threads\":[{\"tid\":1,\"read\":\"0x10\",\"write\":\"0x1\","
+		"\"reads\":2,\"writes\":500},{\"tid\":2,\"read\":\"0x0\",\"write\":\"0x2\","
+		"\"reads\":0,\"writes\":300},{\"tid\":3,\"read\":\"0x0\",\"write\":\"0x4\","
+		"\"reads\":0,\"writes\":300}],\"misses\":4,\"invalidations\":3,"
+		"\"potential_invalidations\":1100}\n"
+		"{\"rec\":\"access\",\"line\":\"0x1000\",\"var\":1,\"tid\":1,\"context\":1,"
+		"\"reads\":0,\"writes\":500,\"words\":\"0x1\"}\n"
+		"{\"rec\":\"access\",\"line\":\"0x1000\",\"var\":1,\"tid\":1,\"context\":2,"
+		"\"reads\":2,\"writes\":0,\"words\":\"0x10\"}\n"
+		"{\"rec\":\"access\",\"line\":\"0x1000\",\"var\":1,\"tid\":2,\"context\":2,"
+		"\"reads\":0,\"writes\":300,\"words\":\"0x2\"}\n"
+		"{\"rec\":\"access\",\"line\":\"0x1000\",\"var\":1,\"tid\":3,\"context\":2,"
+		"\"reads\":0,\"writes\":300,\"words\":\"0x4\"}\n"
+		"{\"rec\":\"total\",\"accesses\":1102,\"reads\":2,\"writes\":1100,\"cold_misses\":3,"
+		"\"misses\":4,\"invalidations\":3,\"contention_accesses\":7,\"quiet_lines\":0,"
+		"\"min_accesses\":100}\n"
+		"{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":0}}\n", 0600);
+	run_file(&r, path, &default_opts);
+	assert_int_equal(r.rc, 0);
+	txt = read_out(&r, "report.txt");
+	assert_contains(txt, "False sharing: 1 line (1 false, 0 mixed) in 2 objects");
+	assert_contains(txt, "             600  b (global, 16 bytes)\n"
+			     "             500  a (global, 8 bytes)\n");
+	assert_null(strstr(txt, "c (global, 1 bytes)"));
+	assert_contains(txt, "     its 4 parts:\n"
+			     "       a: bytes 0-7 of the line, written by thread 1\n"
+			     "       b: bytes 8-15 of the line, written by thread 2\n"
+			     "       b+8: bytes 16-23 of the line, written by thread 3\n"
+			     "       c: bytes 32-39 of the line, read by thread 1\n");
+	free(txt);
+	j = load_json(&r, "report.json");
+	assert_string_equal(jstr(j, "false_sharing.objects.0.variable.name"), "b");
+	assert_int_equal(jint(j, "false_sharing.objects.0.count"), 600);
+	assert_string_equal(jstr(j, "false_sharing.objects.1.variable.name"), "a");
+	assert_int_equal(jint(j, "false_sharing.objects.1.count"), 500);
+	assert_string_equal(jstr(j, "false_sharing.objects.0.lines.0.parts.2.name"), "b+8");
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.variable"), 2);
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.offset_in_variable"), 8);
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.offset_in_line"), 16);
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.size"), 8);
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.threads.0.tid"), 3);
+	assert_int_equal(jint(j, "false_sharing.objects.0.lines.0.parts.2.threads.0.write_words.0"),
+			 2);
+	assert_string_equal(jstr(j, "false_sharing.objects.0.lines.0.parts.3.name"), "c");
+	json_decref(j);
+	run_done(&r);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 /* The kscope command line is the caller's, not checked by jansson: invalid
  * UTF-8 and control characters in it must not break the files. */
 static void test_command_line_bytes(void **state)
@@ -1056,6 +1149,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_optional_fields),
 		cmocka_unit_test(test_two_variables_on_a_line),
+		cmocka_unit_test(test_line_parts),
 		cmocka_unit_test(test_command_line_bytes),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_large),
