@@ -89,6 +89,12 @@ void ks_dwsym_files_free(struct ks_dwsym_files *s);
  * when the name does not fit. */
 int ks_dwsym_data_name(struct ks_dwsym_file *f, const char *sym, uint64_t size,
 		       uint64_t off, char *buf, size_t n);
+/* The alignment the variable of ELF symbol sym (as above) is sure to
+ * have, from its DWARF: its own or its type's DW_AT_alignment (_Alignas,
+ * alignas, __attribute__((aligned))), else its type's natural one (the
+ * largest of its scalars, at most 16), into *align.  0, or -ENOENT. */
+int ks_dwsym_data_align(struct ks_dwsym_file *f, const char *sym, uint64_t size,
+			uint64_t *align);
 void ks_dwsym_file_vars_free(struct ks_dwsym_file *f);
 
 #endif

@@ -287,18 +287,15 @@ static void walk(Dwarf_Die *type, Dwarf_Word off, char *buf, size_t n, size_t *l
 	}
 }
 
-int ks_dwsym_data_name(struct ks_dwsym_file *f, const char *sym, uint64_t size,
-		       uint64_t off, char *buf, size_t n)
+/* The DIE of the variable whose ELF symbol is sym (of size size). */
+static bool var_die(struct ks_dwsym_file *f, const char *sym, uint64_t size, Dwarf_Die *die)
 {
 	Dwarf_Addr addr, bias;
 	Dwarf *dw;
-	size_t lo = 0, hi, len = 0;
-	Dwarf_Die die, type;
-	const char *dwname;
+	size_t lo = 0, hi;
 
-	if (!f || !f->mod.dwfl || !n || !(dw = file_dwarf(f, &bias)) ||
-	    !symbol_addr(f, sym, size, &addr))
-		return -ENOENT;
+	if (!f || !f->mod.dwfl || !(dw = file_dwarf(f, &bias)) || !symbol_addr(f, sym, size, &addr))
+		return false;
 	hi = f->nvars;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -308,7 +305,93 @@ int ks_dwsym_data_name(struct ks_dwsym_file *f, const char *sym, uint64_t size,
 		else
 			hi = mid;
 	}
-	if (lo == f->nvars || f->vars[lo].addr != addr || !dwarf_offdie(dw, f->vars[lo].die, &die))
+	return lo < f->nvars && f->vars[lo].addr == addr && dwarf_offdie(dw, f->vars[lo].die, die);
+}
+
+/* The alignment of a type: its DW_AT_alignment (an _Alignas, alignas or
+ * aligned attribute), else that of its elements or members, else its
+ * size for a scalar (at most 16); 1 when nothing says. */
+static uint64_t type_align(Dwarf_Die *type, int depth)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+	Dwarf_Die t, m;
+	uint64_t al = 1;
+	int tag;
+
+	if (depth > 32)
+		return 1;
+	if (dwarf_attr(type, DW_AT_alignment, &a) && dwarf_formudata(&a, &w) == 0 && w)
+		return w;
+	tag = dwarf_tag(type);
+	switch (tag) {
+	case DW_TAG_typedef:
+	case DW_TAG_const_type:
+	case DW_TAG_volatile_type:
+	case DW_TAG_restrict_type:
+	case DW_TAG_atomic_type:
+	case DW_TAG_array_type:
+		if (dwarf_attr(type, DW_AT_type, &a) && dwarf_formref_die(&a, &t))
+			return type_align(&t, depth + 1);
+		return 1;
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+	case DW_TAG_union_type:
+		if (dwarf_child(type, &m) == 0)
+			do {
+				uint64_t x = 1;
+
+				if (dwarf_tag(&m) != DW_TAG_member &&
+				    dwarf_tag(&m) != DW_TAG_inheritance)
+					continue;
+				if (dwarf_attr(&m, DW_AT_alignment, &a) &&
+				    dwarf_formudata(&a, &w) == 0 && w)
+					x = w;
+				else if (dwarf_attr(&m, DW_AT_type, &a) &&
+					 dwarf_formref_die(&a, &t))
+					x = type_align(&t, depth + 1);
+				if (x > al)
+					al = x;
+			} while (dwarf_siblingof(&m, &m) == 0);
+		return al;
+	default:
+		if (dwarf_aggregate_size(type, &w) == 0 && w) {
+			while (al < w && al < 16)
+				al <<= 1;
+			return al;
+		}
+		return 1;
+	}
+}
+
+int ks_dwsym_data_align(struct ks_dwsym_file *f, const char *sym, uint64_t size,
+			uint64_t *align)
+{
+	Dwarf_Die die, t;
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+
+	if (!var_die(f, sym, size, &die))
+		return -ENOENT;
+	if (dwarf_attr_integrate(&die, DW_AT_alignment, &a) && dwarf_formudata(&a, &w) == 0 &&
+	    w) {
+		*align = w;
+		return 0;
+	}
+	if (!dwarf_attr_integrate(&die, DW_AT_type, &a) || !dwarf_formref_die(&a, &t))
+		return -ENOENT;
+	*align = type_align(&t, 0);
+	return 0;
+}
+
+int ks_dwsym_data_name(struct ks_dwsym_file *f, const char *sym, uint64_t size,
+		       uint64_t off, char *buf, size_t n)
+{
+	size_t len = 0;
+	Dwarf_Die die, type;
+	const char *dwname;
+
+	if (!n || !var_die(f, sym, size, &die))
 		return -ENOENT;
 	/* The name people wrote: gcc's symbol for a function's static is
 	 * "name.N". */

@@ -370,6 +370,126 @@ void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg)
 	ks_mt_tab_for_each(&m->tab, fe_chunk, &a);
 }
 
+/* What the falseshare state f says of its line's threads, into li (one
+ * holds a private line's thread); false when no thread touched it. */
+static bool fs_threads(const struct ks_mt *m, const struct ks_mt_smu_fs *f,
+		       struct ks_mt_line_info *li, struct ks_mt_line_thread *one)
+{
+	li->word_size = 1u << m->word_shift;
+	li->misses = f->c.misses;
+	li->invalidations = f->c.invals;
+	li->potential_invalidations = 0;
+	if (f->rt & KS_MT_FS_SHARED) {
+		const struct ks_mt_detail *d = f->u.d;
+
+		li->nthreads = d->nthr;
+		li->threads = d->thr;
+		li->nsites = d->nsite;
+		li->sites = d->site;
+		li->verdict = line_verdict(d->thr, d->nthr, m->cfg.min_writes);
+		if (d->nthr >= 2)
+			for (unsigned k = 0; k < d->nthr; k++)
+				li->potential_invalidations += d->thr[k].writes;
+		return d->nthr > 0;
+	}
+	one->tid = (unsigned)(f->rt >> KS_MT_FS_TID_SHIFT) & 0xfffu;
+	one->rmask = f->rmask;
+	one->wmask = f->wmask;
+	one->reads = f->rt & KS_MT_FS_READS;
+	one->writes = f->writes;
+	li->nthreads = 1;
+	li->threads = one;
+	li->nsites = 0;
+	li->sites = NULL;
+	li->verdict = KS_MT_PRIVATE;
+	return one->reads || one->writes;
+}
+
+/* The falseshare state of line number idx (address >> line_shift), or
+ * NULL. */
+static const struct ks_mt_smu_fs *fs_of(const struct ks_mt *m, uintptr_t idx)
+{
+	const unsigned char *ch = ks_mt_tab_get(&m->tab, idx >> m->lc_shift);
+
+	if (!ch)
+		return NULL;
+	return (const struct ks_mt_smu_fs *)(const void *)(ch + (idx & m->lc_mask) * m->smu_size);
+}
+
+/* Whether a thread of li other than tid came to it min times, and one of
+ * the two (this one, with writes, or tid, whose writes are given) wrote
+ * min times. */
+static bool other_busy(const struct ks_mt_line_info *li, unsigned tid, uint64_t tid_writes,
+		       uint64_t min)
+{
+	for (unsigned k = 0; k < li->nthreads; k++) {
+		const struct ks_mt_line_thread *t = &li->threads[k];
+
+		if (t->tid != tid && sat_add(t->reads, t->writes) >= min &&
+		    (t->writes >= min || tid_writes >= min))
+			return true;
+	}
+	return false;
+}
+
+struct near_arg {
+	struct ks_mt *m;
+	uint64_t min;
+	ks_mt_line_fn fn;
+	void *arg;
+};
+
+static void near_chunk(void *arg, uintptr_t cidx, void *chunk)
+{
+	struct near_arg *a = arg;
+	struct ks_mt *m = a->m;
+	unsigned char *p = chunk;
+	uintptr_t i, n = m->lc_mask + 1;
+
+	for (i = 0; i < n; i++, p += m->smu_size) {
+		const struct ks_mt_smu_fs *f = (const struct ks_mt_smu_fs *)(const void *)p;
+		uintptr_t idx = (cidx << m->lc_shift) | i;
+		struct ks_mt_line_info li, nb;
+		struct ks_mt_line_thread one, nbone;
+		bool near = false;
+
+		if (!fs_threads(m, f, &li, &one))
+			continue;
+		for (int side = -1; side <= 1 && !near; side += 2) {
+			const struct ks_mt_smu_fs *g;
+
+			if ((side < 0 && idx == 0) || (side > 0 && idx == UINTPTR_MAX >> m->line_shift))
+				continue;
+			g = fs_of(m, idx + (uintptr_t)(intptr_t)side);
+			if (!g || !fs_threads(m, g, &nb, &nbone))
+				continue;
+			for (unsigned k = 0; k < li.nthreads && !near; k++) {
+				const struct ks_mt_line_thread *t = &li.threads[k];
+
+				near = sat_add(t->reads, t->writes) >= a->min &&
+				       other_busy(&nb, t->tid, t->writes, a->min);
+			}
+		}
+		if (near) {
+			li.line_addr = idx << m->line_shift;
+			a->fn(a->arg, &li);
+		}
+	}
+}
+
+void ks_mt_for_each_line_near_others(struct ks_mt *m, uint64_t min, ks_mt_line_fn fn, void *arg)
+{
+	struct near_arg a;
+
+	if (!m->cfg.falseshare || !fn)
+		return;
+	a.m = m;
+	a.min = min ? min : 1;
+	a.fn = fn;
+	a.arg = arg;
+	ks_mt_tab_for_each(&m->tab, near_chunk, &a);
+}
+
 const char *ks_mt_verdict_name(enum ks_mt_verdict v)
 {
 	switch (v) {

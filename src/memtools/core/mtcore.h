@@ -257,6 +257,14 @@ unsigned ks_mt_word_size(const struct ks_mt *m);
  * are valid during the call only. */
 typedef void (*ks_mt_line_fn)(void *arg, const struct ks_mt_line_info *li);
 void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg);
+/* With falseshare, for the layout prediction: calls fn for every line,
+ * private (one thread: verdict KS_MT_PRIVATE, no sites) or shared, on
+ * which a thread made min accesses or more while a thread other than it
+ * did as much on an adjacent line, one of the two writing its line min
+ * times or more: the lines where another start offset of an object, or
+ * a longer cache line, could bring two threads' data together. */
+void ks_mt_for_each_line_near_others(struct ks_mt *m, uint64_t min, ks_mt_line_fn fn,
+				     void *arg);
 
 /* "private", "read", "false", "true", "mixed", "read-mostly" */
 const char *ks_mt_verdict_name(enum ks_mt_verdict v);

@@ -211,6 +211,10 @@ struct ks_mtr_var {
 	uint64_t addr, size;
 	const char *name, *obj;  /* NULL when absent */
 	uint32_t alloc_stack;    /* MTR_NONE when absent */
+	uint64_t align;          /* the alignment its start is sure to have: the
+				  * record's "align" (a heap block's requested
+				  * one), else from DWARF (mtreport_parts.c); 0
+				  * when not known */
 };
 
 struct ks_mtr_object {
@@ -372,7 +376,7 @@ struct ks_mtr_run {
 	struct ks_mtr_proc *procs; size_t nprocs, cap_procs; /* procs[0]: the program */
 	uint32_t root_last;       /* the program's last image (its exit) */
 	/* Where the segment being read began in the arrays below. */
-	size_t seg_objects, seg_lines, seg_accesses;
+	size_t seg_objects, seg_lines, seg_accesses, seg_nears;
 	struct ks_mtr_arena arena;
 	struct ks_mtr_start start;
 	bool started;
@@ -396,6 +400,9 @@ struct ks_mtr_run {
 	struct ks_mtr_suppressed suppressed;
 	struct ks_mtr_line *lines;    size_t nlines, cap_lines;
 	struct ks_mtr_map line_addrs;
+	/* "near" records: lines not reported that lie next to another
+	 * thread's (verdict, misses... unused), for the layout prediction. */
+	struct ks_mtr_line *nears;    size_t nnears, cap_nears;
 	struct ks_mtr_access *accesses; size_t naccesses, cap_accesses;
 
 	/* Derived (mtreport_views.c). */
@@ -415,8 +422,37 @@ struct ks_mtr_run {
 	struct ks_mtr_fentry *per_thread; size_t nper_thread; /* by tid, then count */
 	uint32_t *compact; /* fobj indexes, by count descending (compact view) */
 	uint32_t *true_lines; size_t ntrue; /* lines with verdict true */
+	struct ks_mtr_layout *layouts; size_t nlayouts, cap_layouts; /* in var order */
 	unsigned long false_lines;
 };
+
+/* falseshare's layout prediction of an object two threads came back to
+ * (mtreport_layout.c): whether false sharing would appear at another
+ * start offset in a line, or with lines twice as long.  Index k: 0 for
+ * lines of the run's line size, 1 for twice it. */
+struct ks_mtr_layout {
+	uint32_t var;
+	uint64_t align;          /* what its start is sure to be a multiple of */
+	unsigned line_size;      /* the run's */
+	unsigned start[2];       /* its start offset in a line, as laid out */
+	bool now[2];             /* falsely shared as laid out */
+	uint64_t false_at[2][2]; /* bit b: falsely shared from start offset
+				  * b * ks_mtr_layout_step(k) */
+	bool latent;             /* not now[0], but at another offset or with
+				  * the longer lines */
+};
+
+/* The start offsets tried for lines k: multiples of the object's
+ * alignment, at most 128 of them. */
+static inline uint64_t ks_mtr_layout_step(const struct ks_mtr_layout *l, int k)
+{
+	uint64_t lz = (uint64_t)l->line_size << k, s = l->align < lz ? l->align : lz;
+
+	return s < lz / 128 ? lz / 128 : s ? s : 1;
+}
+
+/* Computes r->layouts (after the parts: they give globals' alignment). */
+int ks_mtr_layouts(struct ks_mtr_run *r);
 
 /* Reads and checks one findings file, adding its process images to the
  * run (call it for the program's file first, then its children's); on

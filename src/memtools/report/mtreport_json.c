@@ -58,7 +58,11 @@
  *     objects[] {object, name, variable (VAR or null), addr, size,
  *     verdict, potential_invalidations, misses, invalidations, count,
  *     lines[LINE], source_lines[] {file, line}, contexts[] {stack[],
- *     count}}} and true_sharing[LINE].
+ *     count}}}, true_sharing[LINE] and layout_prediction[] (mtreport_layout.c:
+ *     the objects two threads came back to) {name, variable (VAR), align,
+ *     latent, line_sizes[] {line_size (the run's, then twice it),
+ *     start_offset (as laid out), false_sharing (as laid out), false_at[],
+ *     clean_at[] (start offsets, multiples of align)}}.
  *
  *   Every error, leak, thread, site, object, per_thread entry and LINE
  *   also has the pid of its process.  EXIT is {how:"exit", code} |
@@ -592,6 +596,42 @@ static void jw_line(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
 	ks_mtr_jw_end(w);
 }
 
+/* One object's layout prediction (mtreport_layout.c). */
+static void jw_layout(struct ks_mtr_jw *w, const struct ks_mtr_run *r,
+		      const struct ks_mtr_layout *lay)
+{
+	char name[1024];
+
+	ks_mtr_var_name(r, &r->vars[lay->var], name, sizeof(name));
+	ks_mtr_jw_object(w, NULL);
+	ks_mtr_jw_str(w, "name", name);
+	jw_var(w, "variable", r, &r->vars[lay->var]);
+	ks_mtr_jw_uint(w, "align", lay->align);
+	ks_mtr_jw_bool(w, "latent", lay->latent);
+	ks_mtr_jw_array(w, "line_sizes");
+	for (int k = 0; k < 2; k++) {
+		uint64_t lz = (uint64_t)lay->line_size << k, step = ks_mtr_layout_step(lay, k);
+
+		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_uint(w, "line_size", lz);
+		ks_mtr_jw_uint(w, "start_offset", lay->start[k]);
+		ks_mtr_jw_bool(w, "false_sharing", lay->now[k]);
+		ks_mtr_jw_array_flat(w, "false_at");
+		for (uint64_t b = 0; b * step < lz; b++)
+			if (lay->false_at[k][b / 64] >> (b % 64) & 1)
+				ks_mtr_jw_uint(w, NULL, b * step);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_array_flat(w, "clean_at");
+		for (uint64_t b = 0; b * step < lz; b++)
+			if (!(lay->false_at[k][b / 64] >> (b % 64) & 1))
+				ks_mtr_jw_uint(w, NULL, b * step);
+		ks_mtr_jw_end(w);
+		ks_mtr_jw_end(w);
+	}
+	ks_mtr_jw_end(w);
+	ks_mtr_jw_end(w);
+}
+
 static void jw_entry(struct ks_mtr_jw *w, const struct ks_mtr_run *r, const struct ks_mtr_fentry *e)
 {
 	char name[1024];
@@ -716,6 +756,11 @@ static void put_falseshare(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 			jw_line(w, r, l, false, 0, NULL);
 		}
 	}
+	ks_mtr_jw_end(w);
+
+	ks_mtr_jw_array(w, "layout_prediction");
+	for (size_t i = 0; i < r->nlayouts; i++)
+		jw_layout(w, r, &r->layouts[i]);
 	ks_mtr_jw_end(w);
 }
 

@@ -12,6 +12,9 @@
  * is a run of words that the same threads touched, named by its offset:
  * "counters+16", "block+48" ("counters", "block" at offset 0).  Words in
  * no known variable make parts named "unknown".
+ *
+ * The same DWARF gives the alignment of the globals of shared and near
+ * lines, for the layout prediction (mtreport_layout.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -142,6 +145,23 @@ static int line_parts(struct ks_mtr_run *r, struct ks_mtr_line *l, struct ks_dws
 	return 0;
 }
 
+/* The alignment of the globals of line l without one, from DWARF. */
+static void globals_align(struct ks_mtr_run *r, const struct ks_mtr_line *l,
+			  struct ks_dwsym_files *files)
+{
+	for (uint32_t i = 0; i < l->nvars; i++) {
+		struct ks_mtr_var *v = &r->vars[l->vars[i]];
+		struct ks_dwsym_file *f;
+		uint64_t al;
+
+		if (v->kind != MTR_V_GLOBAL || v->align || !v->name || !v->obj || v->obj[0] != '/')
+			continue;
+		f = ks_dwsym_file_get(files, v->obj);
+		if (f && ks_dwsym_data_align(f, v->name, v->size, &al) == 0 && !(al & (al - 1)))
+			v->align = al;
+	}
+}
+
 int ks_mtr_parts(struct ks_mtr_run *r, const struct ks_mtr_opts *o)
 {
 	struct ks_dwsym_files files = { 0 };
@@ -149,6 +169,8 @@ int ks_mtr_parts(struct ks_mtr_run *r, const struct ks_mtr_opts *o)
 
 	for (size_t i = 0; i < r->nlines && !rc; i++)
 		rc = line_parts(r, &r->lines[i], o->field_names ? &files : NULL);
+	for (size_t i = 0; o->field_names && i < r->nlines + r->nnears; i++)
+		globals_align(r, i < r->nlines ? &r->lines[i] : &r->nears[i - r->nlines], &files);
 	ks_dwsym_files_free(&files);
 	return rc;
 }

@@ -461,6 +461,10 @@ static int rec_var(struct rd *d, json_t *o)
 		return rc;
 	if (rc == 1)
 		v.alloc_stack = MTR_NONE;
+	if ((rc = get_count(d, o, "align", false, &v.align)) < 0)
+		return rc;
+	if (v.align & (v.align - 1))
+		return bad(d, "'align' %" PRIu64 " is not a power of two", v.align);
 	v.kind = (enum ks_mtr_vkind)kind;
 	if (r->nvars >= UINT32_MAX - 1)
 		return bad(d, "too many variables");
@@ -763,67 +767,95 @@ static int get_var_ids(struct rd *d, json_t *o, struct ks_mtr_line *l)
 	return 0;
 }
 
-static int rec_line(struct rd *d, json_t *o)
+/* What line and near records have in common: addr, var, vars,
+ * word_size and threads, into l; the caller labels its record. */
+static int line_common(struct rd *d, json_t *o, struct ks_mtr_line *l, const char *what)
 {
 	struct ks_mtr_run *r = d->r;
-	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno,
-				 .proc = (uint32_t)r->nprocs };
 	json_t *threads;
 	long long ws;
-	int rc, verdict;
+	int rc;
 
-	if ((rc = get_addr(d, o, "addr", true, &l.addr)))
+	if ((rc = get_addr(d, o, "addr", true, &l->addr)))
 		return rc;
-	if (l.addr % r->start.line_size)
+	if (l->addr % r->start.line_size)
 		return bad(d, "'addr' is not a multiple of the line size %u",
 			   r->start.line_size);
-	if (ks_mtr_map_get(&r->line_addrs, l.addr) != MTR_NONE)
-		return bad(d, "line 0x%" PRIx64 " is reported twice", l.addr);
-	rc = get_int(d, o, "var", false, LLONG_MIN, &l.var_id);
+	rc = get_int(d, o, "var", false, LLONG_MIN, &l->var_id);
 	if (rc < 0)
 		return rc;
-	l.has_var = rc == 0;
-	if ((rc = get_var_ids(d, o, &l)))
-		return rc;
-	if ((rc = get_enum(d, o, "verdict", true, ks_mtr_verdict_names, 3, &verdict)) ||
-	    (rc = get_int(d, o, "word_size", true, 1, &ws)) ||
-	    (rc = get_count(d, o, "misses", true, &l.misses)) ||
-	    (rc = get_count(d, o, "invalidations", true, &l.invalidations)) ||
-	    (rc = get_count(d, o, "potential_invalidations", true, &l.potential)))
+	l->has_var = rc == 0;
+	if ((rc = get_var_ids(d, o, l)) ||
+	    (rc = get_int(d, o, "word_size", true, 1, &ws)))
 		return rc;
 	if (ws > r->start.line_size || (ws & (ws - 1)))
 		return bad(d, "'word_size' %lld is not a power of two up to the line size", ws);
-	l.verdict = (enum ks_mtr_verdict)verdict;
-	l.word_size = (unsigned)ws;
-	l.nwords = r->start.line_size / l.word_size;
-	l.nmask = (l.nwords + 63) / 64;
+	l->word_size = (unsigned)ws;
+	l->nwords = r->start.line_size / l->word_size;
+	l->nmask = (l->nwords + 63) / 64;
 	threads = json_object_get(o, "threads");
 	if (!json_is_array(threads))
 		return bad(d, threads ? "'threads' is not an array" : "'threads' is missing");
 	if (json_array_size(threads) > UINT32_MAX / 2)
 		return bad(d, "too many threads");
-	l.nthreads = (uint32_t)json_array_size(threads);
-	l.threads = ks_mtr_arena_alloc(&r->arena, (l.nthreads ? l.nthreads : 1) *
-					       sizeof(*l.threads));
-	if (!l.threads)
+	l->nthreads = (uint32_t)json_array_size(threads);
+	l->threads = ks_mtr_arena_alloc(&r->arena, (l->nthreads ? l->nthreads : 1) *
+					       sizeof(*l->threads));
+	if (!l->threads)
 		return oom(d);
-	for (uint32_t i = 0; i < l.nthreads; i++) {
+	for (uint32_t i = 0; i < l->nthreads; i++) {
 		json_t *t = json_array_get(threads, i);
-		struct ks_mtr_lthread *lt = &l.threads[i];
-		label(d, "line record: threads[%u]", i);
+		struct ks_mtr_lthread *lt = &l->threads[i];
+		label(d, "%s record: threads[%u]", what, i);
 		if (!json_is_object(t))
 			return bad(d, "not an object");
 		if ((rc = get_int(d, t, "tid", true, 0, &lt->tid)) ||
-		    (rc = get_mask(d, t, "read", l.nwords, l.nmask, &lt->read)) ||
-		    (rc = get_mask(d, t, "write", l.nwords, l.nmask, &lt->write)) ||
+		    (rc = get_mask(d, t, "read", l->nwords, l->nmask, &lt->read)) ||
+		    (rc = get_mask(d, t, "write", l->nwords, l->nmask, &lt->write)) ||
 		    (rc = get_count(d, t, "reads", true, &lt->reads)) ||
 		    (rc = get_count(d, t, "writes", true, &lt->writes)))
 			return rc;
 		for (uint32_t j = 0; j < i; j++)
-			if (l.threads[j].tid == lt->tid)
+			if (l->threads[j].tid == lt->tid)
 				return bad(d, "thread %lld is listed twice", lt->tid);
 	}
-	label(d, "line record");
+	label(d, "%s record", what);
+	return 0;
+}
+
+/* A line next to another thread's, not reported (the layout
+ * prediction's): as a line record without verdict and counts. */
+static int rec_near(struct rd *d, json_t *o)
+{
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno,
+				 .proc = (uint32_t)r->nprocs };
+	int rc;
+
+	if ((rc = line_common(d, o, &l, "near")))
+		return rc;
+	if (r->nnears >= UINT32_MAX - 1)
+		return bad(d, "too many near records");
+	return append(d, &r->nears, &r->nnears, &r->cap_nears, &l, sizeof(l));
+}
+
+static int rec_line(struct rd *d, json_t *o)
+{
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno,
+				 .proc = (uint32_t)r->nprocs };
+	int rc, verdict;
+
+	if ((rc = line_common(d, o, &l, "line")))
+		return rc;
+	if (ks_mtr_map_get(&r->line_addrs, l.addr) != MTR_NONE)
+		return bad(d, "line 0x%" PRIx64 " is reported twice", l.addr);
+	if ((rc = get_enum(d, o, "verdict", true, ks_mtr_verdict_names, 3, &verdict)) ||
+	    (rc = get_count(d, o, "misses", true, &l.misses)) ||
+	    (rc = get_count(d, o, "invalidations", true, &l.invalidations)) ||
+	    (rc = get_count(d, o, "potential_invalidations", true, &l.potential)))
+		return rc;
+	l.verdict = (enum ks_mtr_verdict)verdict;
 	if (r->nlines >= UINT32_MAX - 1)
 		return bad(d, "too many lines");
 
@@ -883,6 +915,7 @@ static const struct rec_kind rec_kinds[] = {
 	{ "thread", rec_thread, CONT }, { "site", rec_site, CONT },
 	{ "object", rec_object, CONT }, { "total", rec_total, CONT },
 	{ "line", rec_line, FS },      { "access", rec_access, FS },
+	{ "near", rec_near, FS },
 };
 
 static int segment_done(struct rd *d);
@@ -924,10 +957,42 @@ static int read_record(struct rd *d, json_t *o)
 	return 0; /* a record of a newer tool: not ours to judge */
 }
 
+/* Resolves the var ids of a line or near record (what). */
+static int resolve_vars(struct rd *d, struct ks_mtr_line *l, const char *what)
+{
+	struct ks_mtr_run *r = d->r;
+
+	if (!l->has_var)
+		return 0;
+	l->var = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_id);
+	d->lineno = l->lineno;
+	if (l->var == MTR_NONE)
+		return bad(d, "%s record: 'var' refers to var %lld, which is not "
+			   "defined", what, l->var_id);
+	/* In the arena: the lines array moves as it grows. */
+	l->vars = ks_mtr_arena_alloc(&r->arena, (l->nvars ? l->nvars : 1) *
+					       sizeof(*l->vars));
+	if (!l->vars)
+		return oom(d);
+	if (!l->nvars) {
+		l->vars[0] = l->var;
+		l->nvars = 1;
+		return 0;
+	}
+	for (uint32_t j = 0; j < l->nvars; j++) {
+		l->vars[j] = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_ids[j]);
+		if (l->vars[j] == MTR_NONE)
+			return bad(d, "%s record: 'vars' refers to var %lld, which is "
+				   "not defined", what, l->var_ids[j]);
+	}
+	return 0;
+}
+
 /* After the last line: every reference to a var or line points at one. */
 static int resolve(struct rd *d)
 {
 	struct ks_mtr_run *r = d->r;
+	int rc;
 
 	d->label[0] = '\0';
 	for (size_t i = r->seg_objects; i < r->nobjects; i++) {
@@ -939,33 +1004,12 @@ static int resolve(struct rd *d)
 			return bad(d, "object record: 'var' refers to var %lld, which is not "
 				   "defined", o->var_id);
 	}
-	for (size_t i = r->seg_lines; i < r->nlines; i++) {
-		struct ks_mtr_line *l = &r->lines[i];
-
-		if (!l->has_var)
-			continue;
-		l->var = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_id);
-		d->lineno = l->lineno;
-		if (l->var == MTR_NONE)
-			return bad(d, "line record: 'var' refers to var %lld, which is not "
-				   "defined", l->var_id);
-		/* In the arena: the lines array moves as it grows. */
-		l->vars = ks_mtr_arena_alloc(&r->arena, (l->nvars ? l->nvars : 1) *
-						       sizeof(*l->vars));
-		if (!l->vars)
-			return oom(d);
-		if (!l->nvars) {
-			l->vars[0] = l->var;
-			l->nvars = 1;
-			continue;
-		}
-		for (uint32_t j = 0; j < l->nvars; j++) {
-			l->vars[j] = ks_mtr_map_get(&r->var_ids, (uint64_t)l->var_ids[j]);
-			if (l->vars[j] == MTR_NONE)
-				return bad(d, "line record: 'vars' refers to var %lld, which is "
-					   "not defined", l->var_ids[j]);
-		}
-	}
+	for (size_t i = r->seg_lines; i < r->nlines; i++)
+		if ((rc = resolve_vars(d, &r->lines[i], "line")))
+			return rc;
+	for (size_t i = r->seg_nears; i < r->nnears; i++)
+		if ((rc = resolve_vars(d, &r->nears[i], "near")))
+			return rc;
 	for (size_t i = r->seg_accesses; i < r->naccesses; i++) {
 		struct ks_mtr_access *a = &r->accesses[i];
 
@@ -1019,6 +1063,7 @@ static int segment_done(struct rd *d)
 	ks_mtr_map_free(&r->line_addrs);
 	r->seg_objects = r->nobjects;
 	r->seg_lines = r->nlines;
+	r->seg_nears = r->nnears;
 	r->seg_accesses = r->naccesses;
 	return 0;
 }
@@ -1095,12 +1140,14 @@ void ks_mtr_run_free(struct ks_mtr_run *r)
 	free(r->sites);
 	free(r->objects);
 	free(r->lines);
+	free(r->nears);
 	free(r->accesses);
 	ks_mtr_map_free(&r->stack_ids);
 	ks_mtr_map_free(&r->var_ids);
 	ks_mtr_map_free(&r->thread_ids);
 	ks_mtr_map_free(&r->line_addrs);
 	free(r->leak_order);
+	free(r->layouts);
 	free(r->site_order);
 	free(r->object_order);
 	for (size_t i = 0; i < r->nfobjs; i++) {

@@ -655,6 +655,69 @@ static void put_fobj(struct ks_mtr_out *o, const struct ks_mtr_run *r, size_t id
 	ks_mtr_puts(o, "\n\n");
 }
 
+/* The start offsets of lines k whose bit in the layout's false_at is
+ * `set`: "16, 32 or 48". */
+static void put_offsets(struct ks_mtr_out *o, const struct ks_mtr_layout *lay, int k, bool set)
+{
+	uint64_t lz = (uint64_t)lay->line_size << k, step = ks_mtr_layout_step(lay, k), n = 0, i = 0;
+
+	for (uint64_t b = 0; b * step < lz; b++)
+		n += (lay->false_at[k][b / 64] >> (b % 64) & 1) == set;
+	for (uint64_t b = 0; b * step < lz; b++) {
+		if ((lay->false_at[k][b / 64] >> (b % 64) & 1) != set)
+			continue;
+		ks_mtr_printf(o, "%s%" PRIu64, i == 0 ? "" : i + 1 == n ? " or " : ", ", b * step);
+		i++;
+	}
+}
+
+/* The layout prediction: the objects with latent false sharing. */
+static void put_layouts(struct ks_mtr_out *o, const struct ks_mtr_run *r)
+{
+	size_t latent = 0;
+	char name[1024];
+
+	for (size_t i = 0; i < r->nlayouts; i++)
+		latent += r->layouts[i].latent;
+	if (!r->nlayouts)
+		return;
+	ks_mtr_printf(o, "Layout prediction (%zu %s two threads came back to, each at every "
+		      "start offset its alignment allows, in lines of %u and %u bytes): ",
+		      r->nlayouts, plural(r->nlayouts, "object", "objects"),
+		      r->layouts[0].line_size, 2 * r->layouts[0].line_size);
+	if (!latent) {
+		ks_mtr_puts(o, "no latent false sharing\n\n");
+		return;
+	}
+	ks_mtr_printf(o, "latent false sharing in %zu\n\n", latent);
+	for (size_t i = 0, n = 0; i < r->nlayouts; i++) {
+		const struct ks_mtr_layout *lay = &r->layouts[i];
+		bool at64 = lay->false_at[0][0] | lay->false_at[0][1];
+		bool at128 = lay->false_at[1][0] | lay->false_at[1][1];
+
+		if (!lay->latent)
+			continue;
+		ks_mtr_var_name(r, &r->vars[lay->var], name, sizeof(name));
+		ks_mtr_printf(o, "%zu. ", ++n);
+		ks_mtr_put_text(o, name);
+		ks_mtr_printf(o, "\n   no false sharing as laid out: it starts at byte %u of a "
+			      "%u-byte line (aligned to %" PRIu64 " bytes)\n", lay->start[0],
+			      lay->line_size, lay->align);
+		if (at64) {
+			ks_mtr_printf(o, "   latent false sharing: appears if it starts at byte ");
+			put_offsets(o, lay, 0, true);
+			ks_mtr_printf(o, " of a %u-byte line\n", lay->line_size);
+		}
+		if (at128) {
+			ks_mtr_printf(o, "   with %u-byte lines: false sharing if it starts at byte ",
+				      2 * lay->line_size);
+			put_offsets(o, lay, 1, true);
+			ks_mtr_printf(o, " of a line (it starts at byte %u)\n", lay->start[1]);
+		}
+	}
+	ks_mtr_puts(o, "\n");
+}
+
 static void write_falseshare(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 {
 	unsigned long mixed = 0;
@@ -678,6 +741,7 @@ static void write_falseshare(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 		for (size_t i = 0; i < r->nfobjs; i++)
 			put_fobj(o, r, i);
 	}
+	put_layouts(o, r);
 	ks_mtr_puts(o, "True sharing (threads share the same words; not false sharing):\n");
 	if (!r->ntrue)
 		ks_mtr_puts(o, "  (none)\n");

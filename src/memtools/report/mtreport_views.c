@@ -650,7 +650,7 @@ int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_er
 		break;
 	case MTR_FALSESHARE:
 		views_contention(r);
-		if (ks_mtr_parts(r, o) || views_falseshare(r))
+		if (ks_mtr_parts(r, o) || views_falseshare(r) || ks_mtr_layouts(r))
 			return ks_err_set(err, -ENOMEM, "out of memory");
 		break;
 	}

@@ -290,37 +290,41 @@ struct line_arg {
 	uint64_t read_mostly;      /* false but below --min-writes (mtcore.h) */
 };
 
-static void line_out(void *arg, const struct ks_mt_line_info *li)
+/* What becomes of a shared line, as in the Valgrind tool: reported when
+ * two threads each came back to it --min-accesses times, one of them
+ * writing, and its verdict is false, true or mixed; quiet when they did
+ * not; read-mostly lines are counted, not reported; others (read) are
+ * neither. */
+enum line_fate { LINE_OTHER, LINE_QUIET, LINE_READ_MOSTLY, LINE_REPORTED };
+
+static enum line_fate line_fate(const struct ks_mt_line_info *li)
 {
-	struct line_arg *la = arg;
-	struct rt_out *o = la->o;
-	struct rt_obj *ob, *obs[64];
-	unsigned busy = 0, nobs = 0;
-	uint64_t touched = 0;
+	unsigned busy = 0;
 	bool busy_writer = false;
 
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
 	    li->verdict != KS_MT_MIXED && li->verdict != KS_MT_READ_MOSTLY)
-		return;
-	/* As the Valgrind tool: a line matters when two threads each came
-	 * back to it --min-accesses times, one of them writing. */
+		return LINE_OTHER;
 	for (unsigned i = 0; i < li->nthreads; i++)
 		if (li->threads[i].reads + li->threads[i].writes >= rt.min_accesses) {
 			busy++;
 			if (li->threads[i].writes)
 				busy_writer = true;
 		}
-	if (busy < 2 || !busy_writer) {
-		la->quiet++;
-		return;
-	}
-	/* As the Valgrind tool: counted, not reported. */
-	if (li->verdict == KS_MT_READ_MOSTLY) {
-		la->read_mostly++;
-		return;
-	}
-	/* The objects of the touched words, in address order; the line's
-	 * "var" is the first (where its lowest touched word is). */
+	if (busy < 2 || !busy_writer)
+		return LINE_QUIET;
+	return li->verdict == KS_MT_READ_MOSTLY ? LINE_READ_MOSTLY : LINE_REPORTED;
+}
+
+/* The objects of a line's touched words, in address order, their var
+ * records written; returns how many (the line's "var" is the first,
+ * where its lowest touched word is). */
+static unsigned line_objects(struct rt_out *o, const struct ks_mt_line_info *li,
+			     struct rt_obj *obs[64])
+{
+	uint64_t touched = 0;
+	unsigned nobs = 0;
+
 	for (unsigned i = 0; i < li->nthreads; i++)
 		touched |= li->threads[i].rmask | li->threads[i].wmask;
 	for (unsigned w = 0; w < 64 && nobs < 64; w++) {
@@ -337,21 +341,25 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 			obs[nobs++] = x;
 		}
 	}
-	ob = nobs ? obs[0] : NULL;
-	for (unsigned i = 0; i < li->nsites; i++)
-		if (li->sites[i].context)
-			(void)rt_out_stack(o, li->sites[i].context);
-	rt_out_printf(o, "{\"rec\":\"line\",\"addr\":\"0x%lx\",", (unsigned long)li->line_addr);
-	if (ob)
-		rt_out_printf(o, "\"var\":%u,", ob->id);
+	return nobs;
+}
+
+/* "var":N,"vars":[...], for a line's objects. */
+static void line_vars_out(struct rt_out *o, struct rt_obj *const *obs, unsigned nobs)
+{
+	if (nobs)
+		rt_out_printf(o, "\"var\":%u,", obs[0]->id);
 	if (nobs > 1) {
 		rt_out_printf(o, "\"vars\":[");
 		for (unsigned i = 0; i < nobs; i++)
 			rt_out_printf(o, "%s%u", i ? "," : "", obs[i]->id);
 		rt_out_printf(o, "],");
 	}
-	rt_out_printf(o, "\"verdict\":\"%s\",\"word_size\":%u,\"threads\":[",
-		      ks_mt_verdict_name(li->verdict), li->word_size);
+}
+
+static void threads_out(struct rt_out *o, const struct ks_mt_line_info *li)
+{
+	rt_out_printf(o, "\"threads\":[");
 	for (unsigned i = 0; i < li->nthreads; i++) {
 		const struct ks_mt_line_thread *t = &li->threads[i];
 
@@ -360,7 +368,56 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 			      (unsigned long long)t->rmask, (unsigned long long)t->wmask,
 			      (unsigned long long)t->reads, (unsigned long long)t->writes);
 	}
-	rt_out_printf(o, "],\"misses\":%llu,\"invalidations\":%llu,"
+	rt_out_printf(o, "]");
+}
+
+/* A line near another thread's (ks_mt_for_each_line_near_others) that
+ * is not reported: a "near" record, for the layout prediction. */
+static void near_out(void *arg, const struct ks_mt_line_info *li)
+{
+	struct rt_out *o = arg;
+	struct rt_obj *obs[64];
+	unsigned nobs;
+
+	if (line_fate(li) == LINE_REPORTED)
+		return;
+	nobs = line_objects(o, li, obs);
+	rt_out_printf(o, "{\"rec\":\"near\",\"addr\":\"0x%lx\",", (unsigned long)li->line_addr);
+	line_vars_out(o, obs, nobs);
+	rt_out_printf(o, "\"word_size\":%u,", li->word_size);
+	threads_out(o, li);
+	rt_out_printf(o, "}\n");
+}
+
+static void line_out(void *arg, const struct ks_mt_line_info *li)
+{
+	struct line_arg *la = arg;
+	struct rt_out *o = la->o;
+	struct rt_obj *obs[64];
+	unsigned nobs;
+
+	switch (line_fate(li)) {
+	case LINE_OTHER:
+		return;
+	case LINE_QUIET:
+		la->quiet++;
+		return;
+	case LINE_READ_MOSTLY:
+		la->read_mostly++;
+		return;
+	case LINE_REPORTED:
+		break;
+	}
+	nobs = line_objects(o, li, obs);
+	for (unsigned i = 0; i < li->nsites; i++)
+		if (li->sites[i].context)
+			(void)rt_out_stack(o, li->sites[i].context);
+	rt_out_printf(o, "{\"rec\":\"line\",\"addr\":\"0x%lx\",", (unsigned long)li->line_addr);
+	line_vars_out(o, obs, nobs);
+	rt_out_printf(o, "\"verdict\":\"%s\",\"word_size\":%u,",
+		      ks_mt_verdict_name(li->verdict), li->word_size);
+	threads_out(o, li);
+	rt_out_printf(o, ",\"misses\":%llu,\"invalidations\":%llu,"
 		      "\"potential_invalidations\":%llu}\n",
 		      (unsigned long long)li->misses, (unsigned long long)li->invalidations,
 		      (unsigned long long)li->potential_invalidations);
@@ -372,8 +429,8 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 
 		rt_out_printf(o, "{\"rec\":\"access\",\"line\":\"0x%lx\",",
 			      (unsigned long)li->line_addr);
-		if (ob)
-			rt_out_printf(o, "\"var\":%u,", ob->id);
+		if (nobs)
+			rt_out_printf(o, "\"var\":%u,", obs[0]->id);
 		rt_out_printf(o, "\"tid\":%u,\"context\":%u,\"reads\":%llu,\"writes\":%llu,"
 			      "\"words\":\"0x%llx\"}\n", s->tid, cid, (unsigned long long)s->reads,
 			      (unsigned long long)s->writes, (unsigned long long)s->words);
@@ -397,8 +454,10 @@ void rt_out_results(struct rt_out *o)
 	}
 	sites_out(o);
 	rt_obj_for_each(object_out, o);
-	if (rt.falseshare)
+	if (rt.falseshare) {
 		ks_mt_for_each_shared_line(rt.mt, line_out, &la);
+		ks_mt_for_each_line_near_others(rt.mt, rt.min_writes, near_out, o);
+	}
 	ks_mt_total_counts(rt.mt, &tot);
 	rt_out_printf(o, "{\"rec\":\"total\",");
 	counts_out(o, &tot);

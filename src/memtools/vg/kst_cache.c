@@ -151,6 +151,7 @@ struct object {
 	Bool heap;
 	Addr addr;              /* first block seen / symbol start */
 	SizeT size;
+	SizeT align;            /* heap: the alignment asked for, 0: malloc's */
 	ExeContext *alloc_ec;
 	HChar *name, *objname;  /* globals */
 	ULong cold, misses, invals;
@@ -218,6 +219,7 @@ static struct object *object_of(Addr a)
 		o->heap = True;
 		o->addr = b->start;
 		o->size = b->size;
+		o->align = b->align;
 		o->alloc_ec = b->alloc_ec;
 		return o;
 	}
@@ -265,8 +267,10 @@ static void write_var(struct object *o)
 	if (o->heap) {
 		UInt aid = kst_out_stack(o->alloc_ec);
 		kst_out_printf("{\"rec\":\"var\",\"id\":%u,\"kind\":\"heap\",\"addr\":\"%#lx\","
-			       "\"size\":%lu,\"alloc_stack\":%u}\n",
-			       o->id, o->addr, o->size, aid);
+			       "\"size\":%lu,\"alloc_stack\":%u", o->id, o->addr, o->size, aid);
+		if (o->align)
+			kst_out_printf(",\"align\":%lu", o->align);
+		kst_out_printf("}\n");
 	} else {
 		kst_out_printf("{\"rec\":\"var\",\"id\":%u,\"kind\":\"global\",\"addr\":\"%#lx\","
 			       "\"size\":%lu,\"name\":",
@@ -694,39 +698,43 @@ static void counts_out(const struct ks_mt_counts *c)
 		       (ULong)c->cold_misses, (ULong)c->misses, (ULong)c->invalidations);
 }
 
-static void line_out(void *arg, const struct ks_mt_line_info *li)
-{
-	struct object *o, *obs[64];
-	unsigned i, nobs = 0;
-	uint64_t touched = 0;
+/* What becomes of a shared line: reported when two threads each came
+ * back to it --min-accesses times, one of them writing (sharing matters
+ * when threads keep coming back: a line two threads touched a few times
+ * -- start-up, relocation, a result read once -- cannot cost much,
+ * whatever its pattern), and its verdict is false, true or mixed; quiet
+ * when they did not; read-mostly lines (threads on different bytes, but
+ * too few writes to keep the line moving) are counted, not reported;
+ * others (read) are neither. */
+enum line_fate { LINE_OTHER, LINE_QUIET, LINE_READ_MOSTLY, LINE_REPORTED };
 
-	unsigned busy = 0;
+static enum line_fate line_fate(const struct ks_mt_line_info *li)
+{
+	unsigned i, busy = 0;
 	Bool busy_writer = False;
 
 	if (li->verdict != KS_MT_FALSE && li->verdict != KS_MT_TRUE &&
 	    li->verdict != KS_MT_MIXED && li->verdict != KS_MT_READ_MOSTLY)
-		return;
-	/* Sharing matters when threads keep coming back to the line: a line
-	 * that two threads each touched a few times (start-up, relocation,
-	 * a result read once) cannot cost much, whatever its pattern. */
+		return LINE_OTHER;
 	for (i = 0; i < li->nthreads; i++)
 		if (li->threads[i].reads + li->threads[i].writes >= kst_clo.min_accesses) {
 			busy++;
 			if (li->threads[i].writes)
 				busy_writer = True;
 		}
-	if (busy < 2 || !busy_writer) {
-		lines_quiet++;
-		return;
-	}
-	/* Threads on different bytes, but too few writes to keep the line
-	 * moving: counted, not reported. */
-	if (li->verdict == KS_MT_READ_MOSTLY) {
-		lines_read_mostly++;
-		return;
-	}
-	/* The objects of the touched words, in address order; the line's
-	 * "var" is the first (where its lowest touched word is). */
+	if (busy < 2 || !busy_writer)
+		return LINE_QUIET;
+	return li->verdict == KS_MT_READ_MOSTLY ? LINE_READ_MOSTLY : LINE_REPORTED;
+}
+
+/* The objects of a line's touched words, in address order, their var
+ * records written; returns how many (the line's "var" is the first,
+ * where its lowest touched word is). */
+static unsigned line_objects(const struct ks_mt_line_info *li, struct object *obs[64])
+{
+	uint64_t touched = 0;
+	unsigned i, nobs = 0;
+
 	for (i = 0; i < li->nthreads; i++)
 		touched |= li->threads[i].rmask | li->threads[i].wmask;
 	for (i = 0; i < 64 && nobs < 64; i++) {
@@ -742,21 +750,29 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 			obs[nobs++] = x;
 		}
 	}
-	o = nobs ? obs[0] : NULL;
-	for (i = 0; i < li->nsites; i++)
-		if (li->sites[i].context)
-			(void)kst_out_stack(li->sites[i].context);
-	kst_out_printf("{\"rec\":\"line\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
-	if (o)
-		kst_out_printf("\"var\":%u,", o->id);
+	return nobs;
+}
+
+/* "var":N,"vars":[...], for a line's objects. */
+static void line_vars_out(struct object *const *obs, unsigned nobs)
+{
+	unsigned i;
+
+	if (nobs)
+		kst_out_printf("\"var\":%u,", obs[0]->id);
 	if (nobs > 1) {
 		kst_out_printf("\"vars\":[");
 		for (i = 0; i < nobs; i++)
 			kst_out_printf("%s%u", i ? "," : "", obs[i]->id);
 		kst_out_printf("],");
 	}
-	kst_out_printf("\"verdict\":\"%s\",\"word_size\":%u,\"threads\":[",
-		       ks_mt_verdict_name(li->verdict), li->word_size);
+}
+
+static void threads_out(const struct ks_mt_line_info *li)
+{
+	unsigned i;
+
+	kst_out_printf("\"threads\":[");
 	for (i = 0; i < li->nthreads; i++) {
 		const struct ks_mt_line_thread *t = &li->threads[i];
 		kst_out_printf("%s{\"tid\":%u,\"read\":\"%#llx\",\"write\":\"%#llx\","
@@ -764,7 +780,55 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 			       i ? "," : "", t->tid, (ULong)t->rmask, (ULong)t->wmask,
 			       (ULong)t->reads, (ULong)t->writes);
 	}
-	kst_out_printf("],\"misses\":%llu,\"invalidations\":%llu,\"potential_invalidations\":%llu}\n",
+	kst_out_printf("]");
+}
+
+/* A line near another thread's (ks_mt_for_each_line_near_others) that
+ * is not reported: a "near" record, for the layout prediction. */
+static void near_out(void *arg, const struct ks_mt_line_info *li)
+{
+	struct object *obs[64];
+	unsigned nobs;
+
+	(void)arg;
+	if (line_fate(li) == LINE_REPORTED)
+		return;
+	nobs = line_objects(li, obs);
+	kst_out_printf("{\"rec\":\"near\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
+	line_vars_out(obs, nobs);
+	kst_out_printf("\"word_size\":%u,", li->word_size);
+	threads_out(li);
+	kst_out_printf("}\n");
+}
+
+static void line_out(void *arg, const struct ks_mt_line_info *li)
+{
+	struct object *obs[64];
+	unsigned i, nobs;
+
+	(void)arg;
+	switch (line_fate(li)) {
+	case LINE_OTHER:
+		return;
+	case LINE_QUIET:
+		lines_quiet++;
+		return;
+	case LINE_READ_MOSTLY:
+		lines_read_mostly++;
+		return;
+	case LINE_REPORTED:
+		break;
+	}
+	nobs = line_objects(li, obs);
+	for (i = 0; i < li->nsites; i++)
+		if (li->sites[i].context)
+			(void)kst_out_stack(li->sites[i].context);
+	kst_out_printf("{\"rec\":\"line\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
+	line_vars_out(obs, nobs);
+	kst_out_printf("\"verdict\":\"%s\",\"word_size\":%u,",
+		       ks_mt_verdict_name(li->verdict), li->word_size);
+	threads_out(li);
+	kst_out_printf(",\"misses\":%llu,\"invalidations\":%llu,\"potential_invalidations\":%llu}\n",
 		       (ULong)li->misses, (ULong)li->invalidations,
 		       (ULong)li->potential_invalidations);
 	for (i = 0; i < li->nsites; i++) {
@@ -774,8 +838,8 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 		 * record format requires one, so it gets the empty place 0x0. */
 		UInt cid = s->context ? kst_out_stack(s->context) : kst_out_stack_ip(0);
 		kst_out_printf("{\"rec\":\"access\",\"line\":\"%#lx\",", (Addr)li->line_addr);
-		if (o)
-			kst_out_printf("\"var\":%u,", o->id);
+		if (nobs)
+			kst_out_printf("\"var\":%u,", obs[0]->id);
 		kst_out_printf("\"tid\":%u,\"context\":%u,", s->tid, cid);
 		kst_out_printf("\"reads\":%llu,\"writes\":%llu,\"words\":\"%#llx\"}\n",
 			       (ULong)s->reads, (ULong)s->writes, (ULong)s->words);
@@ -818,8 +882,10 @@ void kst_cache_fini(void)
 			       "\"invalidations\":%llu}\n",
 			       o->id, o->cold, o->misses, o->invals);
 	}
-	if (kst_clo.analysis == KST_FALSESHARE)
+	if (kst_clo.analysis == KST_FALSESHARE) {
 		ks_mt_for_each_shared_line(mt, line_out, NULL);
+		ks_mt_for_each_line_near_others(mt, kst_clo.min_writes, near_out, NULL);
+	}
 	ks_mt_total_counts(mt, &tot);
 	kst_out_printf("{\"rec\":\"total\",");
 	counts_out(&tot);

@@ -40,13 +40,18 @@ static Word block_cmp(const void *key, const void *elem)
 /* Allocation                                                          */
 /* ------------------------------------------------------------------ */
 
+/* align: what the program asked for (memalign, aligned new...), or 0
+ * for malloc's own alignment. */
 static void *new_block(ThreadId tid, SizeT size, SizeT align, Bool zero)
 {
+	SizeT asked = align;
 	struct kst_block *b;
 	void *p;
 
 	if ((SSizeT)size < 0)
 		return NULL; /* a negative size passed as size_t: fails like malloc */
+	if (!align)
+		align = VG_(clo_alignment);
 	p = VG_(cli_malloc)(align, size);
 	if (!p)
 		return NULL;
@@ -55,6 +60,7 @@ static void *new_block(ThreadId tid, SizeT size, SizeT align, Bool zero)
 	b = VG_(OSetGen_AllocNode)(live, sizeof(*b));
 	b->start = (Addr)p;
 	b->size = size;
+	b->align = asked > VG_(clo_alignment) && !(asked & (asked - 1)) ? asked : 0;
 	b->alloc_ec = VG_(record_ExeContext)(tid, 0);
 	VG_(OSetGen_Insert)(live, b);
 	heap_allocs++;
@@ -84,7 +90,7 @@ static void free_block(ThreadId tid, void *p)
 
 static void *kst_malloc(ThreadId tid, SizeT n)
 {
-	return new_block(tid, n, VG_(clo_alignment), False);
+	return new_block(tid, n, 0, False);
 }
 
 static void *kst_memalign(ThreadId tid, SizeT align, SizeT n)
@@ -102,7 +108,7 @@ static void *kst_calloc(ThreadId tid, SizeT nmemb, SizeT size)
 	ULong total = (ULong)nmemb * size;
 	if (size && total / size != nmemb)
 		return NULL; /* overflow */
-	return new_block(tid, (SizeT)total, VG_(clo_alignment), True);
+	return new_block(tid, (SizeT)total, 0, True);
 }
 
 static void kst_free(ThreadId tid, void *p)
@@ -131,7 +137,7 @@ static void *kst_realloc(ThreadId tid, void *p, SizeT n)
 		free_block(tid, p);
 		return NULL;
 	}
-	q = new_block(tid, n, VG_(clo_alignment), False);
+	q = new_block(tid, n, 0, False);
 	if (!q)
 		return NULL; /* the old block stays valid, as with realloc */
 	VG_(memcpy)(q, p, n < b->size ? n : b->size);

@@ -63,6 +63,7 @@ extern const struct ks_mt_alloc kst_core_alloc;
 struct kst_block {
 	Addr start;               /* payload */
 	SizeT size;
+	SizeT align;              /* asked of memalign and friends; 0: malloc's */
 	ExeContext *alloc_ec;
 };
 void kst_heap_init(void);

@@ -1048,6 +1048,63 @@ static void test_line_parts(void **state)
 	free(dir);
 }
 
+/* The layout prediction from two private lines ("near" records): a
+ * 128-byte block at a line start, thread 1 writing its bytes 56-63,
+ * thread 2 its bytes 64-71.  Clean as laid out; from start offsets 16,
+ * 32 and 48 both land in one line; with 128-byte lines, everywhere but
+ * at 64 (which puts the boundary between them). */
+static void test_layout_prediction(void **state)
+{
+	char *dir = ks_test_tmpdir(), path[PATH_MAX], *txt;
+	struct run r;
+	json_t *j;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/findings.jsonl", dir);
+	ks_test_write_file(path,
+		"{\"rec\":\"start\",\"analysis\":\"falseshare\",\"format\":1,\"pid\":1,"
+		"\"exe\":\"/p\",\"argv\":[\"p\"],\"line_size\":64,\"word_size\":1}\n"
+		"{\"rec\":\"stack\",\"id\":1,\"frames\":[{\"ip\":\"0x1\",\"fn\":\"mk\","
+		"\"file\":\"a.c\",\"line\":3}]}\n"
+		"{\"rec\":\"var\",\"id\":1,\"kind\":\"heap\",\"addr\":\"0x1000\",\"size\":128,"
+		"\"alloc_stack\":1}\n"
+		"{\"rec\":\"near\",\"addr\":\"0x1000\",\"var\":1,\"word_size\":1,\"threads\":"
+		"[{\"tid\":1,\"read\":\"0x0\",\"write\":\"0xff00000000000000\",\"reads\":0,"
+		"\"writes\":500}]}\n"
+		"{\"rec\":\"near\",\"addr\":\"0x1040\",\"var\":1,\"word_size\":1,\"threads\":"
+		"[{\"tid\":2,\"read\":\"0xff\",\"write\":\"0xff\",\"reads\":500,\"writes\":500}]}\n"
+		"{\"rec\":\"total\",\"accesses\":1500,\"reads\":500,\"writes\":1000,\"cold_misses\":2,"
+		"\"misses\":2,\"invalidations\":0,\"contention_accesses\":2,\"quiet_lines\":0,"
+		"\"min_accesses\":100,\"read_mostly_lines\":0,\"min_writes\":100}\n"
+		"{\"rec\":\"end\",\"exit\":{\"how\":\"exit\",\"code\":0}}\n", 0600);
+	run_file(&r, path, &default_opts);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.sum.false_lines, 0);
+	txt = read_out(&r, "report.txt");
+	assert_contains(txt, "Layout prediction (1 object two threads came back to");
+	assert_contains(txt, "1. heap block of 128 bytes allocated at mk (a.c:3)\n"
+			     "   no false sharing as laid out: it starts at byte 0 of a 64-byte "
+			     "line (aligned to 16 bytes)\n"
+			     "   latent false sharing: appears if it starts at byte 16, 32 or 48 "
+			     "of a 64-byte line\n"
+			     "   with 128-byte lines: false sharing if it starts at byte 0, 16, 32, "
+			     "48, 80, 96 or 112 of a line (it starts at byte 0)\n");
+	free(txt);
+	j = load_json(&r, "report.json");
+	assert_int_equal(jint(j, "layout_prediction.0.align"), 16);
+	assert_true(json_is_true(json_object_get(json_array_get(json_object_get(j,
+		"layout_prediction"), 0), "latent")));
+	assert_int_equal(jint(j, "layout_prediction.0.line_sizes.0.start_offset"), 0);
+	assert_int_equal(jint(j, "layout_prediction.0.line_sizes.0.false_at.0"), 16);
+	assert_int_equal(jint(j, "layout_prediction.0.line_sizes.0.false_at.2"), 48);
+	assert_int_equal(jint(j, "layout_prediction.0.line_sizes.0.clean_at.0"), 0);
+	assert_int_equal(jint(j, "layout_prediction.0.line_sizes.1.clean_at.0"), 64);
+	json_decref(j);
+	run_done(&r);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 /* The kscope command line is the caller's, not checked by jansson: invalid
  * UTF-8 and control characters in it must not break the files. */
 static void test_command_line_bytes(void **state)
@@ -1150,6 +1207,7 @@ int main(void)
 		cmocka_unit_test(test_optional_fields),
 		cmocka_unit_test(test_two_variables_on_a_line),
 		cmocka_unit_test(test_line_parts),
+		cmocka_unit_test(test_layout_prediction),
 		cmocka_unit_test(test_command_line_bytes),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_large),
