@@ -18,6 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for kstest
 from kstest import Failure, check  # noqa: E402
+import fs_patterns  # noqa: E402  (this directory: the sharing_patterns modes)
 
 KSCOPE, BUILD, SRC, SCENARIO = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -373,10 +374,6 @@ def patterns(mode):
 
 
 SCENARIOS = {
-    "fs_flags": lambda: patterns("flags"),
-    "fs_samebyte": lambda: patterns("samebyte"),
-    "fs_readmostly": lambda: patterns("readmostly"),
-    "fs_counters": lambda: patterns("counters"),
     "fs_false": fs_false,
     "fs_padded": fs_padded,
     "fs_true": fs_true,
@@ -385,6 +382,8 @@ SCENARIOS = {
     "contention": contention,
     "threads300": threads300,
 }
+# fs_MODE: every mode of examples/threads/sharing_patterns (fs_patterns.py).
+SCENARIOS.update({"fs_" + m: (lambda m=m: patterns(m)) for m in fs_patterns.PATTERNS})
 
 
 # ---------------------------------------------------------------------

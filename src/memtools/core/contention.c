@@ -665,3 +665,41 @@ unsigned ks_mt_word_size(const struct ks_mt *m)
 {
 	return 1u << m->word_shift;
 }
+
+struct contended_arg {
+	const struct ks_mt *m;
+	uint64_t min;
+	ks_mt_count_fn fn;
+	void *arg;
+	size_t n;
+};
+
+static void contended_chunk(void *arg, uintptr_t cidx, void *chunk)
+{
+	struct contended_arg *a = arg;
+	const struct ks_mt *m = a->m;
+	const unsigned char *p = chunk;
+
+	for (uintptr_t i = 0; i <= m->lc_mask; i++, p += m->smu_size) {
+		const struct ks_mt_smu *s = (const struct ks_mt_smu *)(const void *)p;
+		uint64_t misses = __atomic_load_n(&s->misses, __ATOMIC_RELAXED);
+		uint64_t invals = __atomic_load_n(&s->invals, __ATOMIC_RELAXED);
+
+		if (!misses && !invals)
+			continue;
+		if (misses + invals < a->min)
+			continue;
+		a->n++;
+		if (a->fn)
+			a->fn(a->arg, ((cidx << m->lc_shift) | i) << m->line_shift, misses, invals);
+	}
+}
+
+size_t ks_mt_for_each_contended_line(const struct ks_mt *m, uint64_t min, ks_mt_count_fn fn,
+				     void *arg)
+{
+	struct contended_arg a = { .m = m, .min = min ? min : 1, .fn = fn, .arg = arg };
+
+	ks_mt_tab_for_each(&m->tab, contended_chunk, &a);
+	return a.n;
+}

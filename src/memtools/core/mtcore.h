@@ -266,6 +266,15 @@ void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg);
 void ks_mt_for_each_line_near_others(struct ks_mt *m, uint64_t min, ks_mt_line_fn fn,
 				     void *arg);
 
+/* The lines with min misses + invalidations or more (at least 1), for the
+ * contention report's lines: calls fn (when not NULL) with each line's
+ * address and counts (saturated at 2^32 - 1 each), in no particular
+ * order; returns how many there are. */
+typedef void (*ks_mt_count_fn)(void *arg, uintptr_t line_addr, uint64_t misses,
+			       uint64_t invalidations);
+size_t ks_mt_for_each_contended_line(const struct ks_mt *m, uint64_t min, ks_mt_count_fn fn,
+				     void *arg);
+
 /* "private", "read", "false", "true", "mixed", "read-mostly" */
 const char *ks_mt_verdict_name(enum ks_mt_verdict v);
 

@@ -376,7 +376,7 @@ struct ks_mtr_run {
 	struct ks_mtr_proc *procs; size_t nprocs, cap_procs; /* procs[0]: the program */
 	uint32_t root_last;       /* the program's last image (its exit) */
 	/* Where the segment being read began in the arrays below. */
-	size_t seg_objects, seg_lines, seg_accesses, seg_nears;
+	size_t seg_objects, seg_lines, seg_accesses, seg_nears, seg_clines;
 	struct ks_mtr_arena arena;
 	struct ks_mtr_start start;
 	bool started;
@@ -403,6 +403,9 @@ struct ks_mtr_run {
 	/* "near" records: lines not reported that lie next to another
 	 * thread's (verdict, misses... unused), for the layout prediction. */
 	struct ks_mtr_line *nears;    size_t nnears, cap_nears;
+	/* "cline" records: the lines with the most misses + invalidations
+	 * (addr, var, vars, misses, invalidations; no threads). */
+	struct ks_mtr_line *clines;   size_t nclines, cap_clines;
 	struct ks_mtr_access *accesses; size_t naccesses, cap_accesses;
 
 	/* Derived (mtreport_views.c). */
@@ -414,6 +417,7 @@ struct ks_mtr_run {
 	uint64_t occurrences;      /* their counts summed, plus one per leak */
 	uint32_t *leak_order;      /* leaks, bytes ascending (as Valgrind) */
 	uint32_t *site_order, *object_order; /* by misses + invalidations, descending */
+	uint32_t *cline_order;     /* likewise */
 	struct ks_mtr_counts sum;     /* the total record, or threads summed */
 	bool has_contention;       /* sum came with contention_accesses */
 	uint64_t contention_accesses;

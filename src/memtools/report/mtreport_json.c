@@ -51,7 +51,9 @@
  *     wrote min_writes times; not among the false-sharing lines)}; threads[] {tid, counts}; sites[] {location
  *     (frame), stack[], counts, score = misses + invalidations}, by
  *     score; objects[] {name, variable (VAR), cold_misses, misses,
- *     invalidations, score}, by score.
+ *     invalidations, score}, by score; lines[] {addr, misses,
+ *     invalidations, score, variables[VAR]} (the lines with the most
+ *     misses + invalidations, at most 1000 per process), by score.
  *   falseshare adds false_sharing {lines, false_lines, mixed_lines,
  *     per_thread[] {tid, entries[ENTRY]}, global_all_threads_info
  *     [ENTRY], global_all_threads_compact_info[] {object, name, count},
@@ -491,6 +493,24 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 		ks_mtr_jw_uint(w, "misses", ob->misses);
 		ks_mtr_jw_uint(w, "invalidations", ob->invalidations);
 		ks_mtr_jw_uint(w, "score", ob->misses + ob->invalidations);
+		ks_mtr_jw_end(w);
+	}
+	ks_mtr_jw_end(w);
+
+	ks_mtr_jw_array(w, "lines");
+	for (size_t i = 0; i < r->nclines; i++) {
+		const struct ks_mtr_line *l = &r->clines[r->cline_order[i]];
+
+		ks_mtr_jw_object(w, NULL);
+		ks_mtr_jw_int(w, "pid", ks_mtr_pid(r, l->proc));
+		ks_mtr_jw_addr(w, "addr", l->addr);
+		ks_mtr_jw_uint(w, "misses", l->misses);
+		ks_mtr_jw_uint(w, "invalidations", l->invalidations);
+		ks_mtr_jw_uint(w, "score", l->misses + l->invalidations);
+		ks_mtr_jw_array(w, "variables");
+		for (uint32_t k = 0; k < l->nvars; k++)
+			jw_var(w, NULL, r, &r->vars[l->vars[k]]);
+		ks_mtr_jw_end(w);
 		ks_mtr_jw_end(w);
 	}
 	ks_mtr_jw_end(w);

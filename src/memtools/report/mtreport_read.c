@@ -839,6 +839,32 @@ static int rec_near(struct rd *d, json_t *o)
 	return append(d, &r->nears, &r->nnears, &r->cap_nears, &l, sizeof(l));
 }
 
+/* A line with many misses + invalidations (contention's lines). */
+static int rec_cline(struct rd *d, json_t *o)
+{
+	struct ks_mtr_run *r = d->r;
+	struct ks_mtr_line l = { .var = MTR_NONE, .lineno = d->lineno,
+				 .proc = (uint32_t)r->nprocs };
+	int rc;
+
+	if ((rc = get_addr(d, o, "addr", true, &l.addr)))
+		return rc;
+	if (l.addr % r->start.line_size)
+		return bad(d, "'addr' is not a multiple of the line size %u",
+			   r->start.line_size);
+	rc = get_int(d, o, "var", false, LLONG_MIN, &l.var_id);
+	if (rc < 0)
+		return rc;
+	l.has_var = rc == 0;
+	if ((rc = get_var_ids(d, o, &l)) ||
+	    (rc = get_count(d, o, "misses", true, &l.misses)) ||
+	    (rc = get_count(d, o, "invalidations", true, &l.invalidations)))
+		return rc;
+	if (r->nclines >= UINT32_MAX - 1)
+		return bad(d, "too many cline records");
+	return append(d, &r->clines, &r->nclines, &r->cap_clines, &l, sizeof(l));
+}
+
 static int rec_line(struct rd *d, json_t *o)
 {
 	struct ks_mtr_run *r = d->r;
@@ -915,7 +941,7 @@ static const struct rec_kind rec_kinds[] = {
 	{ "thread", rec_thread, CONT }, { "site", rec_site, CONT },
 	{ "object", rec_object, CONT }, { "total", rec_total, CONT },
 	{ "line", rec_line, FS },      { "access", rec_access, FS },
-	{ "near", rec_near, FS },
+	{ "near", rec_near, FS },      { "cline", rec_cline, CONT },
 };
 
 static int segment_done(struct rd *d);
@@ -1010,6 +1036,9 @@ static int resolve(struct rd *d)
 	for (size_t i = r->seg_nears; i < r->nnears; i++)
 		if ((rc = resolve_vars(d, &r->nears[i], "near")))
 			return rc;
+	for (size_t i = r->seg_clines; i < r->nclines; i++)
+		if ((rc = resolve_vars(d, &r->clines[i], "cline")))
+			return rc;
 	for (size_t i = r->seg_accesses; i < r->naccesses; i++) {
 		struct ks_mtr_access *a = &r->accesses[i];
 
@@ -1064,6 +1093,7 @@ static int segment_done(struct rd *d)
 	r->seg_objects = r->nobjects;
 	r->seg_lines = r->nlines;
 	r->seg_nears = r->nnears;
+	r->seg_clines = r->nclines;
 	r->seg_accesses = r->naccesses;
 	return 0;
 }
@@ -1141,6 +1171,8 @@ void ks_mtr_run_free(struct ks_mtr_run *r)
 	free(r->objects);
 	free(r->lines);
 	free(r->nears);
+	free(r->clines);
+	free(r->cline_order);
 	free(r->accesses);
 	ks_mtr_map_free(&r->stack_ids);
 	ks_mtr_map_free(&r->var_ids);

@@ -412,6 +412,30 @@ static void write_contention(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 		ks_mtr_put_text(o, where);
 		ks_mtr_puts(o, "\n");
 	}
+	if (!r->nclines)
+		return;
+	ks_mtr_puts(o, "\nTop cache lines by misses + invalidations");
+	put_shown(o, r->nclines);
+	ks_mtr_printf(o, "  %12s %12s %13s  %-18s  %s\n", "misses+inv", "misses", "invalidations",
+		      "line", "variables");
+	for (size_t i = 0; i < r->nclines && i < MTR_TOP_TEXT; i++) {
+		const struct ks_mtr_line *l = &r->clines[r->cline_order[i]];
+
+		ks_mtr_printf(o, "  %12" PRIu64 " %12" PRIu64 " %13" PRIu64 "  0x%-16" PRIx64 "  ",
+			      l->misses + l->invalidations, l->misses, l->invalidations, l->addr);
+		if (!l->nvars)
+			ks_mtr_puts(o, "(no known variable)");
+		for (uint32_t k = 0; k < l->nvars && k < 4; k++) {
+			const struct ks_mtr_var *v = &r->vars[l->vars[k]];
+
+			ks_mtr_var_name(r, v, where, sizeof(where));
+			ks_mtr_puts(o, k ? "; " : "");
+			ks_mtr_put_text(o, where);
+		}
+		if (l->nvars > 4)
+			ks_mtr_printf(o, "; and %u more", l->nvars - 4);
+		ks_mtr_puts(o, "\n");
+	}
 }
 
 /* ------------------------------------------------------------------ */

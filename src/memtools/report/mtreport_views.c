@@ -66,6 +66,20 @@ static int cmp_object(const void *a, const void *b, void *ctx)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
+static int cmp_cline(const void *a, const void *b, void *ctx)
+{
+	const struct ks_mtr_run *r = ctx;
+	const struct ks_mtr_line *x = &r->clines[*(const uint32_t *)a];
+	const struct ks_mtr_line *y = &r->clines[*(const uint32_t *)b];
+	uint64_t sx = x->misses + x->invalidations, sy = y->misses + y->invalidations;
+
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
 static uint32_t *iota(size_t n)
 {
 	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
@@ -151,6 +165,7 @@ static void views_contention(struct ks_mtr_run *r)
 	}
 	qsort_r(r->site_order, r->nsites, sizeof(uint32_t), cmp_site, r);
 	qsort_r(r->object_order, r->nobjects, sizeof(uint32_t), cmp_object, r);
+	qsort_r(r->cline_order, r->nclines, sizeof(uint32_t), cmp_cline, r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -639,7 +654,8 @@ int ks_mtr_views(struct ks_mtr_run *r, const struct ks_mtr_opts *o, struct ks_er
 	r->leak_order = iota(r->nleaks);
 	r->site_order = iota(r->nsites);
 	r->object_order = iota(r->nobjects);
-	if (!r->leak_order || !r->site_order || !r->object_order)
+	r->cline_order = iota(r->nclines);
+	if (!r->leak_order || !r->site_order || !r->object_order || !r->cline_order)
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	switch (r->start.analysis) {
 	case MTR_MEMCHECK:

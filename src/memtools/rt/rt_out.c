@@ -437,6 +437,45 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 	}
 }
 
+/* The contention report's lines: at most MAX_CLINES, those with the most
+ * misses + invalidations (the threshold doubles until they fit). */
+#define MAX_CLINES 1000
+
+static void cline_out(void *arg, uintptr_t line, uint64_t misses, uint64_t invals)
+{
+	struct rt_out *o = arg;
+	struct rt_obj *obs[64];
+	unsigned nobs = 0;
+
+	/* Which words the threads touched is not kept for contention:
+	 * every object of the line, looked up every 8 bytes. */
+	for (uintptr_t a = line; a < line + rt.line_size && nobs < 64; a += 8) {
+		struct rt_obj *x;
+
+		if (nobs && a >= obs[nobs - 1]->addr &&
+		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
+			continue;
+		if ((x = rt_obj_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
+			var_out(o, x);
+			obs[nobs++] = x;
+		}
+	}
+	rt_out_printf(o, "{\"rec\":\"cline\",\"addr\":\"0x%lx\",", (unsigned long)line);
+	line_vars_out(o, obs, nobs);
+	rt_out_printf(o, "\"misses\":%llu,\"invalidations\":%llu}\n", (unsigned long long)misses,
+		      (unsigned long long)invals);
+}
+
+static void clines_out(struct rt_out *o)
+{
+	uint64_t min = 1;
+
+	while (ks_mt_for_each_contended_line(rt.mt, min, NULL, NULL) > MAX_CLINES &&
+	       min < (UINT64_C(1) << 40))
+		min *= 2;
+	(void)ks_mt_for_each_contended_line(rt.mt, min, cline_out, o);
+}
+
 void rt_out_results(struct rt_out *o)
 {
 	struct line_arg la = { .o = o };
@@ -454,6 +493,7 @@ void rt_out_results(struct rt_out *o)
 	}
 	sites_out(o);
 	rt_obj_for_each(object_out, o);
+	clines_out(o);
 	if (rt.falseshare) {
 		ks_mt_for_each_shared_line(rt.mt, line_out, &la);
 		ks_mt_for_each_line_near_others(rt.mt, rt.min_writes, near_out, o);

@@ -846,6 +846,45 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 	}
 }
 
+/* The contention report's lines: at most MAX_CLINES, those with the most
+ * misses + invalidations (the threshold doubles until they fit). */
+#define MAX_CLINES 1000
+
+static void cline_out(void *arg, uintptr_t line, uint64_t misses, uint64_t invals)
+{
+	struct object *obs[64];
+	unsigned nobs = 0;
+	Addr a;
+
+	(void)arg;
+	/* Which words the threads touched is not kept for contention:
+	 * every object of the line, looked up every 8 bytes. */
+	for (a = line; a < line + kst_clo.line_size && nobs < 64; a += 8) {
+		struct object *x;
+		if (nobs && a >= obs[nobs - 1]->addr &&
+		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
+			continue;
+		if ((x = object_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
+			write_var(x);
+			obs[nobs++] = x;
+		}
+	}
+	kst_out_printf("{\"rec\":\"cline\",\"addr\":\"%#lx\",", (Addr)line);
+	line_vars_out(obs, nobs);
+	kst_out_printf("\"misses\":%llu,\"invalidations\":%llu}\n", (ULong)misses,
+		       (ULong)invals);
+}
+
+static void clines_out(void)
+{
+	ULong min = 1;
+
+	while (ks_mt_for_each_contended_line(mt, min, NULL, NULL) > MAX_CLINES &&
+	       min < (1ULL << 40))
+		min *= 2;
+	(void)ks_mt_for_each_contended_line(mt, min, cline_out, NULL);
+}
+
 void kst_cache_fini(void)
 {
 	struct ks_mt_counts c, tot;
@@ -882,6 +921,7 @@ void kst_cache_fini(void)
 			       "\"invalidations\":%llu}\n",
 			       o->id, o->cold, o->misses, o->invals);
 	}
+	clines_out();
 	if (kst_clo.analysis == KST_FALSESHARE) {
 		ks_mt_for_each_shared_line(mt, line_out, NULL);
 		ks_mt_for_each_line_near_others(mt, kst_clo.min_writes, near_out, NULL);

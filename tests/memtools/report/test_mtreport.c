@@ -553,6 +553,16 @@ static void test_contention(void **state)
 			     "counts (global, 64 bytes)\n");
 	assert_contains(txt, "heap block of 256 bytes allocated at make_counters (counter.c:8)\n");
 	assert_order(txt, "counts (global", "heap block of 256");
+	/* The lines, by misses + invalidations, with their variables. */
+	assert_contains(txt, "Top cache lines by misses + invalidations:\n"
+			     "    misses+inv       misses invalidations  line                "
+			     "variables\n"
+			     "        160000        81000         79000  0x404040            "
+			     "counts (global, 64 bytes)\n"
+			     "            70           50            20  0x4a5b040           heap block "
+			     "of 256 bytes allocated at make_counters (counter.c:8)\n"
+			     "             3            3             0  0x405000            "
+			     "(no known variable)\n");
 	assert_string_equal(r.sum.analysis, "contention");
 	assert_int_equal(r.sum.errors, 0);
 	free(txt);
@@ -569,6 +579,13 @@ static void test_contention(void **state)
 	assert_string_equal(jstr(j, "objects.0.variable.name"), "counts");
 	assert_string_equal(jstr(j, "objects.1.variable.kind"), "heap");
 	assert_string_equal(jstr(j, "objects.1.variable.alloc_stack.1.fn"), "make_counters");
+	assert_int_equal(json_array_size(jpath(j, "lines")), 3);
+	assert_string_equal(jstr(j, "lines.0.addr"), "0x404040");
+	assert_int_equal(jint(j, "lines.0.misses"), 81000);
+	assert_int_equal(jint(j, "lines.0.invalidations"), 79000);
+	assert_string_equal(jstr(j, "lines.0.variables.0.name"), "counts");
+	assert_int_equal(jint(j, "lines.1.score"), 70);
+	assert_int_equal(json_array_size(jpath(j, "lines.2.variables")), 0);
 	json_decref(j);
 
 	j = load_json(&r, "findings.sarif");

@@ -15,8 +15,10 @@ and ThreadSanitizer's public interface, is defined by the runtime),
 frontend (the choice of front end, the refusals, --print-cflags),
 fs_<cc> (false sharing found, the padded fix clean, bug against fix
 invalidations), patterns_<cc> (examples/threads/sharing_patterns: byte
-flags, one byte, a read-mostly line, counters; fs_patterns.py),
-contention_<cc>, sync_<cc> and cxx_<cc> (atomics of every
+flags, one byte, a read-mostly line, counters, the bug/fix suite, each
+bug 10 times the invalidations of its fix; fs_patterns.py),
+fslib (only a shared library instrumented), contention_<cc>, sync_<cc>
+and cxx_<cc> (atomics of every
 width and order, mutexes, condition variables; C++ threads and atomics:
 the same output as without kscope), threads300, procs_fork, procs_exec,
 procs_signal, procs_thread_exit.

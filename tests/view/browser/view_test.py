@@ -366,6 +366,32 @@ def check_profile(run, page, where):
         run.fail(where, 'the thread selector lists no thread')
 
 
+def check_fs_parts(run, page, where, body, kinds):
+    """A falsely shared object's details show its lines' parts: the
+    names, offsets and threads report.json gives."""
+    objs = (body.get('false_sharing') or {}).get('objects') or []
+    if not objs:
+        return
+    if 'falsely shared object' not in kinds:
+        run.fail(where, 'the falsely shared objects are not listed')
+        return
+    group = page.one('#panel-findings .finding-group[data-kind="falsely shared object"]')
+    first = page.all('details.finding', group)[0]
+    title = page.one('.finding-title', first).get_attribute('textContent')
+    if title != objs[0]['name']:
+        run.fail(where, f'first falsely shared object {title!r}, report.json says {objs[0]["name"]!r}')
+    page.click(page.one('summary', first))
+    want = [(p['name'], str(p['offset_in_line']), str(p['size']))
+            for ln in objs[0]['lines'] for p in ln.get('parts') or []]
+    rows = [[c.get_attribute('textContent') for c in page.all('td', tr)]
+            for tr in page.all('table.parts tbody tr', first)]
+    got = [tuple(r[:3]) for r in rows]
+    if got != want:
+        run.fail(where, f'parts shown {got}, report.json has {want}')
+    else:
+        run.ok(where, f'the parts of {title}: {", ".join(n for n, _, _ in got)}')
+
+
 def check_findings(run, page, where, card):
     page.wait_for('the findings panel', 'return !document.querySelector("#panel-findings .loading");')
     r = page.api('findings', 'findings/list', {'cardId': card['cardId']})
@@ -382,6 +408,7 @@ def check_findings(run, page, where, card):
         run.fail(where, 'no finding listed')
         return
     run.ok(where, f'kinds listed: {", ".join(kinds)}')
+    check_fs_parts(run, page, where, body, kinds)
     # A global object has no allocation stack: open findings in order
     # until one shows its stack (every report here has such findings).
     stacked = -1

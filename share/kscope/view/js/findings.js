@@ -1,6 +1,7 @@
 // findings.js: the Findings view of a memory-tool report (findings/list:
-// memcheck errors and leaks, contention sites and objects, false and
-// true sharing).  Findings are grouped by kind with counts; each expands
+// memcheck errors and leaks, contention sites, objects and lines, false
+// and true sharing, falsely shared objects with the parts of their
+// lines, latent false sharing).  Findings are grouped by kind with counts; each expands
 // to its stacks, and a frame with a file and line opens that line in the
 // Source tab.
 
@@ -46,6 +47,30 @@ function collect(r) {
 	for (const o of Array.isArray(r.objects) ? r.objects : []) {
 		out.push({ kind: r.analysis === 'falseshare' ? 'shared object' : 'contended object', title: o.name,
 			facts: [`${fmtNum(o.misses)} misses`, `${fmtNum(o.invalidations)} invalidations`, `score ${fmtNum(o.score)}`], item: o });
+	}
+	for (const l of Array.isArray(r.lines) ? r.lines : []) {
+		const vars = (l.variables || []).map((v) => v.name || v.kind).filter(Boolean);
+		out.push({ kind: 'contended line', title: `line ${l.addr}${vars.length ? `: ${vars.join(', ')}` : ''}`,
+			facts: [`${fmtNum(l.misses)} misses`, `${fmtNum(l.invalidations)} invalidations`], item: l });
+	}
+	const fsObjects = r.false_sharing && Array.isArray(r.false_sharing.objects) ? r.false_sharing.objects : [];
+	for (const o of fsObjects) {
+		const parts = [];
+		for (const l of o.lines || [])
+			for (const p of l.parts || [])
+				parts.push(p);
+		out.push({ kind: 'falsely shared object', title: o.name,
+			facts: [o.verdict, `${fmtNum(o.invalidations)} invalidations`, `${parts.length} ${parts.length === 1 ? 'part' : 'parts'}`],
+			item: o, parts });
+	}
+	for (const lay of Array.isArray(r.layout_prediction) ? r.layout_prediction : []) {
+		if (!lay.latent)
+			continue;
+		const sizes = Array.isArray(lay.line_sizes) ? lay.line_sizes : [];
+		out.push({ kind: 'latent false sharing', title: lay.name,
+			facts: sizes.map((z) => (z.false_at && z.false_at.length
+				? `${z.line_size}-byte lines: false sharing if it starts at byte ${z.false_at.join(', ')} (it starts at ${z.start_offset})`
+				: `${z.line_size}-byte lines: none`)), item: lay });
 	}
 	for (const [key, kind] of [['false_sharing', 'false sharing'], ['true_sharing', 'true sharing']]) {
 		const fs = r[key];
@@ -112,7 +137,8 @@ export class FindingsView {
 			groups.get(f.kind).push(f);
 		}
 		// Sharing and memory errors first, the long list of contention sites last.
-		const rank = (k) => (k === 'contention site' ? 3 : k.endsWith('object') ? 2 : k === 'true sharing' ? 1 : 0);
+		const rank = (k) => (k === 'contention site' ? 4 : k === 'contended line' ? 3 : k === 'contended object' || k === 'shared object' ? 2
+			: k === 'true sharing' || k === 'latent false sharing' ? 1 : 0);
 		const sorted = [...groups].sort((a, b) => rank(a[0]) - rank(b[0]));
 		groups.clear();
 		for (const [k, v] of sorted)
@@ -145,6 +171,20 @@ export class FindingsView {
 		}
 		if (f.item.variable)
 			d.append(el('p.note', { text: `variable: ${f.item.variable.name || ''} (${f.item.variable.kind || ''}, ${fmtNum(f.item.variable.size)} bytes at ${f.item.variable.addr || '?'})` }));
+		if (f.parts && f.parts.length) {
+			// Each variable, member or element of its lines, and who touched it.
+			const words = (t, k) => (t[k] && t[k].length ? t[k].length : 0);
+			const tb = el('tbody');
+			for (const p of f.parts) {
+				const who = (p.threads || []).map((t) => `${t.tid}${words(t, 'write_words') ? ' w' : ''}${words(t, 'read_words') ? ' r' : ''}`);
+				tb.append(el('tr', null, el('td', null, el('code', { text: p.name })),
+					el('td.num', { text: String(p.offset_in_line) }), el('td.num', { text: String(p.size) }),
+					el('td', { text: who.join(', ') })));
+			}
+			d.append(el('h4', { text: 'parts of its lines' }), el('table.data.parts', null,
+				el('thead', null, el('tr', null, el('th', { text: 'part' }), el('th', { text: 'byte' }),
+					el('th', { text: 'bytes' }), el('th', { text: 'threads (w: wrote, r: read)' }))), tb));
+		}
 		return d;
 	}
 
