@@ -289,6 +289,8 @@ struct ks_mtr_total {
 	bool has_read_mostly;            /* read_mostly_lines and min_writes given */
 	uint64_t read_mostly_lines;      /* falseshare: false but below --min-writes */
 	uint64_t min_writes;
+	uint64_t near_dropped;           /* falseshare: near lines past the front
+					  * end's limit, not recorded */
 };
 
 /* memcheck's `suppressed` records, summed. */

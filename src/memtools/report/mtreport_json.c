@@ -48,7 +48,9 @@
  *     with no accesses), stack_accesses?, quiet_lines? and min_accesses?
  *     (falseshare), read_mostly_lines? and min_writes? (falseshare: lines
  *     whose threads touched disjoint bytes but fewer than two of them
- *     wrote min_writes times; not among the false-sharing lines)}; threads[] {tid, counts}; sites[] {location
+ *     wrote min_writes times; not among the false-sharing lines),
+ *     near_lines_dropped? (falseshare: lines the layout prediction could
+ *     not examine, past the front end's limit of 4096)}; threads[] {tid, counts}; sites[] {location
  *     (frame), stack[], counts, score = misses + invalidations}, by
  *     score; objects[] {name, variable (VAR), cold_misses, misses,
  *     invalidations, score}, by score; lines[] {addr, misses,
@@ -453,6 +455,7 @@ static void put_contention(struct ks_mtr_jw *w, const struct ks_mtr_run *r)
 	if (r->total.has_read_mostly) {
 		ks_mtr_jw_uint(w, "read_mostly_lines", r->total.read_mostly_lines);
 		ks_mtr_jw_uint(w, "min_writes", r->total.min_writes);
+		ks_mtr_jw_uint(w, "near_lines_dropped", r->total.near_dropped);
 	}
 	ks_mtr_jw_end(w);
 

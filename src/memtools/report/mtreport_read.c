@@ -695,7 +695,10 @@ static int rec_total(struct rd *d, json_t *o)
 	if (one.has_read_mostly &&
 	    (rc = get_count(d, o, "min_writes", true, &one.min_writes)))
 		return rc;
+	if ((rc = get_count(d, o, "near_dropped", false, &one.near_dropped)) < 0)
+		return rc;
 	d->seg_total = true;
+	sum->near_dropped += one.near_dropped;
 	sum->c.accesses += one.c.accesses;
 	sum->c.reads += one.c.reads;
 	sum->c.writes += one.c.writes;

@@ -709,11 +709,16 @@ static void put_layouts(struct ks_mtr_out *o, const struct ks_mtr_run *r)
 		      "start offset its alignment allows, in lines of %u and %u bytes): ",
 		      r->nlayouts, plural(r->nlayouts, "object", "objects"),
 		      r->layouts[0].line_size, 2 * r->layouts[0].line_size);
-	if (!latent) {
-		ks_mtr_puts(o, "no latent false sharing\n\n");
+	if (!latent)
+		ks_mtr_puts(o, "no latent false sharing\n");
+	else
+		ks_mtr_printf(o, "latent false sharing in %zu\n", latent);
+	if (r->total.near_dropped)
+		ks_mtr_printf(o, "  (%" PRIu64 " lines next to another thread's were past the front "
+			      "end's limit of 4096 and not examined)\n", r->total.near_dropped);
+	ks_mtr_puts(o, "\n");
+	if (!latent)
 		return;
-	}
-	ks_mtr_printf(o, "latent false sharing in %zu\n\n", latent);
 	for (size_t i = 0, n = 0; i < r->nlayouts; i++) {
 		const struct ks_mtr_layout *lay = &r->layouts[i];
 		bool at64 = lay->false_at[0][0] | lay->false_at[0][1];

@@ -373,14 +373,27 @@ static void threads_out(struct rt_out *o, const struct ks_mt_line_info *li)
 
 /* A line near another thread's (ks_mt_for_each_line_near_others) that
  * is not reported: a "near" record, for the layout prediction. */
+struct near_arg {
+	struct rt_out *o;
+	uint64_t n, dropped;       /* records written; lines past MAX_NEARS */
+};
+
+#define MAX_NEARS 4096
+
 static void near_out(void *arg, const struct ks_mt_line_info *li)
 {
-	struct rt_out *o = arg;
+	struct near_arg *na = arg;
+	struct rt_out *o = na->o;
 	struct rt_obj *obs[64];
 	unsigned nobs;
 
 	if (line_fate(li) == LINE_REPORTED)
 		return;
+	if (na->n >= MAX_NEARS) {
+		na->dropped++;
+		return;
+	}
+	na->n++;
 	nobs = line_objects(o, li, obs);
 	rt_out_printf(o, "{\"rec\":\"near\",\"addr\":\"0x%lx\",", (unsigned long)li->line_addr);
 	line_vars_out(o, obs, nobs);
@@ -479,6 +492,7 @@ static void clines_out(struct rt_out *o)
 void rt_out_results(struct rt_out *o)
 {
 	struct line_arg la = { .o = o };
+	struct near_arg na = { .o = o };
 	struct ks_mt_counts c, tot;
 	unsigned nt = ks_mt_threads_seen(rt.mt);
 
@@ -496,7 +510,7 @@ void rt_out_results(struct rt_out *o)
 	clines_out(o);
 	if (rt.falseshare) {
 		ks_mt_for_each_shared_line(rt.mt, line_out, &la);
-		ks_mt_for_each_line_near_others(rt.mt, rt.min_writes, near_out, o);
+		ks_mt_for_each_line_near_others(rt.mt, rt.min_writes, near_out, &na);
 	}
 	ks_mt_total_counts(rt.mt, &tot);
 	rt_out_printf(o, "{\"rec\":\"total\",");
@@ -507,7 +521,8 @@ void rt_out_results(struct rt_out *o)
 		      (unsigned long)ks_mt_shadow_resident(rt.mt), (unsigned long long)la.quiet,
 		      rt.min_accesses);
 	if (rt.falseshare)
-		rt_out_printf(o, ",\"read_mostly_lines\":%llu,\"min_writes\":%u",
-			      (unsigned long long)la.read_mostly, rt.min_writes);
+		rt_out_printf(o, ",\"read_mostly_lines\":%llu,\"min_writes\":%u,\"near_dropped\":%llu",
+			      (unsigned long long)la.read_mostly, rt.min_writes,
+			      (unsigned long long)na.dropped);
 	rt_out_printf(o, "}\n");
 }

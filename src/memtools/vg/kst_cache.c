@@ -785,6 +785,9 @@ static void threads_out(const struct ks_mt_line_info *li)
 
 /* A line near another thread's (ks_mt_for_each_line_near_others) that
  * is not reported: a "near" record, for the layout prediction. */
+#define MAX_NEARS 4096
+static ULong nears_written, nears_dropped; /* lines past MAX_NEARS */
+
 static void near_out(void *arg, const struct ks_mt_line_info *li)
 {
 	struct object *obs[64];
@@ -793,6 +796,11 @@ static void near_out(void *arg, const struct ks_mt_line_info *li)
 	(void)arg;
 	if (line_fate(li) == LINE_REPORTED)
 		return;
+	if (nears_written >= MAX_NEARS) {
+		nears_dropped++;
+		return;
+	}
+	nears_written++;
 	nobs = line_objects(li, obs);
 	kst_out_printf("{\"rec\":\"near\",\"addr\":\"%#lx\",", (Addr)li->line_addr);
 	line_vars_out(obs, nobs);
@@ -934,7 +942,7 @@ void kst_cache_fini(void)
 		       stack_accesses, (ULong)(tot.misses + tot.invalidations),
 		       (unsigned long)ks_mt_shadow_bytes(mt), lines_quiet, kst_clo.min_accesses);
 	if (kst_clo.analysis == KST_FALSESHARE)
-		kst_out_printf(",\"read_mostly_lines\":%llu,\"min_writes\":%u", lines_read_mostly,
-			       kst_clo.min_writes);
+		kst_out_printf(",\"read_mostly_lines\":%llu,\"min_writes\":%u,\"near_dropped\":%llu",
+			       lines_read_mostly, kst_clo.min_writes, nears_dropped);
 	kst_out_printf("}\n");
 }
