@@ -444,9 +444,46 @@ def readonly(run, n):
           f"readonly: read-mostly lines {rep['summary'].get('read_mostly_lines')}")
 
 
+def layout_consistent(rep, mode):
+    """The layout prediction (docs/memtools.md) agrees with the run: an
+    object it says is falsely shared as laid out (64-byte lines, its own
+    bytes) is among the falsely shared objects; its start offset is its
+    address's."""
+    false_vars = {(o.get("variable") or {}).get("id") for o in fs_objects(rep)}
+    for lay in rep.get("layout_prediction", []):
+        v = lay["variable"]
+        z64 = lay["line_sizes"][0]
+        check(z64["line_size"] == LINE and z64["start_offset"] == int(v["addr"], 16) % LINE,
+              f"{mode}: layout of {lay['name']}: {z64}")
+        if z64["false_sharing"]:
+            check(v["id"] in false_vars, f"{mode}: the layout prediction says {lay['name']} "
+                  f"is falsely shared as laid out; the report does not")
+        check(lay["latent"] == (not z64["false_sharing"] and
+                                bool(z64["false_at"] or lay["line_sizes"][1]["false_at"])),
+              f"{mode}: latent {lay['latent']} for {lay['name']}: {lay['line_sizes']}")
+
+
+def counters_fixed(run, n):
+    """The fix is clean, and the layout prediction knows why and where it
+    stops being: `padded_slots` is 64-byte aligned by its type (DWARF), so
+    no other start offset exists with 64-byte lines; with 128-byte lines
+    two threads' slots share every line, wherever it starts."""
+    rep = run([str(n)], [], None, 0)
+    no_false(rep, "counters_fixed")
+    lay = [x for x in rep.get("layout_prediction", [])
+           if x["variable"].get("name") == "padded_slots"]
+    check(len(lay) == 1, f"counters_fixed: no layout prediction of padded_slots: "
+          f"{[x['name'] for x in rep.get('layout_prediction', [])]}")
+    z64, z128 = lay[0]["line_sizes"]
+    check(lay[0]["align"] == 64 and z64["false_at"] == [] and z64["clean_at"] == [0],
+          f"counters_fixed: 64-byte lines: align {lay[0]['align']}, {z64}")
+    check(z128["line_size"] == 128 and z128["false_at"] == [0, 64] and lay[0]["latent"],
+          f"counters_fixed: 128-byte lines: {z128}, latent {lay[0]['latent']}")
+
+
 PATTERNS = {"flags": flags, "samebyte": samebyte, "readmostly": readmostly,
             "counters": counters,
-            "counters_fixed": fixed("counters_fixed"),
+            "counters_fixed": counters_fixed,
             "fields": fields, "fields_fixed": fixed("fields_fixed"),
             "statics": statics, "statics_fixed": fixed("statics_fixed"),
             "calloc_structs": calloc_structs,
@@ -459,4 +496,8 @@ PAIRS = [(m, m + "_fixed") for m in PATTERNS if m + "_fixed" in PATTERNS]
 
 
 def check_pattern(mode, run, n):
-    PATTERNS[mode](lambda tail, opts, env, code: run([mode, *tail], opts, env, code), n)
+    def run_checked(tail, opts, env, code):
+        rep = run([mode, *tail], opts, env, code)
+        layout_consistent(rep, mode)
+        return rep
+    PATTERNS[mode](run_checked, n)
