@@ -15,7 +15,9 @@ on PATH and the working directory a fresh temporary one:
     same stdout, and its region in profile.db
   - programs built against tune.h and vizbin.h both ways
   - kscope op on the OpenCL example (PoCL), kscope memcheck on a
-    use-after-free, falseshare and contention on the threads examples,
+    use-after-free and with --heap-map on a far overflow, falseshare and
+    contention on the threads examples, falseshare's compiled front end
+    on a program built with the flags of --print-cflags,
     pack, tune, calibrate --quick, mpirun -n 2 kscope sample and kscope
     merge, report and inspect, kscope predict --chip ascend910b
   - kscope view on the sample run: its page and one API answer over HTTP
@@ -298,6 +300,55 @@ def check_falseshare(e, build_examples):
     print(f"ok   falseshare: {fs['false_lines']} falsely shared line(s), object {names}")
 
 
+def check_compiled_front_end(e):
+    """The compiled front end as a user builds for it: the flags the
+    installed kscope prints, a program built with them (gcc), run alone
+    and under kscope falseshare, which picks the compiled front end and
+    names the struct's fields from the program's DWARF."""
+    _, out, _, _ = e.run(["kscope", "falseshare", "--print-cflags"])
+    flags = dict(re.findall(r"^(KSCOPE_MT_\w+)='([^']*)'$", out, re.M))
+    check({"KSCOPE_MT_CFLAGS", "KSCOPE_MT_LDFLAGS_GCC"} <= set(flags),
+          f"--print-cflags printed {out}")
+    check(os.path.join(e.prefix, "lib") in flags["KSCOPE_MT_LDFLAGS_GCC"],
+          f"--print-cflags names no installed library directory: {flags}")
+    src = os.path.join(SOURCE, "examples", "threads", "sharing_patterns.c")
+    obj, prog = os.path.join(e.work, "sp.o"), os.path.join(e.work, "sp")
+    e.run(["gcc", *flags["KSCOPE_MT_CFLAGS"].split(), "-O1", "-pthread", "-c", src, "-o", obj])
+    e.run(["gcc", "-pthread", obj, *flags["KSCOPE_MT_LDFLAGS_GCC"].split(), "-o", prog])
+    _, alone, _, _ = e.run([prog, "fields", "200000"])
+    outdir = os.path.join(e.work, "cf")
+    rc, out, err, _ = e.run(["kscope", "falseshare", "-o", outdir, "--", prog, "fields",
+                             "200000"], expect=100)
+    check(out == alone, f"under kscope the program printed {out!r}, alone {alone!r}")
+    with open(os.path.join(only_run_dir(outdir), "report.json")) as f:
+        report = json.load(f)
+    check(report["settings"].get("front_end") == "compiled",
+          f"front end {report['settings'].get('front_end')}")
+    objs = report["false_sharing"]["objects"]
+    parts = [p["name"] for o in objs for ln in o["lines"] for p in ln.get("parts", [])]
+    check([o["variable"].get("name") for o in objs] == ["st"] and
+          parts == ["st.a", "st.b", "st.c", "st.d"], f"objects {[o['name'] for o in objs]}, "
+          f"parts {parts}")
+    print(f"ok   compiled front end: built with --print-cflags, st falsely shared: {parts}")
+
+
+def check_heap_map(e, build_examples):
+    """memcheck --heap-map (its preload library installed): the block
+    nearest to a write 400 bytes past a 1 MiB block."""
+    outdir = os.path.join(e.work, "h")
+    e.run(["kscope", "memcheck", "--heap-map", "-o", outdir, "--",
+           os.path.join(build_examples, "memory", "far_overflow")], expect=None)
+    with open(os.path.join(only_run_dir(outdir), "report.json")) as f:
+        report = json.load(f)
+    errs = [x for x in report.get("errors", []) if x.get("kind") == "invalid-write"]
+    hm = errs[0].get("heap_map", {}) if errs else {}
+    below = hm.get("below") or {}
+    check(len(errs) == 1 and hm.get("status") == "found" and
+          (below.get("size"), below.get("distance")) == (1048576, 400),
+          f"memcheck --heap-map: {errs}")
+    print("ok   memcheck --heap-map: the 1 MiB block, 400 bytes before the write")
+
+
 def check_contention(e, build_examples):
     outdir = os.path.join(e.work, "c")
     e.run(["kscope", "contention", "-o", outdir, "--",
@@ -518,6 +569,8 @@ def smoke(prefix, build, tmp, sanitized):
     check_op(e, examples)
     check_memcheck(e, examples)
     check_falseshare(e, examples)
+    check_compiled_front_end(e)
+    check_heap_map(e, examples)
     check_contention(e, examples)
     check_pack_tune_calibrate(e)
     check_mpi_merge(e, examples)
