@@ -60,6 +60,7 @@ void ks_dwsym_mod_free(struct ks_dwsym_mod *m);
  * 0 (so that a module-relative offset is its address): for readers of
  * "module+offset" frames.  Zero-initialize; free with ks_dwsym_files_free. */
 struct ks_dwsym_var;
+struct ks_dwsym_dsym;
 
 struct ks_dwsym_file {
 	char *path;
@@ -68,6 +69,9 @@ struct ks_dwsym_file {
 	struct ks_dwsym_var *vars;    /* its static variables by address (dwvar.c) */
 	size_t nvars, capvars;
 	bool vars_indexed;
+	struct ks_dwsym_dsym *dsyms;  /* its data symbols by name (dwvar.c) */
+	size_t ndsyms, capdsyms;
+	bool dsyms_read;
 };
 
 struct ks_dwsym_files {

@@ -5,8 +5,9 @@
  * type, and the type the path down to the member or element holding a
  * byte: "counters[2].v", "st.b", "grid[1][3]".
  *
- * The variables with a static address of a module are indexed once, by
- * address, on first need: every DW_TAG_variable in any unit, at file
+ * A module's data symbols are read once, sorted by name, and its
+ * variables with a static address indexed once, by address, on first
+ * need: every DW_TAG_variable in any unit, at file
  * scope or inside functions (function statics), whose location is the
  * single operation DW_OP_addr or, in DWARF 5 as clang writes it,
  * DW_OP_addrx.
@@ -124,35 +125,77 @@ static Dwarf *file_dwarf(struct ks_dwsym_file *f, Dwarf_Addr *bias)
 	return dw;
 }
 
-/* The ELF symbol of a data object named sym (as the memory tools write
- * it: raw, or demangled for C++) of size size: its address. */
-static bool symbol_addr(struct ks_dwsym_file *f, const char *sym, uint64_t size,
-			Dwarf_Addr *addr)
+struct ks_dwsym_dsym {
+	char *name;            /* as the memory tools write it: raw, or demangled */
+	uint64_t size;
+	Dwarf_Addr addr;
+};
+
+static int dsym_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ks_dwsym_dsym *)a)->name,
+		      ((const struct ks_dwsym_dsym *)b)->name);
+}
+
+/* The module's data symbols, sorted by name, read on first need. */
+static void dsyms_read(struct ks_dwsym_file *f)
 {
 	int n = dwfl_module_getsymtab(f->mod.dwfl);
 
+	f->dsyms_read = true;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym s;
 		GElf_Addr a;
 		const char *name = dwfl_module_getsym_info(f->mod.dwfl, i, &s, &a, NULL, NULL,
 							   NULL);
-		bool same;
+		struct ks_dwsym_dsym *d;
 
-		if (!name || GELF_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF ||
-		    (size && s.st_size != size))
+		if (!name || GELF_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF)
 			continue;
-		same = !strcmp(name, sym);
-		if (!same && name[0] == '_' && name[1] == 'Z') {
-			char *d = ks_dwsym_name(name);
+		if (f->ndsyms == f->capdsyms) {
+			size_t cap = f->capdsyms ? 2 * f->capdsyms : 256;
+			struct ks_dwsym_dsym *v = realloc(f->dsyms, cap * sizeof(*v));
 
-			same = d && !strcmp(d, sym);
-			free(d);
+			if (!v)
+				break;
+			f->dsyms = v;
+			f->capdsyms = cap;
 		}
-		if (same) {
-			*addr = a;
+		d = &f->dsyms[f->ndsyms];
+		d->name = name[0] == '_' && name[1] == 'Z' ? ks_dwsym_name(name) : strdup(name);
+		if (!d->name)
+			break;
+		d->size = s.st_size;
+		d->addr = a;
+		f->ndsyms++;
+	}
+	if (f->ndsyms)
+		qsort(f->dsyms, f->ndsyms, sizeof(*f->dsyms), dsym_cmp);
+}
+
+/* The ELF symbol of a data object named sym (as the memory tools write
+ * it: raw, or demangled for C++) of size size (0: any): its address. */
+static bool symbol_addr(struct ks_dwsym_file *f, const char *sym, uint64_t size,
+			Dwarf_Addr *addr)
+{
+	size_t lo = 0, hi;
+
+	if (!f->dsyms_read)
+		dsyms_read(f);
+	hi = f->ndsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(f->dsyms[mid].name, sym) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < f->ndsyms && !strcmp(f->dsyms[lo].name, sym); lo++)
+		if (!size || f->dsyms[lo].size == size) {
+			*addr = f->dsyms[lo].addr;
 			return true;
 		}
-	}
 	return false;
 }
 
@@ -411,4 +454,10 @@ void ks_dwsym_file_vars_free(struct ks_dwsym_file *f)
 	f->vars = NULL;
 	f->nvars = f->capvars = 0;
 	f->vars_indexed = false;
+	for (size_t i = 0; i < f->ndsyms; i++)
+		free(f->dsyms[i].name);
+	free(f->dsyms);
+	f->dsyms = NULL;
+	f->ndsyms = f->capdsyms = 0;
+	f->dsyms_read = false;
 }
