@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kpp.h"
+#include "pred_int.h"
 #include "readfile.h"
 
 /* A slot's value: a param, let or loop variable; a tensor's id; a split's
@@ -420,6 +421,21 @@ static int do_instr(struct run *r, const struct kpp_stmt *s)
 	return 0;
 }
 
+static int do_flag(struct run *r, const struct kpp_stmt *s)
+{
+	int64_t event;
+	int rc;
+
+	if (eval(r, s->e0, &event) || need_model(r, s))
+		return -EINVAL;
+	locate(r, s);
+	rc = pred_flag(r->m, s->kind == KPP_S_SET_FLAG, pool(r, s->name), pool(r, s->pipe),
+		       event);
+	if (rc < 0)
+		return api_error(r, s, rc);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Statements                                                          */
 /* ------------------------------------------------------------------ */
@@ -471,6 +487,10 @@ static int exec(struct run *r, uint32_t begin, uint32_t end)
 		case KPP_S_LOAD:
 		case KPP_S_INSTR:
 			rc = do_instr(r, s);
+			break;
+		case KPP_S_SET_FLAG:
+		case KPP_S_WAIT_FLAG:
+			rc = do_flag(r, s);
 			break;
 		case KPP_S_FOR:
 			if (eval(r, s->e0, &a) || eval(r, s->e1, &b))

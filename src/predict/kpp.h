@@ -96,6 +96,7 @@ struct kpp_ref {
 enum kpp_stmt_kind {
 	KPP_S_CHIP, KPP_S_PARAM, KPP_S_LET, KPP_S_TENSOR, KPP_S_SPLIT,
 	KPP_S_REGISTER, KPP_S_SCALAR, KPP_S_LOAD, KPP_S_INSTR, KPP_S_FOR,
+	KPP_S_SET_FLAG, KPP_S_WAIT_FLAG,
 };
 
 struct kpp_stmt {
@@ -103,8 +104,10 @@ struct kpp_stmt {
 	uint8_t has_override;/* PARAM: a value given from outside */
 	uint32_t line, col;  /* the statement's first token */
 	uint32_t slot;       /* what PARAM, LET, TENSOR, SPLIT, FOR declare */
-	uint32_t name;       /* pool offset: chip, param, tensor, split, instruction */
+	uint32_t name;       /* pool offset: chip, param, tensor, split, instruction;
+			      * SET_FLAG/WAIT_FLAG: the source pipe */
 	uint32_t e0, e1;     /* expressions: PARAM/LET value, SCALAR count,
+			      * SET_FLAG/WAIT_FLAG event,
 			      * SPLIT axis and parts, FOR bounds */
 	uint32_t first, nin, nout; /* refs: inputs then outputs (LOAD: source,
 				    * destination; SPLIT: the parent);
@@ -112,7 +115,9 @@ struct kpp_stmt {
 				    * REGISTER: nin (size, throughput) pairs
 				    * in nums[] */
 	uint32_t space, dtype, format; /* TENSOR: pool offsets (format 0: ND) */
-	uint32_t pipe, formula;        /* REGISTER: pool offsets (formula 0: table) */
+	uint32_t pipe, formula;        /* REGISTER: pool offsets (formula 0: table);
+					* SET_FLAG/WAIT_FLAG: pipe is the
+					* destination pipe */
 	uint32_t end;        /* FOR: the statement after the body */
 	double ops;          /* REGISTER: operations per element */
 	int64_t value;       /* PARAM: the value given from outside */

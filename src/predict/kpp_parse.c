@@ -226,6 +226,7 @@ static int tok_is(const struct parser *p, const struct kpp_token *tk, const char
 
 static const char *const statement_keywords[] = {
 	"chip", "param", "let", "tensor", "split", "instr", "scalar", "load", "for",
+	"set_flag", "wait_flag",
 };
 
 static int is_statement_keyword(const struct parser *p, const struct kpp_token *tk)
@@ -929,6 +930,31 @@ static int parse_load(struct parser *p, const struct kpp_token *first)
 	return 0;
 }
 
+/* set_flag SRC DST EVENT and wait_flag SRC DST EVENT: two pipe names and
+ * an expression. */
+static int parse_flag(struct parser *p, const struct kpp_token *first, uint8_t kind)
+{
+	uint32_t src, dst, event;
+	struct kpp_stmt *s;
+
+	model_stmt(p);
+	if (advance(p))
+		return -EINVAL;
+	if (p->tok.kind != KPP_T_NAME)
+		return unexpected(p, "the source pipe (the one that sets the flag)");
+	if (tok_name(p, &p->tok, &src) || advance(p))
+		return -EINVAL;
+	if (p->tok.kind != KPP_T_NAME)
+		return unexpected(p, "the destination pipe (the one that waits)");
+	if (tok_name(p, &p->tok, &dst) || advance(p) || parse_expr(p, &event) ||
+	    new_stmt(p, kind, first, &s))
+		return -EINVAL;
+	s->name = src;
+	s->pipe = dst;
+	s->e0 = event;
+	return 0;
+}
+
 static int parse_instr(struct parser *p, const struct kpp_token *first)
 {
 	struct kpp_tree *t = p->t;
@@ -966,7 +992,7 @@ static int parse_stmt(struct parser *p)
 	if (first.kind == KPP_T_RBRACE)
 		return perr(p, first.line, first.col, "'}' without a loop to close");
 	if (first.kind != KPP_T_NAME)
-		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, or an instruction)");
+		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, set_flag, wait_flag, or an instruction)");
 	if (tok_is(p, &first, "chip"))
 		rc = parse_chip(p, &first);
 	else if (tok_is(p, &first, "param"))
@@ -985,6 +1011,10 @@ static int parse_stmt(struct parser *p)
 		rc = parse_load(p, &first);
 	else if (tok_is(p, &first, "for"))
 		rc = parse_for(p, &first);
+	else if (tok_is(p, &first, "set_flag"))
+		rc = parse_flag(p, &first, KPP_S_SET_FLAG);
+	else if (tok_is(p, &first, "wait_flag"))
+		rc = parse_flag(p, &first, KPP_S_WAIT_FLAG);
 	else
 		rc = parse_instr(p, &first);
 	if (rc)

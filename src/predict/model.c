@@ -1,7 +1,7 @@
 /*
- * The model (include/kscope/predict.h): tensors, instructions and their
- * costs, checked as they are created; the dependencies of each input
- * (docs/predict.md, "Readiness").
+ * The model (include/kscope/predict.h): tensors, splits, instructions and
+ * their costs, checked as they are created.  What each instruction waits
+ * for is worked out when the model is scheduled (deps.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -230,7 +230,9 @@ void ks_pred_model_free(struct ks_pred_model *m)
 	free(m->wnext);
 	free(m->in);
 	free(m->operands);
-	free(m->deps);
+	free(m->splits);
+	free(m->dep);
+	free(m->dstart);
 	if (m->locs)
 		free(m->locs->slot);
 	free(m->locs);
@@ -328,7 +330,8 @@ static int new_tensor(struct ks_pred_model *m, const char *name, int space, int 
 	t->ndim = (uint8_t)ndim;
 	t->format = format;
 	t->parent = parent;
-	t->last_writer = PRED_NONE;
+	t->piece_of = PRED_NONE;
+	t->splits = PRED_NONE;
 	t->writers = PRED_NONE;
 	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
 	t->elements = elements;
@@ -422,6 +425,9 @@ int ks_pred_split(struct ks_pred_model *m, int tensor, int axis, int parts, int 
 		return pred_fail(m, -EINVAL, "split %s: %d parts of %lld leave the last one "
 				 "empty (axis %d has %lld elements)", pred_tensor_name(m, tensor),
 				 parts, (long long)chunk, axis, (long long)extent);
+	if (m->nsplits >= INT32_MAX - 1 ||
+	    !grow((void **)&m->splits, &m->capsplits, m->nsplits + 1, sizeof(*m->splits)))
+		return pred_fail(m, -ENOMEM, "out of memory");
 	for (int i = 0; i < parts; i++) {
 		int64_t shape[KS_PRED_MAX_DIMS];
 
@@ -434,11 +440,18 @@ int ks_pred_split(struct ks_pred_model *m, int tensor, int axis, int parts, int 
 			m->str.len = ns0;
 			return rc;
 		}
+		m->t[rc].piece_of = (int32_t)m->nsplits;
 		if (first < 0)
 			first = rc;
 		if (ids)
 			ids[i] = rc;
 	}
+	/* Only now, so that a failed split leaves no record behind. */
+	m->splits[m->nsplits] = (struct pred_split){
+		.parent = tensor, .first = first, .parts = parts, .axis = axis,
+		.chunk = chunk, .next = m->t[tensor].splits,
+	};
+	m->t[tensor].splits = (int32_t)m->nsplits++;
 	return first;
 }
 
@@ -452,6 +465,10 @@ const char *pred_op_name(const struct ks_pred_model *m, int32_t op)
 		return "load";
 	if (op == OP_SCALAR)
 		return "scalar";
+	if (op == OP_SET_FLAG)
+		return "set_flag";
+	if (op == OP_WAIT_FLAG)
+		return "wait_flag";
 	return m->chip.instr[op - OP_CHIP].name;
 }
 
@@ -465,22 +482,6 @@ const char *pred_instr_desc(const struct ks_pred_model *m, int id, char *buf, si
 	else
 		snprintf(buf, size, "#%d %s", id, pred_op_name(m, in->op));
 	return buf;
-}
-
-/* The instruction an input of a new instruction (id) waits for. */
-static int32_t input_dep(const struct ks_pred_model *m, int tensor)
-{
-	int32_t best = PRED_NONE;
-	int root = tensor;
-
-	for (int t = tensor; t >= 0; t = m->t[t].parent) {
-		if (m->t[t].last_writer > best)
-			best = m->t[t].last_writer;
-		root = t;
-	}
-	if (best >= 0)
-		return best;
-	return m->chip.spaces[m->t[root].space].ready ? PRED_NONE : DEP_FORWARD;
 }
 
 /* Adds an instruction whose operands and cost are checked. */
@@ -505,9 +506,7 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 		if (!grow((void **)&m->operands, &cap, m->nops + (size_t)(nin + nout),
 			  sizeof(*m->operands)))
 			return pred_fail(m, -ENOMEM, "out of memory");
-		if (!grow((void **)&m->deps, &m->capops, m->nops + (size_t)(nin + nout),
-			  sizeof(*m->deps)))
-			return pred_fail(m, -ENOMEM, "out of memory");
+		m->capops = cap;
 	}
 	if (m->nw + (size_t)nout > m->capw) {
 		size_t cap = m->capw;
@@ -524,21 +523,18 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 	x->operand = (uint32_t)m->nops;
 	x->loc = m->loc;
 	x->path = path;
+	x->flag = -1;
 	x->cost = cost;
 	x->bytes = bytes;
 	x->ops = ops;
 	x->start = 0;
 	x->end = -1;
-	for (int i = 0; i < nin; i++) {
-		m->operands[m->nops] = in[i];
-		m->deps[m->nops++] = input_dep(m, in[i]);
-	}
+	for (int i = 0; i < nin; i++)
+		m->operands[m->nops++] = in[i];
 	for (int i = 0; i < nout; i++) {
 		struct pred_tensor *t = &m->t[out[i]];
 
-		m->operands[m->nops] = out[i];
-		m->deps[m->nops++] = PRED_NONE;
-		t->last_writer = (int32_t)id;
+		m->operands[m->nops++] = out[i];
 		m->wid[m->nw] = (int32_t)id;
 		m->wnext[m->nw] = t->writers;
 		t->writers = (int32_t)m->nw++;
@@ -918,6 +914,37 @@ int ks_pred_scalar(struct ks_pred_model *m, int64_t count, const int *inputs, in
 				 "has no \"scalar\")", m->chip.name);
 	return add_instr(m, OP_SCALAR, m->chip.scalar_pipe, inputs, ninputs, outputs,
 			 noutputs, (double)count * m->chip.scalar_cpo, 0, (double)count, -1);
+}
+
+int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *dst,
+	      int64_t event)
+{
+	const char *what = set ? "set_flag" : "wait_flag";
+	int ps, pd, rc;
+
+	if ((rc = check_ready_to_add(m)))
+		return rc;
+	ps = src ? pred_chip_pipe(&m->chip, src) : -1;
+	pd = dst ? pred_chip_pipe(&m->chip, dst) : -1;
+	if (ps < 0 || pd < 0) {
+		char list[PRED_MAX_PIPES * (KS_PRED_MAX_NAME + 2)] = "";
+
+		for (size_t i = 0; i < m->chip.npipes; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", m->chip.pipes[i]);
+		return pred_fail(m, -EINVAL, "%s: the pipe \"%.64s\" is not one of chip %s's: %s",
+				 what, ps < 0 ? (src ? src : "(none)") : dst, m->chip.name, list);
+	}
+	if (event < 0 || event > PRED_MAX_EVENT)
+		return pred_fail(m, -EINVAL, "%s: the event id %lld is not from 0 to %d", what,
+				 (long long)event, PRED_MAX_EVENT);
+	/* A set runs on the pipe that signals, a wait on the pipe that waits;
+	 * neither takes time of its own. */
+	rc = add_instr(m, set ? OP_SET_FLAG : OP_WAIT_FLAG, set ? ps : pd, NULL, 0, NULL, 0, 0, 0,
+		       0, -1);
+	if (rc >= 0)
+		m->in[rc].flag = (int32_t)event * PRED_MAX_PIPES + (set ? pd : ps);
+	return rc;
 }
 
 int ks_pred_register(struct ks_pred_model *m, const char *name, const char *pipe,

@@ -208,22 +208,19 @@ static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
 			lb_json_str(b, short_loc(pred_str(m, in->loc)));
 		}
 		LIT(b, "}}");
-		/* The flow arrows: from what made an input ready, once per
-		 * instruction waited for, when it ran on another pipe (on the
-		 * same pipe, the order says it). */
-		for (unsigned k = 0; k < in->nin; k++) {
-			int32_t d = m->deps[in->operand + k];
-			bool seen = false;
+		/* The flow arrows: from each instruction waited for (deps.c:
+		 * at most one per pipe) when it ran on another pipe (on the
+		 * same pipe, the order says it), named by the tensor, or
+		 * "flag" for a set_flag. */
+		for (uint32_t k = m->dstart[i]; k < m->dstart[i + 1]; k++) {
+			int32_t d = m->dep[k].id;
 
 			if (d < 0 || m->in[d].pipe == in->pipe)
 				continue;
-			for (unsigned j = 0; j < k; j++)
-				seen |= m->deps[in->operand + j] == d;
-			if (seen)
-				continue;
 			flow++;
 			LIT(b, ",\n{\"name\":\"");
-			lb_puts(b, pred_tensor_name(m, m->operands[in->operand + k]));
+			lb_puts(b, m->dep[k].kind == DEP_FLAG ? "flag" :
+				pred_tensor_name(m, m->dep[k].what));
 			LIT(b, "\",\"cat\":\"dep\",\"ph\":\"s\",\"id\":");
 			lb_u64(b, flow);
 			LIT(b, ",\"pid\":1,\"tid\":");
@@ -231,7 +228,8 @@ static void trace_doc(const struct ks_pred_model *m, struct ks_text *t)
 			LIT(b, ",\"ts\":");
 			lb_us(b, us_of(m, m->in[d].start));
 			LIT(b, "},\n{\"name\":\"");
-			lb_puts(b, pred_tensor_name(m, m->operands[in->operand + k]));
+			lb_puts(b, m->dep[k].kind == DEP_FLAG ? "flag" :
+				pred_tensor_name(m, m->dep[k].what));
 			LIT(b, "\",\"cat\":\"dep\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
 			lb_u64(b, flow);
 			LIT(b, ",\"pid\":1,\"tid\":");

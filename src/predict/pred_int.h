@@ -131,8 +131,8 @@ enum pred_kind pred_builtin_kind(const char *name);
 
 /* ---- the model ---- */
 
-enum { OP_LOAD = 0, OP_SCALAR = 1, OP_CHIP = 2 };
-#define DEP_FORWARD (-3)
+enum { OP_LOAD = 0, OP_SCALAR = 1, OP_SET_FLAG = 2, OP_WAIT_FLAG = 3, OP_CHIP = 4 };
+#define PRED_MAX_EVENT 65535   /* set_flag/wait_flag event ids: 0 .. this (msKPP's) */
 
 struct pred_tensor {
 	int32_t name;          /* into names (a string table offset) */
@@ -140,10 +140,37 @@ struct pred_tensor {
 	uint8_t dtype, ndim;
 	int32_t format;        /* string table offset */
 	int32_t parent;        /* PRED_NONE for a root */
-	int32_t last_writer;   /* latest instruction created so far writing it */
+	int32_t piece_of;      /* the split (m->splits) it is a piece of, PRED_NONE
+				* for a root */
+	int32_t splits;        /* its first split, chained through next;
+				* PRED_NONE when never split */
 	int32_t writers;       /* index into the writer lists, PRED_NONE if none */
 	int64_t shape[KS_PRED_MAX_DIMS];
 	int64_t elements;
+};
+
+/* One split of a tensor: pieces first .. first + parts - 1, piece k
+ * starting k * chunk elements into the parent along axis.  A tensor is a
+ * box of its root; the splits say where (deps.c). */
+struct pred_split {
+	int32_t parent, first, parts, axis;
+	int64_t chunk;
+	int32_t next;          /* the parent's next split, PRED_NONE if none */
+};
+
+/* Why an instruction waits for another (deps.c; the deadlock message and
+ * the trace's flow arrows say it). */
+enum pred_dep_kind {
+	DEP_RAW,   /* it reads what the other writes */
+	DEP_WAR,   /* it writes what the other reads, after it */
+	DEP_WAW,   /* it writes what the other writes, after it */
+	DEP_FLAG,  /* a wait_flag waits for its set_flag */
+};
+
+struct pred_dep {
+	int32_t id;            /* the instruction waited for, or PRED_NEVER */
+	int32_t what;          /* the tensor; DEP_FLAG: the wait's own id */
+	uint8_t kind;          /* enum pred_dep_kind */
 };
 
 struct pred_instr {
@@ -156,6 +183,9 @@ struct pred_instr {
 	int32_t path;          /* a load on a footprint path: path index *
 				* PRED_PATH_STRIDE + (conversion index + 1, or
 				* 0 for the plain table); else -1 */
+	int32_t flag;          /* set_flag/wait_flag: event * PRED_MAX_PIPES +
+				* the other pipe (the wait's for a set, the
+				* set's for a wait); else -1 */
 	double cost;           /* cycles (for footprint paths: bytes, until run) */
 	double bytes, ops;
 	double start, end;     /* set by the scheduler; end < 0 until then */
@@ -193,10 +223,14 @@ struct ks_pred_model {
 	struct pred_instr *in;
 	size_t ni, capi;
 	int32_t *operands;              /* tensor ids */
-	int32_t *deps;                  /* per operand: the instruction an
-					 * input waits for (PRED_NONE,
-					 * PRED_NEVER, DEP_FORWARD before run) */
 	size_t nops, capops;
+	struct pred_split *splits;
+	size_t nsplits, capsplits;
+	/* what each instruction waits for, computed by pred_deps when the
+	 * model is scheduled: instruction i's are dep[dstart[i] ..
+	 * dstart[i + 1]), at most one per pipe */
+	struct pred_dep *dep;
+	uint32_t *dstart;
 	struct pred_locs *locs;         /* interned locations */
 	struct pred_loc_key loc_cache[PRED_LOC_CACHE]; /* the last ones set */
 
@@ -219,6 +253,19 @@ const char *pred_instr_desc(const struct ks_pred_model *m, int id, char *buf, si
 
 /* sched.c */
 int pred_schedule(struct ks_pred_model *m);
+
+/* deps.c: fills m->dep and m->dstart (docs/predict.md, "Readiness"). */
+int pred_deps(struct ks_pred_model *m);
+/* The first instruction after id that writes tensor t or an ancestor;
+ * PRED_NEVER if none. */
+int32_t pred_first_writer_after(const struct ks_pred_model *m, int t, int32_t id);
+
+/* model.c: set_flag (set true) or wait_flag between two of the chip's
+ * pipes, by name (msKPP's set_flag(pipe_src, pipe_dst, event_id));
+ * returns the instruction's id.  Not in include/kscope/predict.h yet: the
+ * text language calls it. */
+int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *dst,
+	      int64_t event);
 
 /* out.c: writes the outputs into an open run directory. */
 int pred_write_rundir(struct ks_pred_model *m, struct ks_rundir *rd, const char *measured,

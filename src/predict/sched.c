@@ -3,8 +3,9 @@
  * FIFO queue per pipe; among the pipes whose head can run, the head that
  * would end first runs, ties to the pipe listed first.  Runnable heads
  * wait in a binary heap keyed by (end, pipe); a blocked head waits on
- * one instruction, in that instruction's waiter list, so N instructions on
- * P pipes cost O(N log P) plus the dependency edges.
+ * one instruction, in that instruction's waiter list, and takes up its
+ * dependencies (deps.c) where it left off when that one ends, so N
+ * instructions on P pipes cost O(N log P) plus the dependency edges.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +30,8 @@ struct sched {
 	int32_t *wait_head;    /* per instruction: first pipe waiting on it */
 	int wait_next[PRED_MAX_PIPES];
 	double cand_start[PRED_MAX_PIPES];
+	uint32_t dpos[PRED_MAX_PIPES];  /* the head's next dependency to look at */
+	double dready[PRED_MAX_PIPES];  /* when those before it had ended */
 };
 
 static bool heap_less(const struct heap_ent *a, const struct heap_ent *b)
@@ -84,49 +87,89 @@ static struct heap_ent heap_pop(struct sched *s)
 static void arm(struct sched *s, int p)
 {
 	const struct ks_pred_model *m = s->m;
-	const struct pred_instr *in;
-	double ready = s->clock[p];
+	double ready;
+	uint32_t k, end;
 	int32_t id;
 
 	if (s->head[p] >= s->qstart[p + 1])
 		return;
 	id = s->queue[s->head[p]];
-	in = &m->in[id];
-	for (unsigned k = 0; k < in->nin; k++) {
-		int32_t d = m->deps[in->operand + k];
+	ready = s->dready[p];
+	end = m->dstart[id + 1];
+	for (k = s->dpos[p]; k < end; k++) {
+		int32_t d = m->dep[k].id;
 
-		if (d == PRED_NONE)
-			continue;
 		if (d == PRED_NEVER)
-			return;
+			break;
 		if (m->in[d].end < 0) {
 			s->wait_next[p] = s->wait_head[d];
 			s->wait_head[d] = p;
-			return;
+			break;
 		}
 		if (m->in[d].end > ready)
 			ready = m->in[d].end;
 	}
+	s->dpos[p] = k;
+	s->dready[p] = ready;
+	if (k < end)
+		return;
 	s->cand_start[p] = ready;
-	heap_push(s, ready + in->cost, p);
+	heap_push(s, ready + m->in[id].cost, p);
 }
 
-/* The first instruction after id that writes tensor t or an ancestor. */
-static int32_t first_writer_after(const struct ks_pred_model *m, int t, int32_t id)
+/* Pipe p's head is the next in its queue: its dependencies from the first,
+ * its start from the pipe's clock. */
+static void new_head(struct sched *s, int p)
 {
-	int32_t best = PRED_NEVER;
+	if (s->head[p] < s->qstart[p + 1])
+		s->dpos[p] = s->m->dstart[s->queue[s->head[p]]];
+	s->dready[p] = s->clock[p];
+}
 
-	for (; t >= 0; t = m->t[t].parent)
-		for (int32_t w = m->t[t].writers; w >= 0; w = m->wnext[w])
-			if (m->wid[w] > id && (best == PRED_NEVER || m->wid[w] < best))
-				best = m->wid[w];
-	return best;
+/* What blocked pipe p waits for, after "pipe P waits at #I ... ". */
+static size_t why_blocked(const struct sched *s, int p, const struct pred_dep *dp, char *msg,
+			  size_t size)
+{
+	const struct ks_pred_model *m = s->m;
+	char d2[256];
+	int n;
+
+	if (dp->kind == DEP_FLAG) {
+		const struct pred_instr *w = &m->in[dp->what];
+		const char *src = m->chip.pipes[w->flag % PRED_MAX_PIPES];
+
+		if (dp->id == PRED_NEVER)
+			n = snprintf(msg, size, " for set_flag(%s, %s, %d), which nothing sets "
+				     "(each wait_flag takes one set_flag of its pipes and event, in "
+				     "program order)", src, m->chip.pipes[p],
+				     w->flag / PRED_MAX_PIPES);
+		else
+			n = snprintf(msg, size, " for set_flag(%s, %s, %d) %s, which has not run",
+				     src, m->chip.pipes[p], w->flag / PRED_MAX_PIPES,
+				     pred_instr_desc(m, dp->id, d2, sizeof(d2)));
+	} else if (dp->id == PRED_NEVER) {
+		n = snprintf(msg, size, " for %s, which nothing writes (%s does not start ready)",
+			     pred_tensor_name(m, dp->what),
+			     m->chip.spaces[m->t[dp->what].space].name);
+	} else {
+		const char *pipe = m->chip.pipes[m->in[dp->id].pipe];
+
+		pred_instr_desc(m, dp->id, d2, sizeof(d2));
+		if (dp->kind == DEP_RAW)
+			n = snprintf(msg, size, " for %s, written by %s on %s, which has not run",
+				     pred_tensor_name(m, dp->what), d2, pipe);
+		else
+			n = snprintf(msg, size, " to write %s until %s on %s, which %s it before, "
+				     "has run; it has not", pred_tensor_name(m, dp->what), d2, pipe,
+				     dp->kind == DEP_WAR ? "reads" : "writes");
+	}
+	return n < 0 ? 0 : (size_t)n;
 }
 
 static int deadlock(struct sched *s, size_t left)
 {
 	struct ks_pred_model *m = s->m;
-	char msg[900], d1[256], d2[256];
+	char msg[900], d1[256];
 	size_t off;
 	int shown = 0;
 
@@ -134,35 +177,20 @@ static int deadlock(struct sched *s, size_t left)
 			       "cannot run;", left, left == 1 ? "" : "s");
 	for (size_t p = 0; p < s->np && off < sizeof(msg); p++) {
 		int32_t id;
-		const struct pred_instr *in;
 
 		if (s->head[p] >= s->qstart[p + 1])
 			continue;
 		id = s->queue[s->head[p]];
-		in = &m->in[id];
-		for (unsigned k = 0; k < in->nin; k++) {
-			int32_t d = m->deps[in->operand + k];
-			int t = m->operands[in->operand + k];
+		for (uint32_t k = m->dstart[id]; k < m->dstart[id + 1]; k++) {
+			const struct pred_dep *dp = &m->dep[k];
 
-			if (d == PRED_NONE || (d >= 0 && m->in[d].end >= 0))
+			if (dp->id >= 0 && m->in[dp->id].end >= 0)
 				continue;
-			if (d == PRED_NEVER)
-				off += (size_t)snprintf(msg + off, sizeof(msg) - off,
-							"%s pipe %s waits at %s for %s, which "
-							"nothing writes (%s does not start ready)",
-							shown ? ";" : "", m->chip.pipes[p],
-							pred_instr_desc(m, id, d1, sizeof(d1)),
-							pred_tensor_name(m, t),
-							m->chip.spaces[m->t[t].space].name);
-			else
-				off += (size_t)snprintf(msg + off, sizeof(msg) - off,
-							"%s pipe %s waits at %s for %s, written by "
-							"%s on %s, which has not run",
-							shown ? ";" : "", m->chip.pipes[p],
-							pred_instr_desc(m, id, d1, sizeof(d1)),
-							pred_tensor_name(m, t),
-							pred_instr_desc(m, d, d2, sizeof(d2)),
-							m->chip.pipes[m->in[d].pipe]);
+			off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s pipe %s waits at %s",
+						shown ? ";" : "", m->chip.pipes[p],
+						pred_instr_desc(m, id, d1, sizeof(d1)));
+			if (off < sizeof(msg))
+				off += why_blocked(s, (int)p, dp, msg + off, sizeof(msg) - off);
 			shown++;
 			break;
 		}
@@ -196,16 +224,9 @@ int pred_schedule(struct ks_pred_model *m)
 						: &p->c;
 		in->cost = in->bytes / 2 / pred_curve_at(c, m->footprint);
 	}
-	/* Inputs waiting for a later writer. */
-	for (size_t i = 0; i < m->ni; i++) {
-		struct pred_instr *in = &m->in[i];
-
-		for (unsigned k = 0; k < in->nin; k++)
-			if (m->deps[in->operand + k] == DEP_FORWARD)
-				m->deps[in->operand + k] =
-					first_writer_after(m, m->operands[in->operand + k],
-							   (int32_t)i);
-	}
+	/* What each instruction waits for. */
+	if ((rc = pred_deps(m)))
+		return rc;
 	/* The queues: counting sort by pipe keeps creation order. */
 	s.queue = malloc((m->ni ? m->ni : 1) * sizeof(*s.queue));
 	s.wait_head = malloc((m->ni ? m->ni : 1) * sizeof(*s.wait_head));
@@ -227,6 +248,7 @@ int pred_schedule(struct ks_pred_model *m)
 	for (size_t p = 0; p < s.np; p++) {
 		s.head[p] = s.qstart[p];
 		s.clock[p] = 0;
+		new_head(&s, (int)p);
 	}
 	for (size_t p = 0; p < s.np; p++)
 		arm(&s, (int)p);
@@ -243,6 +265,7 @@ int pred_schedule(struct ks_pred_model *m)
 		if (e.end > m->total)
 			m->total = e.end;
 		s.head[p]++;
+		new_head(&s, p);
 		done++;
 		w = s.wait_head[id];
 		s.wait_head[id] = -1;

@@ -2,8 +2,9 @@
  * ks_predict through its C API: schedules computed by hand on the test
  * chip (chips/test.json: GM->UB 2 bytes/cycle on MTE2, UB->GM 4 bytes/cycle
  * on MTE3, vadd 1 element/cycle on VECTOR), interpolation at, between,
- * below and above table entries, readiness rules, deadlocks, bad input and
- * the outputs.
+ * below and above table entries, readiness rules (read-after-write,
+ * write-after-read, write-after-write, split pieces both ways),
+ * set_flag/wait_flag, deadlocks, bad input and the outputs.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -247,6 +248,287 @@ static void test_split_readiness(void **state)
 	assert_true(run(m) == 24);
 	expect(m, i1, "MTE2", 0, 16);
 	expect(m, i0, "VECTOR", 16, 24);
+	ks_pred_model_free(m);
+}
+
+/* ---- buffer reuse: write-after-read and write-after-write ---- */
+
+/* The double-buffering model of docs/predict.md with nb buffers, 4 tiles
+ * of 8 fp16 elements: xbuf [nb * 8] and obuf [nb * 8] split into nb
+ * pieces, tile i using piece i % nb.  Costs on the test chip: a load of
+ * 16 bytes at 2 bytes/cycle is L = 8 cycles (MTE2), vadd of 8 elements V =
+ * 8 (VECTOR), a store of 16 bytes at 4 bytes/cycle S = 4 (MTE3).
+ *
+ * nb = 1: the load of tile i+1 overwrites xb[0], which vadd i reads, so it
+ * waits for vadd i to end (write-after-read); vadd i+1 overwrites ob[0],
+ * which store i reads.  ld0 [0,8] va0 [8,16] st0 [16,20]; ld1 waits for
+ * va0: [16,24]; va1 after ld1 (24) and st0 (20): [24,32]; st1 [32,36];
+ * ld2 [32,40] va2 [40,48] st2 [48,52]; ld3 [48,56] va3 [56,64] st3
+ * [64,68]: ld_i [16i, 16i+8], va_i [16i+8, 16i+16], st_i [16i+16,
+ * 16i+20], 68 cycles.  (Without the hazard every nb gave 44.)
+ *
+ * nb = 2: ld0 [0,8] ld1 [8,16]; ld2 overwrites xb[0] after va0 ends (16):
+ * [16,24]; ld3 after va1 ends (24): [24,32]; va_i after ld_i, va2 also
+ * after st0 (20), va3 after st1 (28): [8,16] [16,24] [24,32] [32,40];
+ * st_i right after va_i: [16,20] [24,28] [32,36] [40,44]: 44 cycles.  Each
+ * stage costs the same every tile, so the second buffer is enough: the
+ * waits it adds (ld2 until 16, ld3 until 24) are where MTE2 is anyway.
+ *
+ * nb = 4: no buffer is used twice; the same 44 cycles. */
+static void check_buffers(int nb, double total)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int64_t shape[1] = { 32 }, bshape[1] = { 8 * nb };
+	int x, z, xbuf, obuf, xs[4], zs[4], xb[4], ob[4], ld[4], va[4], st[4];
+
+	x = ks_pred_tensor(m, "x", "GM", "fp16", shape, 1, NULL);
+	z = ks_pred_tensor(m, "z", "GM", "fp16", shape, 1, NULL);
+	xbuf = ks_pred_tensor(m, "xbuf", "UB", "fp16", bshape, 1, NULL);
+	obuf = ks_pred_tensor(m, "obuf", "UB", "fp16", bshape, 1, NULL);
+	assert_true(x >= 0 && z >= 0 && xbuf >= 0 && obuf >= 0);
+	assert_true(ks_pred_split(m, x, 0, 4, xs) >= 0);
+	assert_true(ks_pred_split(m, z, 0, 4, zs) >= 0);
+	assert_true(ks_pred_split(m, xbuf, 0, nb, xb) >= 0);
+	assert_true(ks_pred_split(m, obuf, 0, nb, ob) >= 0);
+	for (int i = 0; i < 4; i++) {
+		ld[i] = load(m, xb[i % nb], xs[i]);
+		va[i] = instr(m, "vadd", xb[i % nb], xb[i % nb], ob[i % nb]);
+		st[i] = load(m, zs[i], ob[i % nb]);
+	}
+	assert_true(run(m) == total);
+	for (int i = 0; i < 4; i++) {
+		if (nb == 1) {
+			expect(m, ld[i], "MTE2", 16.0 * i, 16.0 * i + 8);
+			expect(m, va[i], "VECTOR", 16.0 * i + 8, 16.0 * i + 16);
+			expect(m, st[i], "MTE3", 16.0 * i + 16, 16.0 * i + 20);
+		} else {
+			expect(m, ld[i], "MTE2", 8.0 * i, 8.0 * i + 8);
+			expect(m, va[i], "VECTOR", 8.0 * i + 8, 8.0 * i + 16);
+			expect(m, st[i], "MTE3", 8.0 * i + 16, 8.0 * i + 20);
+		}
+	}
+	ks_pred_model_free(m);
+}
+
+static void test_buffer_reuse(void **state)
+{
+	(void)state;
+	check_buffers(1, 68);
+	check_buffers(2, 44);
+	check_buffers(4, 44);
+}
+
+/* Write-after-write across pipes: vadd writes o (VECTOR [16,24] after
+ * the load of a), then a load from GM writes o again on MTE2: it waits
+ * for vadd (MTE2's clock is 16; without the hazard it would run [16,24]
+ * beside vadd), [24,32]. */
+static void test_waw(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, y, a, b, o, i2, i3;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 8);
+	y = tensor(m, "y", "GM", "fp16", 8);
+	a = tensor(m, "a", "UB", "fp16", 8);
+	b = tensor(m, "b", "UB", "fp16", 8);
+	o = tensor(m, "o", "UB", "fp16", 8);
+	load(m, a, x);                        /* [0,8] */
+	load(m, b, y);                        /* [8,16] */
+	i2 = instr(m, "vadd", a, b, o);       /* [16,24] */
+	i3 = load(m, o, x);                   /* waits for #2: [24,32] */
+	assert_true(run(m) == 32);
+	expect(m, i2, "VECTOR", 16, 24);
+	expect(m, i3, "MTE2", 24, 32);
+	ks_pred_model_free(m);
+}
+
+/* ---- split pieces and their parent ---- */
+
+/* Pieces to parent.  buf [16] split into bp[0], bp[1] (8 each).  Loads
+ * into both pieces, then vadd reads buf: it waits for both (it used to
+ * deadlock: "buf, which nothing writes").  With an earlier load of all
+ * of buf [0,16], the piece loads overwrite it, [16,24] and [24,32], and
+ * vadd (16 elements: 16 cycles) waits for them: [32,48], not [16,32]. */
+static void test_split_pieces_to_parent(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, x8, y8, buf, bp[2], o, i2, i3;
+
+	(void)state;
+	x8 = tensor(m, "x8", "GM", "fp16", 8);
+	y8 = tensor(m, "y8", "GM", "fp16", 8);
+	buf = tensor(m, "buf", "UB", "fp16", 16);
+	o = tensor(m, "o", "UB", "fp16", 16);
+	assert_true(ks_pred_split(m, buf, 0, 2, bp) >= 0);
+	load(m, bp[0], x8);                          /* [0,8] */
+	load(m, bp[1], y8);                          /* [8,16] */
+	i2 = instr(m, "vadd", buf, buf, o);          /* [16,32] */
+	assert_true(run(m) == 32);
+	expect(m, i2, "VECTOR", 16, 32);
+	ks_pred_model_free(m);
+
+	m = model(TEST_CHIP);
+	x = tensor(m, "x", "GM", "fp16", 16);
+	x8 = tensor(m, "x8", "GM", "fp16", 8);
+	y8 = tensor(m, "y8", "GM", "fp16", 8);
+	buf = tensor(m, "buf", "UB", "fp16", 16);
+	o = tensor(m, "o", "UB", "fp16", 16);
+	assert_true(ks_pred_split(m, buf, 0, 2, bp) >= 0);
+	load(m, buf, x);                             /* 32 bytes: [0,16] */
+	load(m, bp[0], x8);                          /* [16,24] */
+	i2 = load(m, bp[1], y8);                     /* [24,32] */
+	i3 = instr(m, "vadd", buf, buf, o);          /* [32,48] */
+	assert_true(run(m) == 48);
+	expect(m, i2, "MTE2", 24, 32);
+	expect(m, i3, "VECTOR", 32, 48);
+	ks_pred_model_free(m);
+
+	/* One piece only, in UB: the other half is never written. */
+	m = model(TEST_CHIP);
+	x8 = tensor(m, "x8", "GM", "fp16", 8);
+	buf = tensor(m, "buf", "UB", "fp16", 16);
+	o = tensor(m, "o", "UB", "fp16", 16);
+	assert_true(ks_pred_split(m, buf, 0, 2, bp) >= 0);
+	load(m, bp[0], x8);
+	instr(m, "vadd", buf, buf, o);
+	assert_int_equal(ks_pred_run(m, NULL), -EDEADLK);
+	assert_non_null(strstr(ks_pred_error(m), "for buf, which nothing writes"));
+	ks_pred_model_free(m);
+}
+
+/* Parent to pieces.  A load of buf [0,16]; vadd reads bp[1] [16,24]; a
+ * second load of buf must not overwrite bp[1] before that vadd has read
+ * it (write-after-read through the parent): [24,40], not [16,32]; vadd
+ * on bp[0] reads the second load's data: [40,48].  Then a load into
+ * bp[0] after a vadd that reads all of buf waits for it: buf's readers
+ * are bp[0]'s too. */
+static void test_split_parent_to_pieces(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, y, x8, buf, bp[2], o8, o16, i1, i2, i3;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 16);
+	y = tensor(m, "y", "GM", "fp16", 16);
+	buf = tensor(m, "buf", "UB", "fp16", 16);
+	o8 = tensor(m, "o8", "UB", "fp16", 8);
+	assert_true(ks_pred_split(m, buf, 0, 2, bp) >= 0);
+	load(m, buf, x);                             /* [0,16] */
+	i1 = instr(m, "vadd", bp[1], bp[1], o8);     /* [16,24] */
+	i2 = load(m, buf, y);                        /* [24,40] */
+	i3 = instr(m, "vadd", bp[0], bp[0], o8);     /* [40,48] */
+	assert_true(run(m) == 48);
+	expect(m, i1, "VECTOR", 16, 24);
+	expect(m, i2, "MTE2", 24, 40);
+	expect(m, i3, "VECTOR", 40, 48);
+	ks_pred_model_free(m);
+
+	m = model(TEST_CHIP);
+	x = tensor(m, "x", "GM", "fp16", 16);
+	x8 = tensor(m, "x8", "GM", "fp16", 8);
+	buf = tensor(m, "buf", "UB", "fp16", 16);
+	o16 = tensor(m, "o16", "UB", "fp16", 16);
+	assert_true(ks_pred_split(m, buf, 0, 2, bp) >= 0);
+	load(m, buf, x);                             /* [0,16] */
+	i1 = instr(m, "vadd", buf, buf, o16);        /* [16,32] */
+	i2 = load(m, bp[0], x8);                     /* [32,40], not [16,24] */
+	assert_true(run(m) == 40);
+	expect(m, i1, "VECTOR", 16, 32);
+	expect(m, i2, "MTE2", 32, 40);
+	ks_pred_model_free(m);
+}
+
+/* ---- set_flag / wait_flag ---- */
+
+/* Builds a model from .kpp text on the test chip and runs it; rc gets
+ * ks_pred_run's result. */
+static struct ks_pred_model *kpp_model(const char *text, int *rc)
+{
+	char *dir = ks_test_tmpdir(), path[4400], err[1024];
+	struct ks_pred_model *m;
+
+	snprintf(path, sizeof(path), "%s/m.kpp", dir);
+	ks_test_write_file(path, text, 0644);
+	m = ks_pred_parse_file(path, TEST_CHIP, NULL, NULL, 0, 0, err, sizeof(err));
+	if (!m)
+		fail_msg("%s", err);
+	*rc = ks_pred_run(m, NULL);
+	ks_test_rmtree(dir);
+	free(dir);
+	return m;
+}
+
+/* A wait before its set in program order; two events; the k-th wait of
+ * an event takes its k-th set.  MTE2: #0 load [0,8], #1 set e0 at 8, #2
+ * load [8,16], #3 set e1 at 16.  SCALAR (2 cycles an operation): #4 waits
+ * for e1 [16,16], #5 scalar 3 [16,22], #6 waits for e0 (set at 8) [22,22],
+ * #7 scalar 1 [22,24].  VECTOR: #8 waits for e0's second set (#11, after
+ * #10's load [16,24]) [24,24], #9 vadd [24,32] (its input u was ready at
+ * 8). */
+static void test_flags(void **state)
+{
+	struct ks_pred_model *m;
+	int rc;
+
+	(void)state;
+	m = kpp_model("tensor x GM fp16 [8]\n"
+		      "tensor u UB fp16 [8]\n"
+		      "tensor w UB fp16 [8]\n"
+		      "tensor q UB fp16 [8]\n"
+		      "tensor o UB fp16 [8]\n"
+		      "load x -> u\n"
+		      "set_flag MTE2 SCALAR 0\n"
+		      "load x -> w\n"
+		      "set_flag MTE2 SCALAR 1\n"
+		      "wait_flag MTE2 SCALAR 1\n"
+		      "scalar 3\n"
+		      "wait_flag MTE2 SCALAR 0\n"
+		      "scalar 1\n"
+		      "wait_flag MTE2 VECTOR 0\n"
+		      "vadd u u -> o\n"
+		      "load x -> q\n"
+		      "set_flag MTE2 VECTOR 0\n", &rc);
+	if (rc)
+		fail_msg("%s", ks_pred_error(m));
+	expect(m, 1, "MTE2", 8, 8);
+	expect(m, 3, "MTE2", 16, 16);
+	expect(m, 4, "SCALAR", 16, 16);
+	expect(m, 5, "SCALAR", 16, 22);
+	expect(m, 6, "SCALAR", 22, 22);
+	expect(m, 7, "SCALAR", 22, 24);
+	expect(m, 8, "VECTOR", 24, 24);
+	expect(m, 9, "VECTOR", 24, 32);
+	expect(m, 10, "MTE2", 16, 24);
+	expect(m, 11, "MTE2", 24, 24);
+	ks_pred_model_free(m);
+
+	/* A wait whose set is missing: a deadlock that names the flag. */
+	m = kpp_model("tensor x GM fp16 [8]\n"
+		      "tensor u UB fp16 [8]\n"
+		      "load x -> u\n"
+		      "set_flag MTE2 VECTOR 5\n"
+		      "wait_flag MTE2 VECTOR 5\n"
+		      "wait_flag MTE2 VECTOR 5\n", &rc);
+	assert_int_equal(rc, -EDEADLK);
+	assert_non_null(strstr(ks_pred_error(m), "the model deadlocks: 1 instruction cannot "
+					       "run; pipe VECTOR waits at #3 wait_flag"));
+	assert_non_null(strstr(ks_pred_error(m), "m.kpp:6:1) for set_flag(MTE2, VECTOR, 5), "
+					       "which nothing sets"));
+	ks_pred_model_free(m);
+
+	/* A wait on the pipe that sets, before the set: it waits forever. */
+	m = kpp_model("wait_flag VECTOR VECTOR 0\n"
+		      "set_flag VECTOR VECTOR 0\n", &rc);
+	assert_int_equal(rc, -EDEADLK);
+	assert_non_null(strstr(ks_pred_error(m), "for set_flag(VECTOR, VECTOR, 0) #1 set_flag"));
+	ks_pred_model_free(m);
+
+	/* A set nothing waits for: a warning. */
+	m = kpp_model("set_flag MTE3 VECTOR 2\n", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(ks_pred_warnings(m), "set_flag(MTE3, VECTOR, 2) is set 1 time "
+						  "but waited for 0 times"));
 	ks_pred_model_free(m);
 }
 
@@ -524,6 +806,11 @@ int main(void)
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_ties),
 		cmocka_unit_test(test_split_readiness),
+		cmocka_unit_test(test_buffer_reuse),
+		cmocka_unit_test(test_waw),
+		cmocka_unit_test(test_split_pieces_to_parent),
+		cmocka_unit_test(test_split_parent_to_pieces),
+		cmocka_unit_test(test_flags),
 		cmocka_unit_test(test_interpolation),
 		cmocka_unit_test(test_path_interpolation),
 		cmocka_unit_test(test_footprint),
