@@ -119,6 +119,16 @@ int ks_pred_instr(struct ks_pred_model *m, const char *name, const int *inputs,
 int ks_pred_scalar(struct ks_pred_model *m, int64_t count, const int *inputs,
 		   int ninputs, const int *outputs, int noutputs);
 
+/* Explicit synchronisation between pipes, as msKPP's set_flag and
+ * wait_flag (docs/predict.md): ks_pred_set_flag issues, on pipe src, a
+ * set of event (0 to 65535) for pipe dst, which happens when src's
+ * instructions before it have finished; ks_pred_wait_flag issues, on pipe
+ * dst, a wait that starts no earlier than its set (the k-th wait of a
+ * (src, dst, event) takes its k-th set).  Neither takes time.  Pipes are
+ * the chip's names, in any case.  Returns the instruction's id. */
+int ks_pred_set_flag(struct ks_pred_model *m, const char *src, const char *dst, int event);
+int ks_pred_wait_flag(struct ks_pred_model *m, const char *src, const char *dst, int event);
+
 /* A user-defined instruction, usable by name in ks_pred_instr from then
  * on, without recompiling kscope.  pipe is one of the chip's pipes.  Its
  * cost is either

@@ -947,6 +947,16 @@ int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *ds
 	return rc;
 }
 
+int ks_pred_set_flag(struct ks_pred_model *m, const char *src, const char *dst, int event)
+{
+	return pred_flag(m, true, src, dst, event);
+}
+
+int ks_pred_wait_flag(struct ks_pred_model *m, const char *src, const char *dst, int event)
+{
+	return pred_flag(m, false, src, dst, event);
+}
+
 int ks_pred_register(struct ks_pred_model *m, const char *name, const char *pipe,
 		     const char *formula, const double *sizes, const double *throughputs,
 		     size_t n, double ops_per_element)

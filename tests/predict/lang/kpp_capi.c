@@ -5,7 +5,7 @@
  * Prints the schedule as kpp_driver --schedule does.
  *
  *   kpp_capi CHIP MODEL      (MODEL: two_pipes, double_buffer, mmad,
- *                             registered, tiled_add)
+ *                             registered, tiled_add, flags)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,12 +159,32 @@ static void tiled_add(void)
 	}
 }
 
+static void flags(void)
+{
+	const int64_t n = 4096;
+	int x = tensor("x", "GM", "fp16", n, 0, NULL);
+	int y = tensor("y", "GM", "fp16", n, 0, NULL);
+	int z = tensor("z", "GM", "fp16", n, 0, NULL);
+	int xu = tensor("xu", "UB", "fp16", n, 0, NULL);
+	int yu = tensor("yu", "UB", "fp16", n, 0, NULL);
+
+	load(xu, x);
+	OK(ks_pred_set_flag(M, "MTE2", "VECTOR", 0));
+	OK(ks_pred_wait_flag(M, "MTE2", "VECTOR", 0));
+	instr("vexp", xu, -1, yu);
+	OK(ks_pred_wait_flag(M, "MTE3", "VECTOR", 1));
+	instr("vabs", yu, -1, xu);
+	load(y, yu);
+	OK(ks_pred_set_flag(M, "MTE3", "VECTOR", 1));
+	load(z, xu);
+}
+
 static const struct {
 	const char *name;
 	void (*build)(void);
 } models[] = {
 	{ "two_pipes", two_pipes }, { "double_buffer", double_buffer }, { "mmad", mmad },
-	{ "registered", registered }, { "tiled_add", tiled_add },
+	{ "registered", registered }, { "tiled_add", tiled_add }, { "flags", flags },
 };
 
 int main(int argc, char **argv)

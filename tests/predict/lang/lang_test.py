@@ -51,7 +51,7 @@ from kstest import Failure, check  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 CHIPS = os.path.join(HERE, "chips")
-MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add"]
+MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add", "flags"]
 
 
 def scratch():
@@ -573,6 +573,20 @@ def py_tiled_add(P):
         yu.load(ys[i])
         P.vadd(xu, yu, zu)
         zs[i].load(zu)
+
+
+def py_flags(P):
+    x, y, z = (P.Tensor("GM", "FP16", [4096]) for _ in range(3))
+    xu, yu = P.Tensor("UB", "FP16", [4096]), P.Tensor("UB", "FP16", [4096])
+    xu.load(x)
+    P.set_flag("MTE2", "VECTOR", 0)
+    P.wait_flag("MTE2", "VECTOR", 0)
+    P.vexp(xu, yu)
+    P.wait_flag("MTE3", "VECTOR", 1)
+    P.vabs(yu, xu)
+    y.load(yu)
+    P.set_flag("MTE3", "VECTOR", 1)
+    z.load(xu)
 
 
 def python_model(chip, name):

@@ -37,7 +37,7 @@ __all__ = [
     "PredictError", "Chip", "Tensor", "Slice", "Instruction",
     "vadd", "vsub", "vmul", "vdiv", "vmax", "vmin",
     "vexp", "vln", "vabs", "vrelu", "vconv", "vreduce_sum", "vreduce_max",
-    "mmad", "scalar", "instr", "register", "library_path",
+    "mmad", "scalar", "instr", "register", "set_flag", "wait_flag", "library_path",
 ]
 
 _LIBNAME = "libkscope-predict.so"
@@ -114,6 +114,8 @@ def _library():
             "ks_pred_slice": (i, [p, i, ctypes.POINTER(_CSlice)]),
             "ks_pred_write": (i, [p, c, c]),
             "ks_pred_set_outputs": (i, [p, ctypes.c_uint]),
+            "ks_pred_set_flag": (i, [p, c, c, i]),
+            "ks_pred_wait_flag": (i, [p, c, c, i]),
         }
         for name, (res, args) in sigs.items():
             try:
@@ -601,6 +603,29 @@ def scalar(count, inputs=(), outputs=()):
     outputs (lists of tensors); returns its id."""
     count = _int64(count, "the scalar count")
     return _issue("scalar", list(inputs), list(outputs), count=count)
+
+
+def _flag(what, src, dst, event_id):
+    chip = _current(f"{what}()")
+    event = _int(event_id, "the event id")
+    where = chip._locate()
+    fn = chip._lib.ks_pred_set_flag if what == "set_flag" else chip._lib.ks_pred_wait_flag
+    return chip._check(where, fn(chip._model(), _enc(src, "the source pipe"),
+                                 _enc(dst, "the destination pipe"), event))
+
+
+def set_flag(pipe_src, pipe_dst, event_id):
+    """As msKPP's set_flag: on pipe_src, when its instructions before
+    this one have finished, signals event_id (0 to 65535) to pipe_dst;
+    takes no time.  Returns its id."""
+    return _flag("set_flag", pipe_src, pipe_dst, event_id)
+
+
+def wait_flag(pipe_src, pipe_dst, event_id):
+    """As msKPP's wait_flag: on pipe_dst, blocks that pipe until the
+    matching set_flag (the k-th wait of a (src, dst, event) takes its
+    k-th set); takes no time.  Returns its id."""
+    return _flag("wait_flag", pipe_src, pipe_dst, event_id)
 
 
 def register(name, pipe, formula=None, table=None, ops=0.0, ninputs=None, noutputs=1):
