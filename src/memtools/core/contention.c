@@ -19,6 +19,8 @@ _Static_assert(sizeof(void *) != 8 || sizeof(struct ks_mt_smu) == 24,
 	       "contention SMU is 24 bytes on 64-bit hosts");
 _Static_assert(sizeof(void *) != 8 || sizeof(struct ks_mt_smu_fs) == 64,
 	       "falseshare SMU is one cache line on 64-bit hosts");
+_Static_assert(offsetof(struct ks_mt_smu, own) == 0,
+	       "the ownership word starts the SMU (ks_mt_own_find)");
 _Static_assert(KS_MT_NFIELDS * sizeof(uint64_t) <= 64,
 	       "a thread's counters fit its 64-byte block");
 _Static_assert(KS_MT_MAX_THREADS <= (1u << 12),
@@ -556,6 +558,15 @@ const uint64_t *ks_mt_own_word(const struct ks_mt *m, uintptr_t addr)
 		return NULL;
 	return &((const struct ks_mt_smu *)(const void *)(ch + (line & m->lc_mask) *
 							   m->smu_size))->own;
+}
+
+void ks_mt_own_map(const struct ks_mt *m, struct ks_mt_own_map *map)
+{
+	map->l1 = (void *const *)m->tab.l1;
+	map->l1_n = m->tab.l1_n;
+	map->lc_shift = m->lc_shift;
+	map->lc_mask = m->lc_mask;
+	map->smu_size = m->smu_size;
 }
 
 void ks_mt_add_quiet(struct ks_mt *m, unsigned tid, uintptr_t addr, bool write,

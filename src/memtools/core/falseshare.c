@@ -19,13 +19,25 @@
 /* Per-line detail                                                     */
 /* ------------------------------------------------------------------ */
 
-/* Doubles one of the detail's arrays; the allocator has no realloc.
- * Returns the new array or NULL (the old one is then kept). */
+/* Grows one of the detail's arrays (the allocator has no realloc) to as
+ * many entries as fit the next power of two of bytes: allocators serve
+ * small blocks from power-of-two size classes (the compiled front end's
+ * does), so doubling the entries of a 40-byte entry would leave up to
+ * half of each block unused -- on a line every thread reads from several
+ * instructions (a shared matrix: 20 to 30 entries), the most memory the
+ * analysis takes.  Returns the new array or NULL (the old one is then
+ * kept). */
 static void *grow(struct ks_mt *m, void *old, unsigned n, unsigned *cap,
 		  size_t elem)
 {
-	unsigned ncap = *cap ? *cap * 2 : 4;
-	unsigned char *nw = ks_mt_mem_zalloc(&m->alloc, &m->bytes, ncap * elem);
+	size_t bytes = 128;
+	unsigned ncap;
+	unsigned char *nw;
+
+	while (bytes < (*cap + 1) * elem || bytes < 4 * elem)
+		bytes *= 2;
+	ncap = (unsigned)(bytes / elem);
+	nw = ks_mt_mem_zalloc(&m->alloc, &m->bytes, ncap * elem);
 	const unsigned char *o = old;
 	size_t i;
 

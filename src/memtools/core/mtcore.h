@@ -160,6 +160,38 @@ bool ks_mt_quiet(const struct ks_mt *m, unsigned tid, uintptr_t addr, bool write
  * while its bit is set, alone for a write while the word equals its bit
  * (tid < 63 only). */
 const uint64_t *ks_mt_own_word(const struct ks_mt *m, uintptr_t addr);
+/* The same lookup without a call, for a front-end's inline fast path:
+ * ks_mt_own_map fills a copy of where the direct range's shadow is (valid
+ * until ks_mt_fini; the direct table never moves), and ks_mt_own_find
+ * gives the ownership word of a line below 2^direct_bits whose chunk
+ * exists, else NULL (then ks_mt_own_word or ks_mt_access decide).  Two
+ * dependent loads: the chunk pointer (one per 256 KiB of client address,
+ * so it stays in cache) and the word, at the start of the line's SMU --
+ * neighbouring lines have neighbouring SMUs, so a thread streaming
+ * through memory streams through its shadow. */
+struct ks_mt_own_map {
+	void *const *l1;       /* chunk pointers, NULL = absent */
+	uintptr_t l1_n;        /* chunk indexes below this are direct */
+	unsigned lc_shift;     /* log2 lines per chunk */
+	uintptr_t lc_mask;     /* lines per chunk - 1 */
+	size_t smu_size;       /* bytes per SMU */
+};
+void ks_mt_own_map(const struct ks_mt *m, struct ks_mt_own_map *map);
+
+static inline const uint64_t *ks_mt_own_find(const struct ks_mt_own_map *map,
+					     uintptr_t line)
+{
+	uintptr_t cidx = line >> map->lc_shift;
+	const unsigned char *ch;
+
+	if (cidx >= map->l1_n)
+		return NULL;
+	ch = (const unsigned char *)__atomic_load_n(&map->l1[cidx], __ATOMIC_ACQUIRE);
+	if (!ch)
+		return NULL;
+	return (const uint64_t *)(const void *)(ch + (line & map->lc_mask) * map->smu_size);
+}
+
 /* Credits n such accesses within addr's line to tid, the site (may be
  * NULL) and, with falseshare, the line, where they touched the words in
  * `words` (bit w: word w, see ks_mt_word_size): the same result as n

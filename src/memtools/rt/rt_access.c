@@ -6,9 +6,9 @@
  * writer), the interned stacks (contexts) made from the shadow call
  * stack, and the quiet cache's entries: an access that the core says
  * changes nothing but counts (ks_mt_quiet) leaves an entry that the next
- * accesses of the same instruction to the same line hit inline
- * (rt_access in rt_int.h) for as long as the line's ownership word says
- * the thread still holds it.  Their counts are credited to the core
+ * accesses of the same instruction to the same line (for contention, to
+ * any line) hit inline (rt_access in rt_int.h) for as long as the line's
+ * ownership word says the thread still holds it.  Their counts are credited to the core
  * under the line's lock when the entry is replaced or the thread ends;
  * the misses and invalidations all happen here, under the lock, in the
  * order the threads took it.
@@ -141,9 +141,10 @@ static bool sites_grow(struct rt_thread *t)
 	return true;
 }
 
-/* The thread's site at pc, made if new (only its thread looks at its
- * map, so no lock); NULL out of memory. */
-static struct rt_site *site_get(struct rt_thread *t, uintptr_t pc)
+/* The thread's site at pc, or NULL.  Only t's thread adds to its map;
+ * another thread may look (crediting t's quiet cache at the end, when t
+ * holds still). */
+static struct rt_site *site_find(struct rt_thread *t, uintptr_t pc)
 {
 	struct rt_site *s;
 	size_t j;
@@ -153,6 +154,18 @@ static struct rt_site *site_get(struct rt_thread *t, uintptr_t pc)
 			if (s->pc == pc)
 				return s;
 	}
+	return NULL;
+}
+
+/* The thread's site at pc, made if new (only its thread looks at its
+ * map, so no lock); NULL out of memory. */
+static struct rt_site *site_get(struct rt_thread *t, uintptr_t pc)
+{
+	struct rt_site *s = site_find(t, pc);
+	size_t j;
+
+	if (s)
+		return s;
 	if ((t->sn + 1) * 2 > t->scap && !sites_grow(t))
 		return NULL;
 	s = rt_zalloc(sizeof(*s));
@@ -318,27 +331,49 @@ static void pend_add(struct rt_thread *t, uintptr_t line, uintptr_t pc, uint32_t
 void rt_qent_credit(struct rt_thread *t, struct rt_qent *e)
 {
 	uint64_t n = e->n;
+	struct rt_site *s;
 
 	e->n = 0;
-	if (!n || e->key == RT_QNONE)
+	/* An entry is made after its site, which lives as long as the
+	 * process: found. */
+	if (!n || e->pc == RT_QNONE || !(s = site_find(t, e->pc)))
 		return;
 	if (!rt.falseshare) {
 		/* Contention's quiet counts are the thread's and its site's
-		 * own: straight to the core, no lock, no log. */
+		 * own (no line: the key has none): straight to the core, no
+		 * lock, no log. */
 		t->crediting = true;
-		ks_mt_add_quiet(rt.mt, t->tid, (e->key >> 1) << rt.line_shift, e->key & 1,
-				&e->site->s, n, 0);
+		ks_mt_add_quiet(rt.mt, t->tid, 0, e->key & 1, &s->s, n, 0);
 		t->crediting = false;
 		return;
 	}
-	pend_add(t, e->key >> 1, e->pc, e->key & 1, e->site, n, e->words);
+	pend_add(t, e->key >> 1, e->pc, e->key & 1, s, n, e->words);
 }
 
-/* Doubles t's quiet cache (entries that collide in the new one go to
- * the pending table).  The old table is not given back: a signal handler
- * on the thread, or the thread finishing the process, may still be
- * reading it; the tables a thread ever had add up to less than twice its
- * last one. */
+/* Puts entry x (not in the table) into set e of table q: the set's
+ * first way, the first way's entry moving to the second, whose entry, if
+ * any, is credited (most recently made first; a hit in either way is a
+ * hit).  Whether an entry was replaced. */
+static bool qset_put(struct rt_thread *t, struct rt_qent *e, const struct rt_qent *x)
+{
+	bool replaced = false;
+
+	if (e[0].pc != RT_QNONE) {
+		if (e[1].pc != RT_QNONE) {
+			rt_qent_credit(t, &e[1]);
+			replaced = true;
+		}
+		e[1] = e[0];
+	}
+	e[0] = *x;
+	return replaced;
+}
+
+/* Doubles t's quiet cache (entries that do not fit in the new one have
+ * their counts credited).  The old table is not given back: a signal
+ * handler on the thread, or the thread finishing the process, may still
+ * be reading it; the tables a thread ever had add up to less than twice
+ * its last one. */
 static void qent_grow(struct rt_thread *t)
 {
 	static size_t grown; /* bytes of the tables grown so far, all threads */
@@ -351,46 +386,46 @@ static void qent_grow(struct rt_thread *t)
 	    __atomic_add_fetch(&grown, bytes, __ATOMIC_RELAXED) > RT_QBYTES_MAX ||
 	    !(n = rt_zalloc(bytes)))
 		return;
-	for (uintptr_t i = 0; i <= omask; i++) {
-		struct rt_qent *d;
-
-		if (o[i].key == RT_QNONE)
-			continue;
-		d = &n[rt_qslot(o[i].key, o[i].pc, nmask)];
-		if (d->key != RT_QNONE)
-			rt_qent_credit(t, d);
-		*d = o[i];
-	}
+	/* Second ways first, so that first ways stay first. */
+	for (unsigned way = 2; way-- > 0;)
+		for (uintptr_t i = way; i <= omask; i += 2)
+			if (o[i].pc != RT_QNONE)
+				qset_put(t, &n[rt_qslot(o[i].key, o[i].pc, nmask)], &o[i]);
 	t->own_q = n;
 	if (t->q == o)
 		__atomic_store_n(&t->q, n, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->qmask, nmask, __ATOMIC_RELEASE);
 }
 
-/* Puts the entry of (line, write, site) into t's table, made anew if
- * the slot holds another (which goes to the pending log): n accesses
- * taken, touching words. */
+/* Puts the entry of (line, write, site) -- (write, site) for
+ * contention -- into t's table, made anew if its set holds neither way
+ * (an entry replaced has its counts credited): n accesses taken,
+ * touching words.  The site exists (site_get). */
 static void qent_install(struct rt_thread *t, uintptr_t line, uintptr_t pc, bool write,
-			 const uint64_t *own, struct rt_site *s, uint64_t n, uint64_t words)
+			 uint64_t n, uint64_t words)
 {
-	uintptr_t key = rt_qkey(line, write);
-	struct rt_qent *e = &t->own_q[rt_qslot(key, pc, t->qmask)];
+	uintptr_t key = rt_qkey(rt.falseshare ? line : 0, write);
+	struct rt_qent *e = &t->own_q[rt_qslot(key, pc, t->qmask)], x;
 
-	if (e->key != key || e->pc != pc) {
-		if (e->key != RT_QNONE && ++t->qevict > t->qmask && t->qmask + 1 < RT_QN_MAX) {
-			qent_grow(t);
-			e = &t->own_q[rt_qslot(key, pc, t->qmask)];
-		}
-		if (e->key != key || e->pc != pc) {
-			rt_qent_credit(t, e);
-			e->key = key;
-			e->pc = pc;
-			e->n = 0;
-			e->words = 0;
+	if (e[0].key != key || e[0].pc != pc) {
+		if (e[1].key == key && e[1].pc == pc) {
+			e++;
+		} else {
+			x.key = key;
+			x.pc = pc;
+			x.n = 0;
+			x.words = 0;
+			if (qset_put(t, e, &x) && ++t->qevict > t->qmask &&
+			    t->qmask + 1 < RT_QN_MAX) {
+				/* As many replaced as there are entries: a
+				 * working set larger than the table. */
+				qent_grow(t);
+				e = &t->own_q[rt_qslot(key, pc, t->qmask)];
+				if (e[0].key != key || e[0].pc != pc)
+					e++;
+			}
 		}
 	}
-	e->own = own;
-	e->site = s;
 	e->n += n;
 	e->words |= words;
 }
@@ -404,7 +439,7 @@ static void record(struct rt_thread *t, uintptr_t a, unsigned size, bool write,
 	struct rt_site *s = site_get(t, pc);
 	uintptr_t line = a >> rt.line_shift, lline = (a + size - 1) >> rt.line_shift;
 	unsigned i1 = rt_lock_index(line), i2 = rt_lock_index(lline), ev;
-	const uint64_t *own = NULL;
+	bool quiet = false;
 
 	if (!s)
 		return;
@@ -424,14 +459,14 @@ static void record(struct rt_thread *t, uintptr_t a, unsigned size, bool write,
 	ev = ks_mt_access(rt.mt, t->tid, a, size, write, &s->s);
 	if (cache && line == lline && rt.min_write && t->q == t->own_q && t->bit &&
 	    ks_mt_quiet(rt.mt, t->tid, a, write))
-		own = ks_mt_own_word(rt.mt, a);
+		quiet = true;
 	if (i2 != i1)
 		rt_lock_give(&rt_line_locks[i2].l);
 	rt_lock_give(&rt_line_locks[i1].l);
 	if (ev & (KS_MT_EV_MISS | KS_MT_EV_INVAL))
 		charge(a, ev);
-	if (own)
-		qent_install(t, line, pc, write, own, s, 0, 0);
+	if (quiet)
+		qent_install(t, line, pc, write, 0, 0);
 }
 
 /* What signal handlers did while this thread was inside the runtime:
@@ -481,14 +516,14 @@ static bool medium(struct rt_thread *t, uintptr_t a, unsigned size, bool write, 
 	uint64_t o;
 
 	if (!rt.min_write || !t->bit || t->q != t->own_q || off + size > rt.line_size ||
-	    (a >> RT_DIRECT_BITS) || !(own = ks_mt_own_word(rt.mt, a)))
+	    !(own = ks_mt_own_find(&rt.own_map, line)))
 		return false;
 	o = __atomic_load_n(own, __ATOMIC_RELAXED);
 	if (write ? o != t->bit : !(o & t->bit))
 		return false;
 	if (!(s = site_get(t, pc)))
 		return false;
-	qent_install(t, line, pc, write, own, s, 1, rt.falseshare ? rt_words(off, size) : 0);
+	qent_install(t, line, pc, write, 1, rt.falseshare ? rt_words(off, size) : 0);
 	return true;
 }
 
@@ -520,3 +555,4 @@ void rt_access_range(uintptr_t a, size_t size, bool write, uintptr_t pc)
 	}
 	leave(t);
 }
+

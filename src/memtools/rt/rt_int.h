@@ -128,6 +128,8 @@ struct rt_state {
 	bool finished;             /* the process's findings are written */
 	bool segment_open;         /* a start record without its end record */
 	struct ks_mt *mt;          /* the analysis core, once active */
+	struct ks_mt_own_map own_map; /* where the core's ownership words are
+					 (rt_access), once active */
 	pid_t pid, ppid;
 	char *exe;                 /* /proc/self/exe */
 	char **argv;               /* /proc/self/cmdline, internal memory */
@@ -164,40 +166,52 @@ struct rt_stack {
 	uintptr_t pc[RT_STACK_N];
 };
 
-/* The quiet cache: per thread, (line, read or write, site) entries that
- * the analysis said the thread may access again with nothing changing
- * but counts, as long as the line's ownership word says it still holds
- * the line (ks_mt_own_word).  A hit costs a table entry, one load of the
- * shared word and two stores into the thread's own memory; the counts go
- * to the pending log when the entry is replaced, and from there to the
- * core.  The table starts at RT_QN_MIN entries and doubles, up to
- * RT_QN_MAX (and RT_QBYTES_MAX for all threads), each time the thread has
- * replaced as many entries as it has: a thread that keeps coming back to a working set larger than its
- * table (a matrix tile, an unrolled loop's many instructions on the same
- * lines) gets one that holds it. */
+/* The quiet cache: per thread, entries that the analysis said the thread
+ * may repeat with nothing changing but counts, as long as the line's
+ * ownership word says it still holds the line (ks_mt_own_word): found
+ * inline from the address through the core's own map
+ * (ks_mt_own_find), not kept in the entry, so that the word's load does
+ * not wait for the entry's.  Contention's counts are the thread's and the
+ * site's alone, so its entries are (site, read or write): one per access
+ * instruction, whatever lines it touches, a table that stays small and in
+ * cache.  Falseshare also needs each line's words and, on a shared line,
+ * the counts of each (thread, site): its entries are (line, read or
+ * write, site), in slots chosen so that one instruction's successive
+ * lines sit in successive slots (a thread streaming through memory walks
+ * its table in order instead of missing the cache and the TLB at every
+ * line).  The table is made of sets of two entries (one cache line):
+ * a new entry takes a set's first way and pushes the first way's entry
+ * to the second, so two entries that meet in one set (two sites
+ * streaming in step) both stay.  A hit costs the set, two loads for the
+ * shared word and two stores into the thread's own memory; the counts go to the core (for
+ * falseshare through the pending log) when the entry is replaced.  The
+ * table starts at RT_QN_MIN entries and doubles, up to RT_QN_MAX (and
+ * RT_QBYTES_MAX for all threads), each time the thread has replaced as
+ * many entries as it has: a thread that keeps coming back to a working set
+ * larger than its table (a matrix tile, an unrolled loop's many
+ * instructions on the same lines) gets one that holds it. */
 #define RT_QN_MIN 2048u
 #define RT_QN_MAX 262144u
 /* All threads' tables together grow no further than this: a program of
- * many threads that each sweep large data must not pay 16 MiB a thread. */
+ * many threads that each sweep large data must not pay 8 MiB a thread. */
 #define RT_QBYTES_MAX ((size_t)256 << 20)
-/* An empty entry: key 0 (line 0, addresses 0 to 63, which no program
- * reads).  So a fresh table is zero memory, whose pages cost nothing
- * until a thread's accesses spread over them. */
+/* An empty entry: pc 0, which no instruction has.  So a fresh table is
+ * zero memory, whose pages cost nothing until a thread's accesses spread
+ * over them. */
 #define RT_QNONE 0
 
 struct rt_site;
 
-/* One cache line. */
+/* Half a cache line: a set is two. */
 struct rt_qent {
-	uintptr_t key;             /* line << 1 | write; RT_QNONE: empty */
-	uintptr_t pc;              /* the site */
-	const uint64_t *own;       /* the line's ownership word */
+	uintptr_t key;             /* rt_qkey */
+	uintptr_t pc;              /* the site; RT_QNONE: empty */
 	uint64_t n;                /* accesses taken, not yet credited */
 	uint64_t words;            /* words they touched (falseshare) */
-	struct rt_site *site;
-	uint64_t unused[2];
 };
 
+/* An entry's key: the line (falseshare; 0 for contention, whose entries
+ * are per site) and whether it writes. */
 static inline uintptr_t rt_qkey(uintptr_t line, bool write)
 {
 	return line << 1 | (uintptr_t)write;
@@ -226,7 +240,8 @@ struct rt_pend {
 struct rt_thread {
 	struct rt_qent *q;         /* qmask + 1 entries, or rt_q_none */
 	struct rt_qent *own_q;     /* the thread's table (q unless diverted) */
-	uintptr_t qmask;           /* slots - 1; read before q (growth) */
+	uintptr_t qmask;           /* slots - 1 (sets of 2); read before q
+				      (growth) */
 	uint64_t qevict;           /* entries replaced since the last growth */
 	struct rt_stack *stk;      /* the current shadow stack (a fiber's) */
 	uint64_t bit;              /* 1 << tid for tid < 63, else 0 */
@@ -306,8 +321,8 @@ void rt_access_slow(struct rt_thread *t, uintptr_t a, unsigned size, bool write,
 		    uintptr_t pc);
 /* An access of any size, one call per line it covers, never cached. */
 void rt_access_range(uintptr_t a, size_t size, bool write, uintptr_t pc);
-/* Moves one quiet entry's counts into its thread's pending table and
- * empties it. */
+/* Moves one quiet entry's counts into its thread's pending table (or,
+ * for contention, to the core) and zeroes them. */
 void rt_qent_credit(struct rt_thread *t, struct rt_qent *e);
 
 /* Hands t's pending counts to the core and empties the log (t may be
@@ -329,27 +344,39 @@ static inline uint64_t rt_words(uintptr_t off, unsigned size)
 	return (~UINT64_C(0) >> (63 - b)) & (~UINT64_C(0) << a);
 }
 
+/* The first slot of (key, pc)'s set: a hash of the site and of the
+ * key's run of RT_QRUN keys (32 lines: 2 KiB of data, 4 KiB of table),
+ * plus the key's place in its run, so that a site's entries for successive lines are
+ * neighbours (the read and the write entry of one line too) while runs
+ * land anywhere (whole windows of two sites streaming in step never
+ * overlap systematically).  Contention's keys are 0 and 1: a slot per
+ * site, and its neighbour. */
+#define RT_QRUN 64u
 static inline uintptr_t rt_qslot(uintptr_t key, uintptr_t pc, uintptr_t mask)
 {
-	uint64_t h = (uint64_t)key * UINT64_C(0x9E3779B97F4A7C15) ^
-		     (uint64_t)pc * UINT64_C(0xC2B2AE3D27D4EB4F);
+	uint64_t h = (uint64_t)pc * UINT64_C(0x9E3779B97F4A7C15) ^
+		     (uint64_t)(key / RT_QRUN) * UINT64_C(0xC2B2AE3D27D4EB4F);
 
-	return (uintptr_t)(h >> 40) & mask;
+	return (((uintptr_t)(h >> 32) + (key & (RT_QRUN - 1))) << 1) & mask;
 }
 
 /* Every plain access: the quiet cache, else the slow path. */
-static inline void rt_access(uintptr_t a, unsigned size, bool write, uintptr_t pc)
+static inline __attribute__((always_inline)) void rt_access(uintptr_t a, unsigned size,
+							   bool write, uintptr_t pc)
 {
 	struct rt_thread *t = rt_self;
 
 	if (RT_LIKELY(t != NULL)) {
 		uintptr_t line = a >> rt.line_shift, off = a & rt.line_mask;
-		uintptr_t key = rt_qkey(line, write);
+		uintptr_t key = rt_qkey(rt.falseshare ? line : 0, write);
 		uintptr_t mask = __atomic_load_n(&t->qmask, __ATOMIC_ACQUIRE);
 		struct rt_qent *e = &t->q[rt_qslot(key, pc, mask)];
+		const uint64_t *ow = ks_mt_own_find(&rt.own_map, line);
 
-		if (e->key == key && e->pc == pc && off + size <= rt.line_size) {
-			uint64_t own = __atomic_load_n(e->own, __ATOMIC_RELAXED);
+		if (e->key != key || e->pc != pc)
+			e++; /* the set's second way */
+		if (e->key == key && e->pc == pc && off + size <= rt.line_size && ow) {
+			uint64_t own = __atomic_load_n(ow, __ATOMIC_RELAXED);
 
 			if (write ? own == t->bit : (own & t->bit) != 0) {
 				e->n++;

@@ -293,6 +293,7 @@ void rt_activate(void)
 		rt.word_shift = 0;
 		while ((1u << rt.word_shift) < ks_mt_word_size(rt.mt))
 			rt.word_shift++;
+		ks_mt_own_map(rt.mt, &rt.own_map);
 		read_cmdline();
 		__atomic_store_n(&rt.active, true, __ATOMIC_RELEASE);
 		write_start();

@@ -99,7 +99,7 @@ void rt_thread_flush(struct rt_thread *t)
 
 	if (q)
 		for (uintptr_t i = 0; i <= t->qmask; i++)
-			if (q[i].key != RT_QNONE)
+			if (q[i].pc != RT_QNONE)
 				rt_qent_credit(t, &q[i]);
 	rt_pend_flush(t);
 }
