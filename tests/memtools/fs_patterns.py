@@ -481,14 +481,37 @@ def counters_fixed(run, n):
           f"counters_fixed: 128-byte lines: {z128}, latent {lay[0]['latent']}")
 
 
+def aligned_block_fixed(mode):
+    """A fix on a block from aligned_alloc(64): clean, and the layout
+    prediction knows the front end's recorded alignment (64: no other
+    start offset in a 64-byte line) and that with 128-byte lines two
+    threads' data meet in a line at either start offset."""
+    def check_fix(run, n):
+        rep = run([str(n)], [], None, 0)
+        no_false(rep, mode)
+        lay = [x for x in rep.get("layout_prediction", []) if x["variable"]["kind"] == "heap"]
+        check(len(lay) == 1, f"{mode}: layout predictions of heap blocks: "
+              f"{[x['name'] for x in rep.get('layout_prediction', [])]}")
+        v, (z64, z128) = lay[0]["variable"], lay[0]["line_sizes"]
+        check(v.get("align") == 64 and lay[0]["align"] == 64,
+              f"{mode}: the block's alignment {v.get('align')} / {lay[0]['align']}, "
+              f"aligned_alloc was asked 64")
+        check(z64["false_at"] == [] and z64["clean_at"] == [0] and not z64["false_sharing"],
+              f"{mode}: 64-byte lines: {z64}")
+        check(z128["false_at"] == [0, 64] and lay[0]["latent"],
+              f"{mode}: 128-byte lines: {z128}, latent {lay[0]['latent']}")
+    return check_fix
+
+
 PATTERNS = {"flags": flags, "samebyte": samebyte, "readmostly": readmostly,
             "counters": counters,
             "counters_fixed": counters_fixed,
             "fields": fields, "fields_fixed": fixed("fields_fixed"),
             "statics": statics, "statics_fixed": fixed("statics_fixed"),
             "calloc_structs": calloc_structs,
-            "calloc_structs_fixed": fixed("calloc_structs_fixed"),
-            "heap_split": heap_split, "heap_split_fixed": fixed("heap_split_fixed"),
+            "calloc_structs_fixed": aligned_block_fixed("calloc_structs_fixed"),
+            "heap_split": heap_split,
+            "heap_split_fixed": aligned_block_fixed("heap_split_fixed"),
             "histogram": histogram, "histogram_fixed": fixed("histogram_fixed"),
             "atomic_counter": atomic_counter, "readonly": readonly}
 # Each bug and its fix.

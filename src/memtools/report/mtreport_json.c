@@ -76,7 +76,9 @@
  *
  *   A frame is {ip, fn?, obj?, dir?, file?, line?}; a stack an array of
  *   frames, innermost first.  VAR is {id, kind, addr, size, name?, obj?,
- *   alloc_stack[]?}.  ENTRY is {object (1-based index into
+ *   alloc_stack[]?, align? (the alignment its start is sure to have: a
+ *   heap block's asked of aligned_alloc and friends, a global's from
+ *   DWARF)}.  ENTRY is {object (1-based index into
  *   false_sharing.objects), name, context[] (stack), reads, writes,
  *   count}.  LINE is {addr, verdict, word_size, offset_in_object (line
  *   start - object start; absent without an object), misses,
@@ -151,6 +153,8 @@ static void jw_var(struct ks_mtr_jw *w, const char *key, const struct ks_mtr_run
 		ks_mtr_jw_str(w, "obj", v->obj);
 	if (v->alloc_stack != MTR_NONE)
 		jw_stack(w, "alloc_stack", r, v->alloc_stack);
+	if (v->align)
+		ks_mtr_jw_uint(w, "align", v->align);
 	ks_mtr_jw_end(w);
 }
 

@@ -25,6 +25,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_int.h"
 
@@ -103,7 +104,20 @@ struct block {
 	size_t size;
 	struct rt_ctx *ctx;
 	uint32_t prio;
+	uint32_t align;            /* asked of posix_memalign and friends; 0: malloc's */
 	struct block *l, *r;
+};
+
+/* The blocks freed last in a shard, newest at grave_next - 1: the reports
+ * name the lines of a block the program freed before it ended by them
+ * (rt_heap_find_freed). */
+#define GRAVE_N 32u
+
+struct grave {
+	uintptr_t start;
+	size_t size;
+	struct rt_ctx *ctx;
+	size_t align;
 };
 
 struct shard {
@@ -111,6 +125,8 @@ struct shard {
 	struct block *root;
 	uint32_t seed;
 	char pad[64 - sizeof(struct rt_lock) - sizeof(void *) - sizeof(uint32_t)];
+	uint32_t grave_next;       /* under lock */
+	struct grave grave[GRAVE_N];
 } __attribute__((aligned(64)));
 
 static struct shard shards[NSHARDS + 1]; /* the last: big blocks */
@@ -194,7 +210,9 @@ static bool holds(const struct block *b, uintptr_t a)
 	return b && a >= b->start && a - b->start < (b->size ? b->size : 1);
 }
 
-static void heap_add(void *p, size_t size, uintptr_t pc)
+/* align: the alignment the program asked for (posix_memalign,
+ * aligned_alloc, memalign, valloc), 0 for malloc's own. */
+static void heap_add(void *p, size_t size, uintptr_t pc, size_t align)
 {
 	struct rt_thread *t = rt_self;
 	struct block *b;
@@ -209,6 +227,8 @@ static void heap_add(void *p, size_t size, uintptr_t pc)
 	t->in_rt++;
 	b->start = (uintptr_t)p;
 	b->size = size;
+	/* Only a power of two above malloc's 16 says more than malloc's. */
+	b->align = align > 16 && align <= UINT32_MAX && !(align & (align - 1)) ? (uint32_t)align : 0;
 	b->ctx = rt_ctx_here(t, pc);
 	s = shard_of(b->start, size);
 	rt_lock_take(&s->lock);
@@ -228,6 +248,14 @@ static void heap_remove(void *p)
 
 		rt_lock_take(&s->lock);
 		b = block_remove(s, a);
+		if (b) {
+			struct grave *g = &s->grave[s->grave_next++ % GRAVE_N];
+
+			g->start = b->start;
+			g->size = b->size;
+			g->ctx = b->ctx;
+			g->align = b->align;
+		}
 		rt_lock_give(&s->lock);
 		if (b) {
 			__atomic_fetch_add(&stats.frees, 1, __ATOMIC_RELAXED);
@@ -239,7 +267,37 @@ static void heap_remove(void *p)
 	}
 }
 
-bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx)
+bool rt_heap_find_freed(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
+			size_t *align)
+{
+	struct shard *cand[3] = { &shards[NSHARDS], shard_of(a, 0),
+				  shard_of(a - (uintptr_t)BIG, 0) };
+	bool found = false;
+
+	for (int k = 0; k < 3 && !found; k++) {
+		struct shard *sh = cand[k];
+
+		if (k == 2 && cand[2] == cand[1])
+			break;
+		rt_lock_take(&sh->lock);
+		for (uint32_t i = 0; i < GRAVE_N && i < sh->grave_next && !found; i++) {
+			const struct grave *g = &sh->grave[(sh->grave_next - 1 - i) % GRAVE_N];
+
+			if (a >= g->start && a - g->start < (g->size ? g->size : 1)) {
+				*start = g->start;
+				*size = g->size;
+				*ctx = g->ctx;
+				*align = g->align;
+				found = true;
+			}
+		}
+		rt_lock_give(&sh->lock);
+	}
+	return found;
+}
+
+bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
+		  size_t *align)
 {
 	struct shard *cand[3] = { &shards[NSHARDS], shard_of(a, 0),
 				  shard_of(a - (uintptr_t)BIG, 0) };
@@ -257,6 +315,7 @@ bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **c
 			*start = b->start;
 			*size = b->size;
 			*ctx = b->ctx;
+			*align = b->align;
 		}
 		rt_lock_give(&cand[k]->lock);
 		if (found)
@@ -310,7 +369,7 @@ RT_EXPORT void *malloc(size_t n)
 	}
 	p = real.malloc(n);
 	if (p && tracking())
-		heap_add(p, n, RT_PC());
+		heap_add(p, n, RT_PC(), 0);
 	return p;
 }
 
@@ -330,7 +389,7 @@ RT_EXPORT void *calloc(size_t n, size_t size)
 	}
 	p = real.calloc(n, size);
 	if (p && tracking())
-		heap_add(p, n * size, RT_PC());
+		heap_add(p, n * size, RT_PC(), 0);
 	return p;
 }
 
@@ -372,7 +431,7 @@ RT_EXPORT void *realloc(void *old, size_t n)
 	if (old && (p || n == 0))
 		heap_remove(old);
 	if (p && tracking())
-		heap_add(p, n, RT_PC());
+		heap_add(p, n, RT_PC(), 0);
 	return p;
 }
 
@@ -395,7 +454,7 @@ RT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	if (old && (p || n * size == 0))
 		heap_remove(old);
 	if (p && tracking())
-		heap_add(p, n * size, RT_PC());
+		heap_add(p, n * size, RT_PC(), 0);
 	return p;
 }
 
@@ -410,7 +469,7 @@ RT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	}
 	rc = real.posix_memalign(out, align, n);
 	if (rc == 0 && *out && tracking())
-		heap_add(*out, n, RT_PC());
+		heap_add(*out, n, RT_PC(), align);
 	return rc;
 }
 
@@ -425,7 +484,7 @@ RT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		}                                                                  \
 		p = real.field(align, n);                                          \
 		if (p && tracking())                                               \
-			heap_add(p, n, RT_PC());                                   \
+			heap_add(p, n, RT_PC(), align);                            \
 		return p;                                                          \
 	}
 RT_ALIGNED(aligned_alloc, aligned_alloc)
@@ -443,7 +502,7 @@ RT_ALIGNED(memalign, memalign)
 		}                                                                  \
 		p = real.field(n);                                                 \
 		if (p && tracking())                                               \
-			heap_add(p, n, RT_PC());                                   \
+			heap_add(p, n, RT_PC(), (size_t)sysconf(_SC_PAGESIZE)); \
 		return p;                                                          \
 	}
 RT_PAGED(valloc, valloc)
@@ -503,16 +562,17 @@ struct rt_obj *rt_obj_of(uintptr_t a)
 	struct rt_obj tmpl;
 	struct rt_ctx *ctx;
 	uintptr_t start;
-	size_t size;
+	size_t size, align;
 	const char *name, *objname;
 
 	memset(&tmpl, 0, sizeof(tmpl));
-	if (rt_heap_find(a, &start, &size, &ctx)) {
+	if (rt_heap_find(a, &start, &size, &ctx, &align)) {
 		/* Blocks made before any stack was known share key 0. */
 		tmpl.key = (uintptr_t)ctx;
 		tmpl.heap = true;
 		tmpl.addr = start;
 		tmpl.size = size;
+		tmpl.align = align;
 		tmpl.alloc = ctx;
 		return obj_get(&tmpl);
 	}
@@ -529,13 +589,20 @@ struct rt_obj *rt_obj_of(uintptr_t a)
 
 struct rt_obj *rt_obj_of_line(uintptr_t a)
 {
-	struct rt_obj *o = rt_obj_of(a);
+	struct rt_obj *o = rt_obj_of(a), tmpl;
 
 	if (o)
 		return o;
 	for (o = __atomic_load_n(&heap_objs, __ATOMIC_ACQUIRE); o; o = o->next_heap)
 		if (a >= o->addr && a - o->addr < (o->size ? o->size : 1))
 			return o;
+	/* A block freed since, among the last ones of its shard. */
+	memset(&tmpl, 0, sizeof(tmpl));
+	if (rt_heap_find_freed(a, &tmpl.addr, &tmpl.size, &tmpl.alloc, &tmpl.align)) {
+		tmpl.key = (uintptr_t)tmpl.alloc;
+		tmpl.heap = true;
+		return obj_get(&tmpl);
+	}
 	return NULL;
 }
 

@@ -399,7 +399,14 @@ struct rt_heap_stats {
 
 /* The live block holding a: its start, size and allocation context.
  * Whether there is one. */
-bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx);
+/* The live block holding a: its start, size, allocation context and the
+ * alignment the program asked for (0: malloc's). */
+bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
+		  size_t *align);
+/* The same of a block freed since, among the last 32 freed in its shard
+ * (newest first). */
+bool rt_heap_find_freed(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
+			size_t *align);
 void rt_heap_stats(struct rt_heap_stats *s);
 void rt_heap_lock_all(void);
 void rt_heap_unlock_all(void);
@@ -417,6 +424,7 @@ struct rt_obj {
 	bool written;              /* its var record is in the file */
 	uintptr_t addr;            /* first block seen, or the symbol */
 	size_t size;
+	size_t align;              /* heap: the alignment asked for, 0: malloc's */
 	struct rt_ctx *alloc;      /* heap */
 	const char *name, *objname; /* globals */
 	uint64_t misses, invals;   /* charged at the events (atomic) */

@@ -250,6 +250,8 @@ static void var_out(struct rt_out *o, struct rt_obj *ob)
 			      (unsigned long)ob->size);
 		if (aid)
 			rt_out_printf(o, ",\"alloc_stack\":%u", aid);
+		if (ob->align)
+			rt_out_printf(o, ",\"align\":%lu", (unsigned long)ob->align);
 		rt_out_printf(o, "}\n");
 	} else {
 		rt_out_printf(o, "{\"rec\":\"var\",\"id\":%u,\"kind\":\"global\",\"addr\":\"0x%lx\","

@@ -256,7 +256,22 @@ static struct object *object_of_line(Addr a)
 	while ((o = VG_(HT_Next)(objects)))
 		if (o->heap && a >= o->addr && a < o->addr + (o->size ? o->size : 1))
 			return o;
-	return NULL;
+	{
+		/* A block freed since, among the last ones. */
+		struct kst_block *b = kst_heap_find_freed(a);
+		Bool fresh;
+		if (!b)
+			return NULL;
+		o = object_get((UWord)b->alloc_ec, &fresh);
+		if (fresh) {
+			o->heap = True;
+			o->addr = b->start;
+			o->size = b->size;
+			o->align = b->align;
+			o->alloc_ec = b->alloc_ec;
+		}
+		return o;
+	}
 }
 
 static void write_var(struct object *o)

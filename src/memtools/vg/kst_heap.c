@@ -70,6 +70,25 @@ static void *new_block(ThreadId tid, SizeT size, SizeT align, Bool zero)
 	return p;
 }
 
+/* The blocks freed last, newest at grave_next - 1: the reports name the
+ * lines of a block the program freed before it ended by them
+ * (kst_heap_find_freed). */
+#define GRAVE_N 256u
+static struct kst_block grave[GRAVE_N];
+static UInt grave_next;
+
+struct kst_block *kst_heap_find_freed(Addr a)
+{
+	UInt i;
+
+	for (i = 0; i < GRAVE_N && i < grave_next; i++) {
+		struct kst_block *g = &grave[(grave_next - 1 - i) % GRAVE_N];
+		if (a >= g->start && a - g->start < (g->size ? g->size : 1))
+			return g;
+	}
+	return NULL;
+}
+
 static void free_block(ThreadId tid, void *p)
 {
 	Addr key = (Addr)p;
@@ -81,6 +100,7 @@ static void free_block(ThreadId tid, void *p)
 	if (!b || b->start != key)
 		return; /* never hand a bad pointer to the arena */
 	VG_(OSetGen_Remove)(live, &key);
+	grave[grave_next++ % GRAVE_N] = *b;
 	heap_frees++;
 	in_use_bytes -= b->size;
 	in_use_blocks--;

@@ -69,6 +69,8 @@ struct kst_block {
 void kst_heap_init(void);
 /* Live block containing a (payload only), or NULL. */
 struct kst_block *kst_heap_find_live(Addr a);
+/* A block freed since, among the last 256 freed (newest first), or NULL. */
+struct kst_block *kst_heap_find_freed(Addr a);
 void kst_heap_write_summary(void); /* the "heap" member of the end record */
 
 /* ---- findings file (kst_out.c) ---- */
