@@ -97,6 +97,15 @@ struct ks_tune_progress {
 	double best_ns;         /* the best median so far; < 0 when none */
 };
 
+/* Which configurations are built and run, after --restrict:
+ *   EXHAUSTIVE  all, in the space's order (the first max_evals)
+ *   RANDOM      max_evals (all when 0) drawn without replacement with
+ *               the seed */
+enum ks_tune_strategy {
+	KS_TUNE_EXHAUSTIVE,
+	KS_TUNE_RANDOM,
+};
+
 /* The placeholders of the build and run commands:
  *   {src}     the variant's source (a copy of the source, same file name,
  *             in a directory of its own)
@@ -137,10 +146,39 @@ struct ks_tune_opts {
 	void (*note)(void *arg, enum ks_tune_level level, const char *msg);
 	void (*progress)(void *arg, const struct ks_tune_progress *p);
 	void *arg;
+	/* Added after the first release: ks_tune_opts_init sets them. */
+	const char *verify;     /* a command run after each configuration's
+				 * first run (NULL: none); a non-zero exit
+				 * fails the configuration ("verify failed").
+				 * It gets the placeholders, and in its
+				 * environment KSCOPE_TUNE_STDOUT (a file with
+				 * that run's stdout), KSCOPE_TUNE_EXE,
+				 * KSCOPE_TUNE_DIR, KSCOPE_TUNE_CONFIG and
+				 * KSCOPE_TUNE_PARAM_<KEY> for each key */
+	double precision;       /* percent: measure a configuration until
+				 * its median's 95% confidence interval is at
+				 * most this wide, relative to the median
+				 * (0: exactly repeat runs; else 0.1 to 100) */
+	enum ks_tune_strategy strategy; /* which configurations are built */
+	size_t max_evals;       /* configurations built at most (0: no limit) */
+	double time_budget_s;   /* no configuration is started after this
+				 * many seconds of search (0: no limit) */
+	unsigned long long seed; /* of the random strategy's choices: the
+				 * same seed, the same configurations */
+	const char *const *restrict_exprs; /* nrestrict expressions over the
+				 * keys (integer arithmetic, + - * / %,
+				 * comparisons, && || !, parentheses); a
+				 * configuration for which one is 0 (or
+				 * divides by zero) is not built */
+	size_t nrestrict;
+	int max_runs;           /* with precision: at most this many
+				 * measured runs (1..1000; repeat when
+				 * smaller) */
 };
 
 /* The defaults: warmup 1, repeat 5, jobs 0, run timeout 60 s, build
- * timeout 300 s, stop factor 3, top 3, stop_fd -1, the rest NULL. */
+ * timeout 300 s, stop factor 3, top 3, stop_fd -1, precision 5 (%),
+ * max_runs 30, the rest NULL. */
 void ks_tune_opts_init(struct ks_tune_opts *o);
 
 /* ------------------------------------------------------------------ */
@@ -159,10 +197,14 @@ enum ks_tune_status {
 	KS_TUNE_RUN_TIMEOUT,
 	KS_TUNE_NOT_SELECTED,   /* with predict: not among the top */
 	KS_TUNE_INTERRUPTED,    /* the search stopped before it was measured */
+	KS_TUNE_VERIFY_FAILED,  /* the verify command exited non-zero, was
+				 * killed or timed out: not ranked */
+	KS_TUNE_RESTRICTED,     /* a restrict expression excluded it */
 };
 
 /* "ok", "stopped early", "build failed", "build timed out", "run failed",
- * "run timed out", "not selected", "interrupted". */
+ * "run timed out", "not selected", "interrupted", "verify failed",
+ * "restricted". */
 const char *ks_tune_status_name(enum ks_tune_status s);
 
 enum ks_tune_timing {
@@ -193,6 +235,15 @@ struct ks_tune_row {
 	enum ks_tune_timing timing;
 	double predicted_us;       /* the model's time; < 0 without a model */
 	size_t predicted_rank;     /* 1 for the fastest predicted; 0 without */
+	double ci_lo_ns, ci_hi_ns; /* the median's 95% confidence interval
+				    * (distribution-free, from the order
+				    * statistics; the range of the samples
+				    * under 6 runs); < 0 when runs == 0 */
+	int precise;               /* the interval met the precision (or
+				    * precision was 0) */
+	int tie;                   /* measured, and its interval overlaps the
+				    * best's: tied with the best (the best
+				    * row has it set when it has a tie) */
 };
 
 struct ks_tune_result {
@@ -213,6 +264,20 @@ struct ks_tune_result {
 	int warmup, repeat, jobs;
 	double run_timeout_s, build_timeout_s, stop_factor;
 	size_t top;                /* 0 without predict */
+	char *verify;              /* may be NULL */
+	double precision;
+	int max_runs;
+	size_t verify_failed;      /* rows that failed verification (also
+				    * counted in failed) */
+	size_t restricted;         /* rows a restrict expression excluded */
+	int strategy;              /* enum ks_tune_strategy */
+	size_t max_evals;
+	unsigned long long seed;
+	double time_budget_s;
+	int budget_spent;          /* the time budget left configurations
+				    * unmeasured ("not selected") */
+	size_t ties;               /* measured rows tied with the best,
+				    * the best included; 0 when none */
 };
 
 /* ------------------------------------------------------------------ */

@@ -47,7 +47,17 @@ struct tune_opts {
 	int64_t top;           /* 0 when not given */
 	char *predict;
 	char *output;
+	char *verify;
+	double precision;
+	int64_t max_runs;
+	int strategy;          /* index into strategy_choices */
+	int64_t max_evals;     /* 0 when not given */
+	double time_budget;
+	int64_t seed;
+	struct ks_strlist restrict_exprs;
 };
+
+static const char *const strategy_choices[] = { "exhaustive", "random", NULL };
 
 #define OPT(f) .offset = offsetof(struct tune_opts, f)
 
@@ -71,14 +81,52 @@ static const struct ks_opt tune_opts[] = {
 	  .help = "runs {exe}, e.g. \"{exe} 1024\"; a run's time is its last "
 		  "KSCOPE_TIME_NS=<n> line on stdout, else its wall time",
 	  OPT(run), .max_len = KS_TUNE_MAX_COMMAND },
+	{ .name = "strategy", .type = KS_OPT_ENUM, .metavar = "S", .def = "exhaustive",
+	  .env = "KSCOPE_TUNE_STRATEGY",
+	  .help = "which configurations to build: exhaustive (all, in the space's "
+		  "order) or random (drawn with --seed)", OPT(strategy),
+	  .choices = strategy_choices },
+	{ .name = "max-evals", .type = KS_OPT_INT, .metavar = "N",
+	  .env = "KSCOPE_TUNE_MAX_EVALS",
+	  .help = "build and run at most N configurations (default: no limit)",
+	  OPT(max_evals), .min = 1, .max = KS_TUNE_MAX_CONFIGS },
+	{ .name = "time-budget", .type = KS_OPT_DOUBLE, .metavar = "S", .def = "0",
+	  .env = "KSCOPE_TUNE_TIME_BUDGET",
+	  .help = "start no configuration after S seconds of search (0: no limit)",
+	  OPT(time_budget), .dmin = 0, .dmax = 1e7 },
+	{ .name = "seed", .type = KS_OPT_INT, .metavar = "N", .def = "1",
+	  .env = "KSCOPE_TUNE_SEED",
+	  .help = "seed of --strategy random: the same seed draws the same "
+		  "configurations", OPT(seed), .min = 0, .max = INT64_MAX },
+	{ .name = "restrict", .type = KS_OPT_STRING, .metavar = "EXPR",
+	  .env = "KSCOPE_TUNE_RESTRICT",
+	  .help = "build only configurations for which EXPR is true, e.g. 'TILE * "
+		  "UNROLL <= 256' (integers, keys, + - * / % comparisons && || ! "
+		  "parentheses; repeatable: all must hold)", OPT(restrict_exprs),
+	  .flags = KS_OPT_REPEAT, .max_len = 1024 },
+	{ .name = "verify", .type = KS_OPT_STRING, .metavar = "CMD",
+	  .env = "KSCOPE_TUNE_VERIFY",
+	  .help = "checks each configuration's result after its first run (stdout "
+		  "in the file $KSCOPE_TUNE_STDOUT, values in $KSCOPE_TUNE_PARAM_<KEY>); "
+		  "a non-zero exit fails it: it is not ranked",
+	  OPT(verify), .max_len = KS_TUNE_MAX_COMMAND },
 	{ .name = "warmup", .type = KS_OPT_INT, .metavar = "N", .def = "1",
 	  .env = "KSCOPE_TUNE_WARMUP",
 	  .help = "unmeasured runs of each configuration first", OPT(warmup),
 	  .min = 0, .max = 1000 },
 	{ .name = "repeat", .type = KS_OPT_INT, .metavar = "N", .def = "5",
 	  .env = "KSCOPE_TUNE_REPEAT",
-	  .help = "measured runs of each configuration (median, 20th and 80th "
-		  "percentiles)", OPT(repeat), .min = 1, .max = 1000 },
+	  .help = "measured runs of each configuration at least (median, 20th and "
+		  "80th percentiles)", OPT(repeat), .min = 1, .max = 1000 },
+	{ .name = "precision", .type = KS_OPT_DOUBLE, .metavar = "P", .def = "5",
+	  .env = "KSCOPE_TUNE_PRECISION",
+	  .help = "then measure until the median's 95% confidence interval is at "
+		  "most P percent of the median wide (0: exactly --repeat runs; "
+		  "else 0.1 to 100)", OPT(precision), .dmin = 0, .dmax = 100 },
+	{ .name = "max-runs", .type = KS_OPT_INT, .metavar = "N", .def = "30",
+	  .env = "KSCOPE_TUNE_MAX_RUNS",
+	  .help = "with --precision: at most N measured runs of a configuration",
+	  OPT(max_runs), .min = 1, .max = 1000 },
 	{ .name = "jobs", .short_name = 'j', .type = KS_OPT_INT, .metavar = "J",
 	  .env = "KSCOPE_TUNE_JOBS",
 	  .help = "builds at a time (default: the CPUs kscope may run on); runs are "
@@ -242,8 +290,10 @@ static void fmt_cell_time(double ns, double div, char *buf, size_t size)
 
 static bool row_shown(const struct ks_tune_result *r, const struct ks_tune_row *w)
 {
-	/* With a model, the configurations it left out are counted, not listed. */
-	return !(r->predict && w->status == KS_TUNE_NOT_SELECTED);
+	/* The configurations left out (by the model, the strategy, the time
+	 * budget or --restrict) are counted, not listed. */
+	(void)r;
+	return w->status != KS_TUNE_NOT_SELECTED && w->status != KS_TUNE_RESTRICTED;
 }
 
 static void print_table(const struct ks_tune_result *r, size_t limit)
@@ -254,6 +304,7 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 	char hdr[4][32], buf[64];
 	size_t shown = 0, total = 0, rank = 0;
 	int ws = (int)strlen("status"), wpred = (int)strlen("predicted (us)");
+	int wci = (int)strlen("ci (%)");
 
 	pick_unit(r, &unit, &div);
 	snprintf(hdr[0], sizeof(hdr[0]), "median (%s)", unit);
@@ -290,6 +341,7 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 		printf("  %*s", wk[k], r->keys[k]);
 	for (int j = 0; j < 4; j++)
 		printf("  %*s", wt[j], hdr[j]);
+	printf("  %*s", wci, "ci (%)");
 	if (r->predict)
 		printf("  %*s", wpred, "predicted (us)");
 	printf("  %s\n", "status");
@@ -300,10 +352,17 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 		if (!row_shown(r, w))
 			continue;
 		shown++;
-		if (w->status == KS_TUNE_OK || w->status == KS_TUNE_STOPPED)
-			printf("%4zu", ++rank);
-		else
+		if (w->status == KS_TUNE_OK || w->status == KS_TUNE_STOPPED) {
+			/* Ties with the best share its rank, marked "=1": their
+			 * order is noise. */
+			++rank;
+			if (w->tie)
+				printf("%4s", "=1");
+			else
+				printf("%4zu", rank);
+		} else {
 			printf("%4s", "-");
+		}
 		for (size_t k = 0; k < r->nkeys; k++) {
 			cell(w->values[k], buf, sizeof(buf));
 			printf("  %*s", wk[k], buf);
@@ -313,6 +372,12 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 			printf("  %*s", wt[j], buf);
 		}
 		printf("  %*zu", wt[3], w->runs);
+		if (w->runs && w->median_ns > 0)
+			snprintf(buf, sizeof(buf), "%.1f",
+				 100 * (w->ci_hi_ns - w->ci_lo_ns) / w->median_ns);
+		else
+			snprintf(buf, sizeof(buf), "-");
+		printf("  %*s", wci, buf);
 		if (r->predict) {
 			if (w->predicted_us < 0)
 				snprintf(buf, sizeof(buf), "-");
@@ -320,7 +385,9 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 				snprintf(buf, sizeof(buf), "%.3f", w->predicted_us);
 			printf("  %*s", wpred, buf);
 		}
-		printf("  %s\n", ks_tune_status_name(w->status));
+		printf("  %s%s\n", ks_tune_status_name(w->status),
+		       w->tie ? ", tie" : w->status == KS_TUNE_OK && !w->precise
+		       ? ", imprecise" : "");
 	}
 	if (total > shown)
 		printf("(%zu more row%s in tune.csv)\n", total - shown,
@@ -329,6 +396,14 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 		printf("(%zu configuration%s not built: predicted slower than the top "
 		       "%zu; their predictions are in tune.csv)\n", r->not_selected,
 		       r->not_selected == 1 ? "" : "s", r->top);
+	else if (r->not_selected)
+		printf("(%zu configuration%s not built: %s)\n", r->not_selected,
+		       r->not_selected == 1 ? "" : "s", r->budget_spent
+		       ? "the time budget was spent or --max-evals reached"
+		       : "beyond --max-evals");
+	if (r->restricted)
+		printf("(%zu configuration%s excluded by --restrict, not built)\n",
+		       r->restricted, r->restricted == 1 ? "" : "s");
 }
 
 static void label(const struct ks_tune_result *r, const struct ks_tune_row *w,
@@ -374,7 +449,7 @@ static void print_failures(const struct ks_tune_result *r)
 		const struct ks_tune_row *w = &r->rows[i];
 
 		if (w->status == KS_TUNE_OK || w->status == KS_TUNE_STOPPED ||
-		    w->status == KS_TUNE_NOT_SELECTED ||
+		    w->status == KS_TUNE_NOT_SELECTED || w->status == KS_TUNE_RESTRICTED ||
 		    w->status == KS_TUNE_INTERRUPTED)
 			continue;
 		if (shown++ == MAX_FAILURES_SHOWN) {
@@ -393,19 +468,38 @@ static void print_result(const struct ks_tune_result *r, size_t limit, const cha
 
 	printf("kscope tune: %zu configuration%s: %zu measured, %zu failed", r->nrows,
 	       r->nrows == 1 ? "" : "s", r->measured, r->failed);
-	if (r->predict)
+	if (r->predict || r->not_selected)
 		printf(", %zu not selected", r->not_selected);
+	if (r->restricted)
+		printf(", %zu restricted", r->restricted);
 	if (r->interrupted)
 		printf(", %zu not measured (interrupted)", r->interrupted);
 	printf("\n");
 	print_table(r, limit);
 	print_failures(r);
 	printf("\n");
+	if (r->ties) {
+		size_t n = 0;
+
+		printf("tie: %zu configurations are within noise of each other (their "
+		       "medians' 95%% intervals overlap the best's); measure them "
+		       "again or with a smaller --precision to separate them:\n", r->ties);
+		for (size_t i = 0; i < r->nrows && n < r->ties; i++) {
+			const struct ks_tune_row *w = &r->rows[i];
+
+			if (!w->tie)
+				continue;
+			n++;
+			label(r, w, lab, sizeof(lab));
+			fmt_time(w->median_ns, med, sizeof(med));
+			printf("  %s (median %s of %zu runs)\n", lab, med, w->runs);
+		}
+	}
 	if (r->best) {
 		label(r, r->best, lab, sizeof(lab));
 		fmt_time(r->best->median_ns, med, sizeof(med));
-		printf("best: %s (median %s of %zu run%s)\n", lab, med, r->best->runs,
-		       r->best->runs == 1 ? "" : "s");
+		printf("best: %s (median %s of %zu run%s%s)\n", lab, med, r->best->runs,
+		       r->best->runs == 1 ? "" : "s", r->ties ? "; tied: see above" : "");
 	} else {
 		printf("best: none (no configuration was measured)\n");
 	}
@@ -480,6 +574,12 @@ static int tune_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			 "stop early) or a number from 1 to 1000", o->stop_factor);
 		return KS_EXIT_USAGE;
 	}
+	if (o->precision > 0 && o->precision < 0.1) {
+		ks_error("option --precision: '%g' is out of range; accepted: 0 (exactly "
+			 "--repeat runs) or a number from 0.1 to 100 (percent)",
+			 o->precision);
+		return KS_EXIT_USAGE;
+	}
 	if (given(p, "top") && !o->predict)
 		ks_debug("--top without --predict: only the first %" PRId64 " rows are "
 			 "printed", o->top);
@@ -519,6 +619,15 @@ static int tune_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	to.build_timeout_s = (double)o->build_timeout;
 	to.stop_factor = o->stop_factor;
 	to.predict = o->predict;
+	to.verify = o->verify;
+	to.precision = o->precision;
+	to.max_runs = (int)o->max_runs;
+	to.strategy = o->strategy == 1 ? KS_TUNE_RANDOM : KS_TUNE_EXHAUSTIVE;
+	to.max_evals = given(p, "max-evals") ? (size_t)o->max_evals : 0;
+	to.time_budget_s = o->time_budget;
+	to.seed = (unsigned long long)o->seed;
+	to.restrict_exprs = (const char *const *)o->restrict_exprs.v;
+	to.nrestrict = o->restrict_exprs.n;
 	if (given(p, "top"))
 		to.top = (size_t)o->top;
 	to.stop_fd = sigfd;

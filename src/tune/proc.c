@@ -117,6 +117,23 @@ static void scan_stdout(struct ks_tune_proc *p, const char *buf, size_t len)
 void ks_tune_proc_feed(struct ks_tune_proc *p, bool is_stdout, const char *buf,
 		       size_t len)
 {
+	if (is_stdout && p->save && !p->save_failed) {
+		/* A copy for --verify; a failed write fails the verification
+		 * (tune.c), never the run. */
+		size_t off = 0;
+
+		while (off < len) {
+			ssize_t n = write(p->save_fd, buf + off, len - off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				p->save_failed = true;
+				break;
+			}
+			off += (size_t)n;
+		}
+	}
 	if (is_stdout && p->want_time)
 		scan_stdout(p, buf, len);
 	else
@@ -159,7 +176,8 @@ static void close_fd(int *fd)
 }
 
 /* In the child, between fork and exec: async-signal-safe calls only. */
-static void child(char *const *argv, int devnull, int out, int errw, int report)
+static void child(char *const *argv, char *const *envp, int devnull, int out,
+		  int errw, int report)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -179,7 +197,10 @@ static void child(char *const *argv, int devnull, int out, int errw, int report)
 	/* dup2 onto the same number keeps close-on-exec: clear it. */
 	for (int fd = 0; fd < 3; fd++)
 		fcntl(fd, F_SETFD, 0);
-	execvp(argv[0], argv);
+	if (envp)
+		execvpe(argv[0], argv, envp);
+	else
+		execvp(argv[0], argv);
 fail:
 	e = errno;
 	if (write(report, &e, sizeof(e)) < 0)
@@ -190,6 +211,13 @@ fail:
 int ks_tune_proc_start(struct ks_tune_proc *p, char *const *argv, bool merge,
 		       double timeout_s, struct ks_err *err)
 {
+	return ks_tune_proc_start_env(p, argv, merge, timeout_s, NULL, -1, err);
+}
+
+int ks_tune_proc_start_env(struct ks_tune_proc *p, char *const *argv, bool merge,
+			   double timeout_s, char *const *envp, int save_fd,
+			   struct ks_err *err)
+{
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int devnull = -1, e = 0, rc = 0;
 	ssize_t n;
@@ -197,6 +225,8 @@ int ks_tune_proc_start(struct ks_tune_proc *p, char *const *argv, bool merge,
 
 	memset(p, 0, sizeof(*p));
 	p->pidfd = p->outfd = p->errfd = -1;
+	p->save = save_fd >= 0;
+	p->save_fd = save_fd;
 	p->want_time = !merge;
 	if (pipe2(out, O_CLOEXEC) != 0 || (!merge && pipe2(errp, O_CLOEXEC) != 0) ||
 	    pipe2(rep, O_CLOEXEC) != 0 ||
@@ -208,7 +238,7 @@ int ks_tune_proc_start(struct ks_tune_proc *p, char *const *argv, bool merge,
 	p->started = ks_tune_now();
 	pid = fork();
 	if (pid == 0)
-		child(argv, devnull, out[1], merge ? out[1] : errp[1], rep[1]);
+		child(argv, envp, devnull, out[1], merge ? out[1] : errp[1], rep[1]);
 	if (pid < 0) {
 		rc = ks_err_set(err, -errno, "cannot start '%s': %s", argv[0],
 				strerror(errno));

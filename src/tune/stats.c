@@ -1,8 +1,11 @@
 /*
  * The statistics of kscope tune's measured runs: percentiles by linear
  * interpolation between the sorted samples (rank p/100 * (n - 1)), so
- * the median of an even number of runs is the mean of the middle two.
+ * the median of an even number of runs is the mean of the middle two;
+ * and the median's 95% confidence interval from the order statistics
+ * (distribution-free: run times are skewed and rarely normal).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,4 +40,47 @@ double ks_tune_percentile(const double *v, size_t n, double p)
 	if (lo + 1 >= n)
 		return sorted[n - 1];
 	return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
+}
+
+/* ------------------------------------------------------------------ */
+/* The median's confidence interval                                    */
+/* ------------------------------------------------------------------ */
+
+/* P(X <= j) for X binomial(n, 1/2). */
+static double binom_cdf_half(size_t n, size_t j)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i <= j && i <= n; i++)
+		sum += exp(lgamma((double)n + 1) - lgamma((double)i + 1) -
+			   lgamma((double)(n - i) + 1) - (double)n * log(2.0));
+	return sum;
+}
+
+void ks_tune_median_ci(const double *v, size_t n, double *lo, double *hi)
+{
+	double sorted[1000];
+	size_t k = 0;
+
+	if (n == 0) {
+		*lo = *hi = -1;
+		return;
+	}
+	if (n > sizeof(sorted) / sizeof(sorted[0]))
+		n = sizeof(sorted) / sizeof(sorted[0]);
+	memcpy(sorted, v, n * sizeof(*v));
+	qsort(sorted, n, sizeof(*sorted), cmp_double);
+	/* The largest k with P(X <= k - 1) <= 2.5%: the median lies between
+	 * the k-th smallest and the k-th largest sample with probability at
+	 * least 95%, whatever the distribution of the times. */
+	while (k + 1 <= n / 2 && binom_cdf_half(n, k) <= 0.025)
+		k++;
+	if (k == 0) {
+		/* Under 6 runs no pair of samples covers 95%: their range. */
+		*lo = sorted[0];
+		*hi = sorted[n - 1];
+		return;
+	}
+	*lo = sorted[k - 1];
+	*hi = sorted[n - k];
 }

@@ -29,6 +29,7 @@
 #define BATCH 256             /* configurations built before their runs */
 #define MAX_JOBS 1024
 #define TAIL_LINES 10
+#define MAX_RUNS 1000         /* measured runs of a configuration (stats.c) */
 
 /* ------------------------------------------------------------------ */
 /* State                                                               */
@@ -47,7 +48,8 @@ struct ks_tune {
 	struct ks_tune_opts o;
 	const struct ks_tune_space *space;
 	struct ks_tune_source source;
-	struct ks_tune_cmd build, run;
+	struct ks_tune_cmd build, run, verify;
+	int max_measured;          /* measured runs at most per configuration */
 	char *src;                 /* the source's absolute path */
 	char *srcdir;              /* its directory */
 	char *srcname;             /* its file name: the variants' too */
@@ -58,6 +60,8 @@ struct ks_tune {
 	size_t *order;             /* the selected configurations, in the
 				    * order they are built and run */
 	size_t norder;
+	unsigned char *restricted; /* per configuration */
+	size_t nrestricted;
 };
 
 /* One search in progress. */
@@ -70,6 +74,8 @@ struct search {
 	double best_ns;            /* < 0 until a configuration is measured */
 	size_t built, build_failed, run_done, run_failed;
 	bool stopped;
+	double started;            /* ks_tune_now() when the search began */
+	bool budget_spent;         /* the time budget is used up */
 	struct ks_err cleanup_err; /* the first failed removal */
 };
 
@@ -84,6 +90,8 @@ void ks_tune_opts_init(struct ks_tune_opts *o)
 	o->stop_factor = 3;
 	o->top = 3;
 	o->stop_fd = -1;
+	o->precision = 5;
+	o->max_runs = 30;
 }
 
 const char *ks_tune_status_name(enum ks_tune_status s)
@@ -97,6 +105,8 @@ const char *ks_tune_status_name(enum ks_tune_status s)
 	case KS_TUNE_RUN_TIMEOUT: return "run timed out";
 	case KS_TUNE_NOT_SELECTED: return "not selected";
 	case KS_TUNE_INTERRUPTED: return "interrupted";
+	case KS_TUNE_VERIFY_FAILED: return "verify failed";
+	case KS_TUNE_RESTRICTED: return "restricted";
 	}
 	return "?";
 }
@@ -163,6 +173,29 @@ static int check_numbers(const struct ks_tune_opts *o, struct ks_err *err)
 	if (!(o->stop_factor == 0 || (o->stop_factor >= 1 && o->stop_factor <= 1000)))
 		return ks_err_set(err, -EINVAL, "stop factor: %g; accepted: 0 (never stop "
 				  "early) or a number from 1 to 1000", o->stop_factor);
+	if (!(o->precision == 0 || (o->precision >= 0.1 && o->precision <= 100)))
+		return ks_err_set(err, -EINVAL, "precision: %g%%; accepted: 0 (exactly "
+				  "the measured runs asked) or 0.1 to 100 (percent of "
+				  "the median)", o->precision);
+	if (o->max_runs < 1 || o->max_runs > MAX_RUNS)
+		return ks_err_set(err, -EINVAL, "maximum measured runs: %d; accepted: 1 "
+				  "to %d", o->max_runs, MAX_RUNS);
+	if (o->strategy != KS_TUNE_EXHAUSTIVE && o->strategy != KS_TUNE_RANDOM)
+		return ks_err_set(err, -EINVAL, "strategy: %d; accepted: exhaustive or "
+				  "random", (int)o->strategy);
+	if (o->strategy != KS_TUNE_EXHAUSTIVE && o->predict)
+		return ks_err_set(err, -EINVAL, "option --strategy: random does not go "
+				  "with --predict; accepted: --predict with the default "
+				  "strategy (exhaustive: the --top best predicted)");
+	if (o->max_evals > KS_TUNE_MAX_CONFIGS)
+		return ks_err_set(err, -EINVAL, "maximum evaluations: %zu; accepted: 1 to "
+				  "%d, or 0 for no limit", o->max_evals, KS_TUNE_MAX_CONFIGS);
+	if (!(o->time_budget_s >= 0 && o->time_budget_s <= 1e7))
+		return ks_err_set(err, -EINVAL, "time budget: %g s; accepted: 0 (none) to "
+				  "10000000 seconds", o->time_budget_s);
+	if (o->nrestrict && !o->restrict_exprs)
+		return ks_err_set(err, -EINVAL, "restrict: %zu expressions but no list",
+				  o->nrestrict);
 	if (o->predict && (o->top < 1 || o->top > KS_TUNE_MAX_CONFIGS))
 		return ks_err_set(err, -EINVAL, "top: %zu; accepted: 1 to %d", o->top,
 				  KS_TUNE_MAX_CONFIGS);
@@ -260,9 +293,11 @@ static bool in_path(const char *prog)
 	return false;
 }
 
+/* kind: 'b' build, 'r' run, 'v' verify (which need not name {exe}). */
 static int check_command(const char *text, const char *what, struct ks_tune_cmd *c,
-			 bool build, struct ks_err *err)
+			 int kind, struct ks_err *err)
 {
+	bool build = kind == 'b';
 	char q[160], prog[160];
 	struct stat st;
 	int rc;
@@ -275,7 +310,7 @@ static int check_command(const char *text, const char *what, struct ks_tune_cmd 
 		return ks_err_set(err, -EINVAL, "%s: '%s' does not name {src}; accepted: a "
 				  "command that builds {src} into {exe}, e.g. \"cc -O2 "
 				  "{src} -o {exe}\"", what, q);
-	if (!c->has[KS_TUNE_PH_EXE])
+	if (!c->has[KS_TUNE_PH_EXE] && kind != 'v')
 		return ks_err_set(err, -EINVAL, build
 				  ? "%s: '%s' does not name {exe}; accepted: a command "
 				    "that builds {src} into {exe}, e.g. \"cc -O2 {src} -o "
@@ -363,14 +398,76 @@ static int rank(struct ks_tune *t, struct ks_err *err)
 		if (t->pred_us[i] != t->pred_us[0])
 			all_same = false;
 	}
-	if (t->o.top < n)
-		t->norder = t->o.top;
-	if (all_same && n > 1)
+	/* select_configs keeps the top after --restrict. */
+	if (all_same && n > 1) {
+		size_t top = t->o.top < n ? t->o.top : n;
+
 		note(t, KS_TUNE_WARN, "the model predicts the same time (%.3f us) for "
 		     "every configuration: its params do not depend on the space's "
 		     "integer keys; the first %zu configuration%s of the space %s "
-		     "built", t->pred_us[0], t->norder, t->norder == 1 ? "" : "s",
-		     t->norder == 1 ? "is" : "are");
+		     "built", t->pred_us[0], top, top == 1 ? "" : "s",
+		     top == 1 ? "is" : "are");
+	}
+	return 0;
+}
+
+/* splitmix64: a small generator whose sequence depends on the seed only
+ * (so --seed repeats a search on every machine). */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* After rank(): drops the configurations a restrict expression excludes
+ * (keeping the order), then applies the strategy and max_evals. */
+static int select_configs(struct ks_tune *t, struct ks_err *err)
+{
+	const struct ks_tune_opts *o = &t->o;
+	size_t n = t->space->nconfigs, kept = 0;
+	int rc;
+
+	t->restricted = calloc(n, 1);
+	if (!t->restricted)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (size_t c = 0; c < n; c++) {
+		for (size_t i = 0; i < o->nrestrict && !t->restricted[c]; i++) {
+			bool keep;
+
+			rc = ks_tune_restrict_eval(o->restrict_exprs[i], t->space, c, &keep,
+						   err);
+			if (rc)
+				return rc;
+			t->restricted[c] = !keep;
+			if (!keep)
+				t->nrestricted++;
+		}
+	}
+	for (size_t i = 0; i < t->norder; i++)
+		if (!t->restricted[t->order[i]])
+			t->order[kept++] = t->order[i];
+	t->norder = kept;
+	if (o->strategy == KS_TUNE_RANDOM) {
+		uint64_t st = o->seed;
+
+		/* Fisher-Yates over the kept configurations, in space order. */
+		for (size_t i = t->norder; i > 1; i--) {
+			size_t j = (size_t)(next_random(&st) % i), x = t->order[i - 1];
+
+			t->order[i - 1] = t->order[j];
+			t->order[j] = x;
+		}
+	}
+	if (o->predict && t->norder > o->top)
+		t->norder = o->top;
+	if (o->max_evals && t->norder > o->max_evals)
+		t->norder = o->max_evals;
+	if (o->nrestrict && t->norder == 0)
+		note(t, KS_TUNE_WARN, "--restrict excludes every configuration of the "
+		     "space: nothing is built");
 	return 0;
 }
 
@@ -381,11 +478,17 @@ static int tune_new(const struct ks_tune_opts *o, struct ks_tune *t, struct ks_e
 	if ((rc = check_numbers(o, err)) || (rc = ks_tune_space_check(o->space, err)))
 		return rc;
 	if ((rc = check_source(t, err)) ||
-	    (rc = check_command(o->build, "option --build", &t->build, true, err)) ||
-	    (rc = check_command(o->run, "option --run", &t->run, false, err)))
+	    (rc = check_command(o->build, "option --build", &t->build, 'b', err)) ||
+	    (rc = check_command(o->run, "option --run", &t->run, 'r', err)) ||
+	    (o->verify &&
+	     (rc = check_command(o->verify, "option --verify", &t->verify, 'v', err))))
 		return rc;
+	t->max_measured = o->precision > 0 && o->max_runs > o->repeat ? o->max_runs
+								       : o->repeat;
 	t->jobs = o->jobs > 0 ? o->jobs : cpu_count();
-	return rank(t, err);
+	if ((rc = rank(t, err)))
+		return rc;
+	return select_configs(t, err);
 }
 
 int ks_tune_new(const struct ks_tune_opts *o, struct ks_tune **out, char *err,
@@ -426,6 +529,7 @@ void ks_tune_free(struct ks_tune *t)
 	ks_tune_source_free(&t->source);
 	ks_tune_cmd_free(&t->build);
 	ks_tune_cmd_free(&t->run);
+	ks_tune_cmd_free(&t->verify);
 	free(t->src);
 	free(t->srcdir);
 	free(t->srcname);
@@ -433,6 +537,7 @@ void ks_tune_free(struct ks_tune *t)
 	free(t->pred_us);
 	free(t->pred_rank);
 	free(t->order);
+	free(t->restricted);
 	free(t);
 }
 
@@ -445,6 +550,19 @@ static bool stop_requested(const struct search *s)
 	struct pollfd pf = { .fd = s->t->o.stop_fd, .events = POLLIN };
 
 	return s->t->o.stop_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
+}
+
+/* Whether the time budget is used up (then nothing new is started). */
+static bool out_of_time(struct search *s)
+{
+	if (s->t->o.time_budget_s > 0 && !s->budget_spent &&
+	    ks_tune_now() - s->started >= s->t->o.time_budget_s) {
+		s->budget_spent = true;
+		note(s->t, KS_TUNE_INFO, "the time budget of %g s is spent: the "
+		     "configurations not measured yet are not selected",
+		     s->t->o.time_budget_s);
+	}
+	return s->budget_spent;
 }
 
 static void set_text(char **dst, const char *text)
@@ -683,6 +801,8 @@ static void build_batch(struct search *s, const size_t *batch, size_t n)
 				s->stopped = true;
 				break;
 			}
+			if (out_of_time(s))
+				break;
 			start_build(s, batch[next++], &procs[i]);
 			if (procs[i].done) {
 				/* It could not start: the slot stays free. */
@@ -724,20 +844,136 @@ out:
 	free(busy);
 }
 
-/* Runs configuration c warmup + repeat times, unless it fails, is
- * stopped early or the search is stopped. */
+/* The environment of a verify command: kscope's, with KSCOPE_TUNE_*
+ * variables first (they win over inherited ones of the same name).
+ * NULL-terminated, malloc'd, freed with ks_tune_argv_free; NULL when out
+ * of memory. */
+static char **verify_env(const struct search *s, size_t c, const char *out_path,
+			 const char *const vals[KS_TUNE_PH_COUNT])
+{
+	extern char **environ;
+	const struct ks_tune_space *sp = s->t->space;
+	size_t n = 0, i = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + sp->nkeys + 6, sizeof(*env));
+	if (!env)
+		return NULL;
+	if (asprintf(&env[i++], "KSCOPE_TUNE_STDOUT=%s", out_path) < 0 ||
+	    asprintf(&env[i++], "KSCOPE_TUNE_EXE=%s", vals[KS_TUNE_PH_EXE]) < 0 ||
+	    asprintf(&env[i++], "KSCOPE_TUNE_DIR=%s", vals[KS_TUNE_PH_DIR]) < 0 ||
+	    asprintf(&env[i++], "KSCOPE_TUNE_CONFIG=%zu", c) < 0)
+		goto fail;
+	for (size_t k = 0; k < sp->nkeys; k++)
+		if (asprintf(&env[i++], "KSCOPE_TUNE_PARAM_%s=%s", sp->keys[k],
+			     sp->values[c * sp->nkeys + k]) < 0)
+			goto fail;
+	for (size_t e = 0; e < n; e++) {
+		if (strncmp(environ[e], "KSCOPE_TUNE_", 12) == 0)
+			continue;
+		if (!(env[i++] = strdup(environ[e])))
+			goto fail;
+	}
+	return env;
+fail:
+	/* asprintf leaves its pointer undefined on failure: clear it. */
+	env[i - 1] = NULL;
+	ks_tune_argv_free(env);
+	return NULL;
+}
+
+/* Runs the verify command on configuration c's first run, whose stdout
+ * is in out_path.  Returns false, with c failed, when it does not pass
+ * (or the search was stopped: c is interrupted then). */
+static bool verify_config(struct search *s, size_t c, const char *out_path,
+			  bool save_failed, const char *const vals[KS_TUNE_PH_COUNT])
+{
+	const struct ks_tune *t = s->t;
+	struct cfg *f = &s->cfgs[c];
+	char **argv = ks_tune_cmd_expand(&t->verify, vals), **env = verify_env(s, c,
+									 out_path, vals);
+	char msg[KS_ERR_MSG_MAX + 64], desc[400], tail[KS_TUNE_TAIL];
+	struct ks_tune_proc p;
+	struct ks_err e;
+	bool stopped = false, ok = false;
+
+	ks_err_clear(&e);
+	if (!argv || !env) {
+		fail(s, c, KS_TUNE_VERIFY_FAILED, "verify: out of memory", "");
+		goto out;
+	}
+	if (save_failed) {
+		fail(s, c, KS_TUNE_VERIFY_FAILED, "verify: the run's stdout could not "
+		     "be saved", "");
+		goto out;
+	}
+	if (ks_tune_proc_start_env(&p, argv, true, t->o.run_timeout_s, env, -1, &e)) {
+		snprintf(msg, sizeof(msg), "verify: %s", e.msg);
+		fail(s, c, KS_TUNE_VERIFY_FAILED, msg, "");
+		goto out;
+	}
+	if (!p.done)
+		ks_tune_proc_wait((struct ks_tune_proc *[]){ &p }, 1, t->o.stop_fd,
+				  &stopped);
+	if (stopped) {
+		ks_tune_proc_kill(&p);
+		f->status = KS_TUNE_INTERRUPTED;
+		s->stopped = true;
+		goto out;
+	}
+	if (!ks_tune_proc_ok(&p)) {
+		ks_tune_proc_describe(&p, argv[0], t->o.run_timeout_s, desc, sizeof(desc));
+		ks_tune_proc_tail(&p, TAIL_LINES, tail, sizeof(tail));
+		snprintf(msg, sizeof(msg), "verify: %s", desc);
+		fail(s, c, KS_TUNE_VERIFY_FAILED, msg, tail);
+		goto out;
+	}
+	ok = true;
+out:
+	ks_tune_argv_free(argv);
+	ks_tune_argv_free(env);
+	return ok;
+}
+
+/* Whether configuration c's samples have reached the precision: the
+ * median's 95% interval at most precision percent of the median wide. */
+static bool precise_enough(const struct ks_tune *t, const struct cfg *f)
+{
+	double lo, hi, med;
+
+	if (t->o.precision <= 0)
+		return true;
+	ks_tune_median_ci(f->samples, f->runs, &lo, &hi);
+	med = ks_tune_percentile(f->samples, f->runs, 50);
+	return hi - lo <= t->o.precision / 100 * med;
+}
+
+/* Runs configuration c: warmup runs, then measured runs until there are
+ * repeat of them and, with a precision, until the median's interval is
+ * narrow enough or max_runs are done; unless it fails (verification
+ * included, after the first run), is stopped early or the search is
+ * stopped. */
 static void run_config(struct search *s, size_t c)
 {
 	const struct ks_tune *t = s->t;
 	struct cfg *f = &s->cfgs[c];
-	int total = t->o.warmup + t->o.repeat;
+	int total = t->o.warmup + t->max_measured;
 	char bufs[3][PATH_MAX], msg[KS_ERR_MSG_MAX + 64], desc[400], tail[KS_TUNE_TAIL];
+	char out_path[PATH_MAX + 16], label[256], of[32];
 	const char *vals[KS_TUNE_PH_COUNT];
 	char **argv;
 
+	/* "6", or "6 to 31" when the precision decides. */
+	if (t->max_measured > t->o.repeat)
+		snprintf(of, sizeof(of), "%d to %d", t->o.warmup + t->o.repeat, total);
+	else
+		snprintf(of, sizeof(of), "%d", total);
 	placeholders(s, c, bufs, vals);
+	snprintf(out_path, sizeof(out_path), "%s/run1.stdout", bufs[2]);
 	argv = ks_tune_cmd_expand(&t->run, vals);
-	f->samples = calloc((size_t)t->o.repeat, sizeof(*f->samples));
+	f->samples = calloc((size_t)t->max_measured, sizeof(*f->samples));
 	if (!argv || !f->samples) {
 		fail(s, c, KS_TUNE_RUN_FAILED, "out of memory", "");
 		s->run_failed++;
@@ -748,20 +984,36 @@ static void run_config(struct search *s, size_t c)
 	for (int i = 0; i < total; i++) {
 		struct ks_tune_proc p;
 		struct ks_err e;
-		bool stopped = false;
+		bool stopped = false, verify = i == 0 && t->o.verify;
+		int save_fd = -1, rc;
 		double ns;
 
 		progress(s, "run", s->run_done + s->run_failed,
 			 t->norder - s->build_failed, c, i + 1, total);
 		ks_err_clear(&e);
-		if (ks_tune_proc_start(&p, argv, false, t->o.run_timeout_s, &e) != 0) {
-			snprintf(msg, sizeof(msg), "run %d of %d: %s", i + 1, total, e.msg);
+		if (verify) {
+			save_fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (save_fd < 0) {
+				snprintf(msg, sizeof(msg), "verify: cannot create the file "
+					 "for the run's stdout in {dir}: %s", strerror(errno));
+				fail(s, c, KS_TUNE_VERIFY_FAILED, msg, "");
+				break;
+			}
+		}
+		rc = ks_tune_proc_start_env(&p, argv, false, t->o.run_timeout_s, NULL,
+					    save_fd, &e);
+		if (rc != 0) {
+			if (save_fd >= 0)
+				close(save_fd);
+			snprintf(msg, sizeof(msg), "run %d of %s: %s", i + 1, of, e.msg);
 			fail(s, c, KS_TUNE_RUN_FAILED, msg, "");
 			break;
 		}
 		if (!p.done)
 			ks_tune_proc_wait((struct ks_tune_proc *[]){ &p }, 1, t->o.stop_fd,
 					  &stopped);
+		if (save_fd >= 0)
+			close(save_fd);
 		if (stopped) {
 			ks_tune_proc_kill(&p);
 			f->status = KS_TUNE_INTERRUPTED;
@@ -771,19 +1023,23 @@ static void run_config(struct search *s, size_t c)
 		if (!ks_tune_proc_ok(&p)) {
 			ks_tune_proc_describe(&p, argv[0], t->o.run_timeout_s, desc, sizeof(desc));
 			ks_tune_proc_tail(&p, TAIL_LINES, tail, sizeof(tail));
-			snprintf(msg, sizeof(msg), "run %d of %d: %s", i + 1, total, desc);
+			snprintf(msg, sizeof(msg), "run %d of %s: %s", i + 1, of, desc);
 			fail(s, c, p.timed_out ? KS_TUNE_RUN_TIMEOUT : KS_TUNE_RUN_FAILED,
 			     msg, tail);
 			break;
 		}
 		if (p.bad_time) {
 			ks_tune_proc_tail(&p, TAIL_LINES, tail, sizeof(tail));
-			snprintf(msg, sizeof(msg), "run %d of %d: the line '%s' is not a "
+			snprintf(msg, sizeof(msg), "run %d of %s: the line '%s' is not a "
 				 "time; accepted: KSCOPE_TIME_NS= followed by a whole "
-				 "number of nanoseconds", i + 1, total, p.bad_line);
+				 "number of nanoseconds", i + 1, of, p.bad_line);
 			fail(s, c, KS_TUNE_RUN_FAILED, msg, tail);
 			break;
 		}
+		/* A wrong result is never measured, so it can neither win nor
+		 * stop a right one early. */
+		if (verify && !verify_config(s, c, out_path, p.save_failed, vals))
+			break;
 		if (i < t->o.warmup)
 			continue;
 		ns = p.have_time ? (double)p.time_ns : (p.ended - p.started) * 1e9;
@@ -791,20 +1047,41 @@ static void run_config(struct search *s, size_t c)
 		if (p.have_time)
 			f->program_timed++;
 		if (t->o.stop_factor > 0 && s->best_ns >= 0 &&
-		    f->runs < (size_t)t->o.repeat) {
+		    f->runs < (size_t)t->max_measured) {
 			double med = ks_tune_percentile(f->samples, f->runs, 50);
 
 			if (med > t->o.stop_factor * s->best_ns) {
 				f->status = KS_TUNE_STOPPED;
 				snprintf(msg, sizeof(msg), "after %zu of %d measured runs: "
 					 "median %.0f ns > %g x the best %.0f ns", f->runs,
-					 t->o.repeat, med, t->o.stop_factor, s->best_ns);
+					 t->max_measured, med, t->o.stop_factor, s->best_ns);
 				set_text(&f->message, msg);
+				ks_tune_space_label(t->space, c, label, sizeof(label));
+				/* Said out loud: a noisy first run can stop a
+				 * configuration that would have won. */
+				note(t, f->runs < 3 ? KS_TUNE_WARN : KS_TUNE_INFO,
+				     "%s: stopped early %s%s", label, msg, f->runs < 3
+				     ? " (few runs: noise may have stopped it; "
+				       "--stop-factor 0 measures every configuration)" : "");
 				break;
 			}
 		}
+		if (f->runs >= (size_t)t->o.repeat && precise_enough(t, f))
+			break;
 	}
 	ks_tune_argv_free(argv);
+	if (f->status == KS_TUNE_OK && t->o.precision > 0 && !precise_enough(t, f)) {
+		double lo, hi, med = ks_tune_percentile(f->samples, f->runs, 50);
+
+		ks_tune_median_ci(f->samples, f->runs, &lo, &hi);
+		snprintf(msg, sizeof(msg), "imprecise: the median's 95%% interval is %.1f%% "
+			 "of the median wide after %zu runs (precision %g%%, at most %d "
+			 "runs)", med > 0 ? 100 * (hi - lo) / med : 0.0, f->runs,
+			 t->o.precision, t->max_measured);
+		set_text(&f->message, msg);
+		ks_tune_space_label(t->space, c, label, sizeof(label));
+		note(t, KS_TUNE_INFO, "%s: %s", label, msg);
+	}
 	if (f->status == KS_TUNE_OK || f->status == KS_TUNE_STOPPED) {
 		double med = ks_tune_percentile(f->samples, f->runs, 50);
 
@@ -827,7 +1104,7 @@ static void run_batch(struct search *s, const size_t *batch, size_t n)
 			continue;
 		if (!s->stopped && stop_requested(s))
 			s->stopped = true;
-		if (!s->stopped)
+		if (!s->stopped && !out_of_time(s))
 			run_config(s, c);
 		remove_variant(s, c);
 	}
@@ -849,6 +1126,7 @@ static int group(const struct ks_tune_row *r)
 	case KS_TUNE_STOPPED:
 		return 0;
 	case KS_TUNE_NOT_SELECTED:
+	case KS_TUNE_RESTRICTED:
 		return 2;
 	case KS_TUNE_INTERRUPTED:
 		return 3;
@@ -899,6 +1177,7 @@ void ks_tune_result_free(struct ks_tune_result *r)
 	free(r->build);
 	free(r->run);
 	free(r->predict);
+	free(r->verify);
 	free(r);
 }
 
@@ -917,9 +1196,17 @@ static struct ks_tune_result *make_result(const struct search *s)
 	r->build = strdup(t->o.build);
 	r->run = strdup(t->o.run);
 	r->predict = t->o.predict ? strdup(t->o.predict) : NULL;
+	r->verify = t->o.verify ? strdup(t->o.verify) : NULL;
 	if (!r->keys || !r->rows || !r->src || !r->build || !r->run ||
-	    (t->o.predict && !r->predict))
+	    (t->o.predict && !r->predict) || (t->o.verify && !r->verify))
 		goto fail;
+	r->precision = t->o.precision;
+	r->strategy = (int)t->o.strategy;
+	r->max_evals = t->o.max_evals;
+	r->seed = t->o.seed;
+	r->time_budget_s = t->o.time_budget_s;
+	r->budget_spent = s->budget_spent;
+	r->max_runs = t->max_measured;
 	r->nrows = sp->nconfigs;
 	r->warmup = t->o.warmup;
 	r->repeat = t->o.repeat;
@@ -956,6 +1243,8 @@ static struct ks_tune_result *make_result(const struct search *s)
 		w->median_ns = ks_tune_percentile(f->samples, f->runs, 50);
 		w->p20_ns = ks_tune_percentile(f->samples, f->runs, 20);
 		w->p80_ns = ks_tune_percentile(f->samples, f->runs, 80);
+		ks_tune_median_ci(f->samples, f->runs, &w->ci_lo_ns, &w->ci_hi_ns);
+		w->precise = f->runs > 0 && precise_enough(t, f);
 		w->timing = f->runs == 0 ? KS_TUNE_TIMING_NONE
 			    : f->program_timed == f->runs ? KS_TUNE_TIMING_PROGRAM
 			    : f->program_timed == 0 ? KS_TUNE_TIMING_WALL
@@ -973,12 +1262,30 @@ static struct ks_tune_result *make_result(const struct search *s)
 		case KS_TUNE_INTERRUPTED:
 			r->interrupted++;
 			break;
+		case KS_TUNE_RESTRICTED:
+			r->restricted++;
+			break;
+		case KS_TUNE_VERIFY_FAILED:
+			r->verify_failed++;
+			r->failed++;
+			break;
 		default:
 			r->failed++;
 		}
 	}
 	qsort(r->rows, r->nrows, sizeof(*r->rows), by_row);
 	r->best = r->nrows && ks_tune_row_measured(&r->rows[0]) ? &r->rows[0] : NULL;
+	/* Ties: measured rows whose interval reaches down into the best's.
+	 * Rows are sorted by median, so overlap is lo <= the best's hi. */
+	for (size_t i = 1; r->best && i < r->nrows; i++) {
+		struct ks_tune_row *w = &r->rows[i];
+
+		if (ks_tune_row_measured(w) && w->ci_lo_ns <= r->best->ci_hi_ns) {
+			w->tie = 1;
+			r->rows[0].tie = 1;
+			r->ties += r->ties ? 1 : 2;
+		}
+	}
 	return r;
 fail:
 	ks_tune_result_free(r);
@@ -1012,7 +1319,8 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 		goto out;
 	}
 	for (size_t c = 0; c < n; c++)
-		s.cfgs[c].status = KS_TUNE_NOT_SELECTED;
+		s.cfgs[c].status = t->restricted[c] ? KS_TUNE_RESTRICTED
+						    : KS_TUNE_NOT_SELECTED;
 	for (size_t i = 0; i < t->norder; i++) {
 		s.cfgs[t->order[i]].status = KS_TUNE_INTERRUPTED;
 		s.cfgs[t->order[i]].selected = true;
@@ -1029,7 +1337,8 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 				"be longer than %d bytes", s.root, PATH_MAX);
 		goto out;
 	}
-	for (size_t b = 0; b < t->norder && !s.stopped; b += BATCH) {
+	s.started = ks_tune_now();
+	for (size_t b = 0; b < t->norder && !s.stopped && !s.budget_spent; b += BATCH) {
 		size_t bn = t->norder - b < BATCH ? t->norder - b : BATCH;
 
 		progress(&s, "build", s.built + s.build_failed, t->norder, 0, 0, 0);
@@ -1049,6 +1358,13 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 	}
 	if (s.cleanup_err.code)
 		note(t, KS_TUNE_WARN, "cleaning up: %s", s.cleanup_err.msg);
+	if (s.budget_spent && !s.stopped)
+		for (size_t c = 0; c < n; c++)
+			if (s.cfgs[c].status == KS_TUNE_INTERRUPTED) {
+				s.cfgs[c].status = KS_TUNE_NOT_SELECTED;
+				set_text(&s.cfgs[c].message, "not measured: the time budget "
+					 "was spent");
+			}
 	*out = make_result(&s);
 	if (!*out)
 		rc = ks_err_set(&e, -ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
  *   files.c    the variants' directories, created and removed
  *   stats.c    medians and percentiles
  *   predict.c  ranking the configurations with a kscope predict model
+ *   restrict.c the --restrict expressions
  *   write.c    tune.csv and tune.json
  *   tune.c     the search itself
  * The unit tests (tests/tune) include this header; nothing outside
@@ -128,6 +129,10 @@ struct ks_tune_proc {
 	int outfd, errfd;          /* parent ends of its stdout and stderr
 				    * pipes; -1 when closed */
 	bool want_time;            /* parse KSCOPE_TIME_NS lines on stdout */
+	bool save;                 /* stdout is also copied to save_fd (a
+				    * zeroed proc copies nothing) */
+	int save_fd;
+	bool save_failed;          /* a write to save_fd failed */
 	double started, deadline, ended; /* CLOCK_MONOTONIC seconds */
 	size_t tag;                /* the caller's (a configuration) */
 	/* The outcome. */
@@ -155,6 +160,12 @@ struct ks_tune_proc {
  * when the pipes or the process cannot be made. */
 int ks_tune_proc_start(struct ks_tune_proc *p, char *const *argv, bool merge,
 		       double timeout_s, struct ks_err *err);
+/* The same with envp (NULL: kscope's environment) as the program's
+ * environment, and its stdout also written to save_fd (-1: not; the
+ * caller owns and closes it; a failed write sets save_failed). */
+int ks_tune_proc_start_env(struct ks_tune_proc *p, char *const *argv, bool merge,
+			   double timeout_s, char *const *envp, int save_fd,
+			   struct ks_err *err);
 /* Serves procs (n of them; entries that are done or not started are
  * skipped) until at least one is done or stop_fd (-1: none) is readable
  * (*stopped set then).  A proc past its deadline is killed (SIGKILL to its
@@ -201,6 +212,11 @@ int ks_tune_files_remove(int dirfd, const char *name, struct ks_err *err);
  * linear interpolation between the sorted values, at rank
  * p/100 * (n - 1). */
 double ks_tune_percentile(const double *v, size_t n, double p);
+/* The median's 95% confidence interval [*lo, *hi] of v (n values, any
+ * order, at most 1000 used): the k-th smallest and k-th largest sample
+ * for the largest k whose binomial(n, 1/2) tail is at most 2.5% on each
+ * side; under 6 values, the range.  -1 for both when n == 0. */
+void ks_tune_median_ci(const double *v, size_t n, double *lo, double *hi);
 
 /* ------------------------------------------------------------------ */
 /* predict.c                                                           */
@@ -211,6 +227,18 @@ double ks_tune_percentile(const double *v, size_t n, double p);
  * err naming the configuration and the model's message. */
 int ks_tune_predict(const char *model, const struct ks_tune_space *space,
 		    double *us, struct ks_err *err);
+
+/* ------------------------------------------------------------------ */
+/* restrict.c                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Evaluates the --restrict expression text for configuration c of sp:
+ * *keep is whether it is non-zero (a division or % by zero makes it
+ * false).  -EINVAL, with err naming the expression, the column and what
+ * is accepted, for a syntax error, a name that is not a key, a key whose
+ * value there is not an integer, or a 64-bit overflow. */
+int ks_tune_restrict_eval(const char *text, const struct ks_tune_space *sp, size_t c,
+			  bool *keep, struct ks_err *err);
 
 /* ------------------------------------------------------------------ */
 /* write.c                                                             */

@@ -39,7 +39,8 @@ static void write_csv(struct ks_text *t, const struct ks_tune_result *r)
 	ks_csv_str(t, false, "config");
 	for (size_t k = 0; k < r->nkeys; k++)
 		ks_csv_str(t, false, r->keys[k]);
-	ks_text_puts(t, ",status,median (us),p20 (us),p80 (us),runs,timing");
+	ks_text_puts(t, ",status,median (us),p20 (us),p80 (us),runs,timing,"
+		     "ci low (us),ci high (us),tie");
 	if (r->predict)
 		ks_text_puts(t, ",predicted (us),predicted rank");
 	ks_text_puts(t, ",message,output");
@@ -58,6 +59,9 @@ static void write_csv(struct ks_text *t, const struct ks_tune_result *r)
 		csv_num(t, us(w->p80_ns), 3);
 		ks_csv_u64(t, w->runs);
 		ks_csv_str(t, false, ks_tune_timing_name(w->timing));
+		csv_num(t, us(w->ci_lo_ns), 3);
+		csv_num(t, us(w->ci_hi_ns), 3);
+		ks_csv_str(t, false, w->tie ? "yes" : "");
 		if (r->predict) {
 			csv_num(t, w->predicted_us, 3);
 			ks_csv_u64(t, w->predicted_rank);
@@ -118,6 +122,19 @@ static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 		ks_text_puts(t, "null");
 	if (r->predict)
 		ks_text_printf(t, ",\n  \"top\": %zu", r->top);
+	ks_text_puts(t, ",\n  \"verify\": ");
+	if (r->verify)
+		ks_text_json_str(t, r->verify);
+	else
+		ks_text_puts(t, "null");
+	ks_text_printf(t, ",\n  \"precision_percent\": %g,\n  \"max_runs\": %d",
+		       r->precision, r->max_runs);
+	ks_text_printf(t, ",\n  \"strategy\": \"%s\",\n  \"max_evals\": %zu,\n"
+		       "  \"seed\": %llu,\n  \"time_budget_s\": %g,\n"
+		       "  \"budget_spent\": %s",
+		       r->strategy == KS_TUNE_RANDOM ? "random" : "exhaustive",
+		       r->max_evals, r->seed, r->time_budget_s,
+		       r->budget_spent ? "true" : "false");
 	ks_text_puts(t, ",\n  \"keys\": [");
 	for (size_t k = 0; k < r->nkeys; k++) {
 		if (k)
@@ -126,9 +143,11 @@ static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 	}
 	ks_text_printf(t, "],\n  \"configurations\": %zu,\n  \"measured\": %zu,\n"
 		       "  \"failed\": %zu,\n  \"not_selected\": %zu,\n"
-		       "  \"interrupted\": %zu,\n  \"search_stopped\": %s,\n  \"best\": ",
+		       "  \"interrupted\": %zu,\n  \"restricted\": %zu,\n"
+		       "  \"verify_failed\": %zu,\n"
+		       "  \"ties\": %zu,\n  \"search_stopped\": %s,\n  \"best\": ",
 		       r->nrows, r->measured, r->failed, r->not_selected, r->interrupted,
-		       r->stopped_by_fd ? "true" : "false");
+		       r->restricted, r->verify_failed, r->ties, r->stopped_by_fd ? "true" : "false");
 	if (r->best) {
 		ks_text_printf(t, "{\"config\": %zu, \"values\": ", r->best->config);
 		json_values(t, r, r->best);
@@ -165,6 +184,12 @@ static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 		}
 		ks_text_puts(t, "], \"timing\": ");
 		ks_text_json_str(t, ks_tune_timing_name(w->timing));
+		ks_text_puts(t, ", \"ci_low_ns\": ");
+		json_ns(t, w->ci_lo_ns);
+		ks_text_puts(t, ", \"ci_high_ns\": ");
+		json_ns(t, w->ci_hi_ns);
+		ks_text_printf(t, ", \"precise\": %s, \"tie\": %s",
+			       w->precise ? "true" : "false", w->tie ? "true" : "false");
 		if (r->predict) {
 			ks_text_puts(t, ", \"predicted_us\": ");
 			if (w->predicted_us < 0)

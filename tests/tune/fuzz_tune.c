@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for kscope tune's three parsers (src/tune): the first
+ * libFuzzer target for kscope tune's four parsers (src/tune): the first
  * byte of the input picks one, the rest is its text.
  *   0  the search space (space.c): a refused space leaves *out NULL and a
  *      one-line message; an accepted one passes ks_tune_space_check, and
@@ -12,6 +12,9 @@
  *   2  a build command (command.c): a refused one gives a one-line
  *      message; an accepted one expands to as many arguments as words,
  *      none holding the placeholder mark
+ *   3  a --restrict expression (restrict.c) over each configuration of a
+ *      space of an integer key, a text key and huge integers: a refused
+ *      one (syntax, a text value, overflow) gives a one-line message
  * Nothing may crash, read out of bounds or leak.
  */
 #include <stdint.h>
@@ -117,6 +120,26 @@ static void fuzz_command(const char *text)
 	ks_tune_cmd_free(&c);
 }
 
+static void fuzz_restrict(const char *text)
+{
+	static const char space[] =
+		"{\"TILE\": [0, 16, -3], \"MODE\": [\"fast\", \"x y\"], "
+		"\"BIG\": [9223372036854775807, -9223372036854775807]}";
+	struct ks_tune_space *s = NULL;
+	char err[1024] = "";
+
+	if (ks_tune_space_parse(space, sizeof(space) - 1, "s.json", &s, err, sizeof(err)) != 0)
+		abort();
+	for (size_t c = 0; c < s->nconfigs; c++) {
+		struct ks_err e;
+		bool keep = false;
+
+		if (ks_tune_restrict_eval(text, s, c, &keep, &e) != 0)
+			one_line(e.msg);
+	}
+	ks_tune_space_free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text;
@@ -128,15 +151,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		fuzz_space(text, size - 1);
 		break;
 	case 1:
 		fuzz_source(text, size - 1);
 		break;
-	default:
+	case 2:
 		fuzz_command(text);
+		break;
+	default:
+		fuzz_restrict(text);
 		break;
 	}
 	free(text);

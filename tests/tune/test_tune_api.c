@@ -129,12 +129,16 @@ static void test_search(void **state)
 	assert_int_equal(o.repeat, 5);
 	assert_true(o.stop_factor == 3);
 	assert_int_equal(o.stop_fd, -1);
+	assert_true(o.precision == 5);
+	assert_int_equal(o.max_runs, 30);
+	assert_null(o.verify);
 	o.src = PLANTED;
 	o.space = s;
 	o.build = BUILD;
 	o.run = "{exe}";
 	o.warmup = 0;
 	o.repeat = 2;
+	o.precision = 0;           /* exactly 2 measured runs */
 	o.jobs = 2;
 	o.stop_factor = 0;
 	o.note = on_note;
@@ -196,7 +200,7 @@ static void test_search(void **state)
 
 		assert_non_null(csv);
 		assert_non_null(strstr((char *)csv, "rank,config,TILE,UNROLL,status,median (us)"));
-		assert_non_null(strstr((char *)csv, "\n1,5,32,4,ok,1.000,1.000,1.000,2,program,,\n"));
+		assert_non_null(strstr((char *)csv, "\n1,5,32,4,ok,1.000,1.000,1.000,2,program,1.000,1.000,,,\n"));
 		free(csv);
 	}
 	after = ks_test_read_file(PLANTED, &after_len);

@@ -252,6 +252,58 @@ static void test_source_errors(void **state)
 	expect_source_error("int TILE = ; // tunable\n", "no value");
 	expect_source_error("int 3 = 4; // tunable\n", "no name");
 	expect_source_error("f(); // tunable\n", "no 'KEY = VALUE'");
+	/* Two names on one line: refused, naming the line (kscope would
+	 * otherwise take "2, X = 3" as TILE's value and drop X). */
+	expect_source_error("int a;\nint TILE = 2, X = 3; // tunable\n",
+			    "k.c:2: 'int TILE = 2, X = 3;' declares more than one name");
+	expect_source_error("int A, TILE = 2; // tunable\n", "more than one name");
+	expect_source_error("int TILE = x < y, X = 3; // tunable\n", "more than one name");
+	expect_source_error("int TILE = X = 3; // tunable\n", "more than one name");
+}
+
+/* `// tunable` that is not a trailing marker comment: ignored. */
+static const char LEXED[] =
+	"const char *s = \"// tunable\"; int x = 1;\n"       /* in a string */
+	"puts(\"a // tunable \\\" // tunable\");\n"         /* escaped quote */
+	"char c = '\"'; // tunable: a quote in a character\n"
+	"/* int A = 1; // tunable\n"                           /* block comment */
+	"   int B = 2; // tunable */\n"
+	"int y = 1; // see // tunable\n"                       /* comment text */
+	"// tunable\n"                                          /* comment only */
+	"auto r = R\"x(// tunable\n"                             /* raw string */
+	"int C = 3; // tunable)x\";\n"
+	"int D = 1'000'000; // tunable\n"                      /* separators */
+	"std::map<int, int> M = {}; // tunable\n"              /* one name */
+	"constexpr auto S = Shape<64, 64>{}; // tunable\n"
+	"const char *Q = \"a, b = c\"; // tunable\n";
+
+static void test_source_lexing(void **state)
+{
+	struct ks_tune_source s;
+	struct ks_err e;
+	char v[64];
+
+	(void)state;
+	ks_err_clear(&e);
+	if (ks_tune_source_scan(LEXED, sizeof(LEXED) - 1, "k.c", &s, &e) != 0)
+		fail_msg("%s", e.msg);
+	assert_int_equal(s.nlines, 5);
+	assert_string_equal(s.lines[0].key, "c");
+	assert_int_equal(s.lines[0].lineno, 3);
+	ks_tune_source_value(&s, &s.lines[0], v, sizeof(v));
+	assert_string_equal(v, "'\"'");
+	assert_string_equal(s.lines[1].key, "D");
+	assert_int_equal(s.lines[1].lineno, 10);
+	ks_tune_source_value(&s, &s.lines[1], v, sizeof(v));
+	assert_string_equal(v, "1'000'000");
+	assert_string_equal(s.lines[2].key, "M");
+	assert_string_equal(s.lines[3].key, "S");
+	ks_tune_source_value(&s, &s.lines[3], v, sizeof(v));
+	assert_string_equal(v, "Shape<64, 64>{}");
+	assert_string_equal(s.lines[4].key, "Q");
+	ks_tune_source_value(&s, &s.lines[4], v, sizeof(v));
+	assert_string_equal(v, "\"a, b = c\"");
+	ks_tune_source_free(&s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -697,6 +749,7 @@ int main(void)
 		cmocka_unit_test(test_source_lines),
 		cmocka_unit_test(test_source_variant),
 		cmocka_unit_test(test_source_errors),
+		cmocka_unit_test(test_source_lexing),
 		cmocka_unit_test(test_space_list),
 		cmocka_unit_test(test_space_product),
 		cmocka_unit_test(test_space_errors),

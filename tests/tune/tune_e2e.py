@@ -32,6 +32,22 @@ Scenarios:
   sigint      SIGINT while a run hangs: exit 130, the child killed, what was
               measured written, the variants removed
   sigterm     the same with SIGTERM: exit 143
+  verify      --verify on tests/tune/kernels/checked.c: the fastest variant
+              prints a wrong result and is excluded from the ranking
+              ("verify failed"); the verify command gets the run's stdout
+              and the values in its environment; bad --verify is refused
+  noise       tests/tune/kernels/noisy.c prints times with a seeded jitter
+              of 20%: two configurations 1% apart are reported as a tie
+              ("=1", "tie:"), the clearly slower one is not, the rows that
+              did not reach --precision within --max-runs say so; bad
+              --precision and --max-runs are refused
+  strategies  a 144-point space (tests/tune/kernels/grid.c) built by a
+              stand-in compiler that logs each build: --restrict removes
+              points before building (the builds are counted), exhaustive
+              and random find the planted best, --max-evals bounds the
+              builds, the same --seed draws the same points; bad
+              --strategy, --max-evals, --time-budget and --restrict are
+              refused
 """
 import csv
 import hashlib
@@ -49,6 +65,7 @@ from kstest import Failure, check, TempDirs  # noqa: E402
 
 KSCOPE, CC, SRC, SCENARIO = sys.argv[1:5]
 EXAMPLES = os.path.join(SRC, "examples", "tune")
+KERNELS = os.path.join(SRC, "tests", "tune", "kernels")  # kernels only tests use
 TIMEOUT = 100
 
 
@@ -68,7 +85,8 @@ class Work:
         self.srcdir = os.path.join(self.dir, "src")
         os.mkdir(self.srcdir)
         for n in names:
-            shutil.copy(os.path.join(EXAMPLES, n), self.srcdir)
+            where = KERNELS if os.path.exists(os.path.join(KERNELS, n)) else EXAMPLES
+            shutil.copy(os.path.join(where, n), self.srcdir)
         self.src = os.path.join(self.srcdir, names[0])
         os.chmod(self.src, stat.S_IRUSR | stat.S_IRGRP)
         self.hash = sha256(self.src)
@@ -201,7 +219,8 @@ def scenario_wall():
     w = Work("busy.c")
     space = w.space({"WORK": [6, 1, 4]})
     p = kscope(w.args(space, build=f"{CC} -O1 {{src}} -o {{exe}}",
-                      extra=["--warmup", "1", "--repeat", "3", "--stop-factor", "0"]))
+                      extra=["--warmup", "1", "--repeat", "3", "--stop-factor", "0",
+                             "--precision", "0"]))
     expect_exit(p, 0)
     j, _ = w.results()
     check(j["best"]["values"] == {"WORK": 1}, f"the best is {j['best']}, not WORK=1")
@@ -228,15 +247,15 @@ def scenario_failures():
     check('#error "TILE 13 does not build"' in r["output"], f"build output: {r['output']!r}")
     r = by_values(j, TILE=7)
     check(r["status"] == "run timed out" and r["message"] ==
-          "run 1 of 6: timed out after 2 s", f"{r}")
+          "run 1 of 6 to 31: timed out after 2 s", f"{r}")
     r = by_values(j, TILE=5)
     check(r["status"] == "run failed" and "killed by signal 6" in r["message"], f"{r}")
     r = by_values(j, TILE=3)
-    check(r["status"] == "run failed" and r["message"] == "run 1 of 6: exit status 3"
+    check(r["status"] == "run failed" and r["message"] == "run 1 of 6 to 31: exit status 3"
           and r["output"] == "planted: TILE 3 is not supported", f"{r}")
     for want in ("TILE=13 UNROLL=4: build failed: exit status 1: planted.c:",
                  "TILE=7 UNROLL=4: run timed out", "TILE=5 UNROLL=4: run failed",
-                 "TILE=3 UNROLL=4: run failed: run 1 of 6: exit status 3: planted: "
+                 "TILE=3 UNROLL=4: run failed: run 1 of 6 to 31: exit status 3: planted: "
                  "TILE 3 is not supported"):
         check(want in p.stderr, f"stderr lacks {want!r}:\n{p.stderr}")
     check("failures:" in p.stdout and "TILE 13 does not build" in p.stdout,
@@ -347,6 +366,143 @@ def scenario_sigint():
 
 def scenario_sigterm():
     interrupt(signal.SIGTERM, 143)
+
+
+def scenario_verify():
+    w = Work("checked.c")
+    space = w.space({"MODE": [0, 1, 2]})
+    verify = ("sh -c 'grep -qx result=5050 \"$KSCOPE_TUNE_STDOUT\" && "
+              "test -x \"$KSCOPE_TUNE_EXE\" && test -n \"$KSCOPE_TUNE_PARAM_MODE\"'")
+    p = kscope(w.args(space, extra=["--verify", verify, "--precision", "0"]))
+    expect_exit(p, 0)
+    j, rows = w.results()
+    check(j["best"]["values"] == {"MODE": 1}, f"the wrong MODE 2 must not win: {j['best']}")
+    check(j["verify_failed"] == 1 and j["failed"] == 1 and j["measured"] == 2, f"{j}")
+    r = by_values(j, MODE=2)
+    check(r["status"] == "verify failed" and r["rank"] is None and r["runs"] == 0
+          and r["message"] == "verify: exit status 1", f"{r}")
+    check(j["rows"][-1]["values"] == {"MODE": 2}, "the failed row must come last")
+    check("MODE=2: verify failed: verify: exit status 1" in p.stderr, p.stderr)
+    check("best: MODE=1 " in p.stdout and "verify failed" in p.stdout, p.stdout)
+    check(j["verify"] == verify, f"tune.json verify: {j['verify']!r}")
+    w.check_clean()
+    # Without --verify, the wrong variant wins: the check is what excludes it.
+    w2 = Work("checked.c")
+    p = kscope(w2.args(w2.space({"MODE": [0, 1, 2]}), extra=["--precision", "0"]))
+    expect_exit(p, 0)
+    j, _ = w2.results()
+    check(j["best"]["values"] == {"MODE": 2}, f"{j['best']}")
+    # Bad input: exit 2, nothing written.
+    for bad, want in ((["--verify", ""], "option --verify"),
+                      (["--verify", "no-such-program-xyz {exe}"],
+                       "option --verify: the program 'no-such-program-xyz' is not in PATH"),
+                      (["--verify", "sh -c 'x"], "option --verify")):
+        w3 = Work("checked.c")
+        p = kscope(w3.args(w3.space({"MODE": [0]}), extra=bad))
+        expect_exit(p, 2)
+        check(want in p.stderr, f"{bad}: stderr lacks {want!r}: {p.stderr}")
+        check(not os.path.exists(w3.out), f"{bad}: something was written")
+
+
+def scenario_noise():
+    w = Work("noisy.c")
+    space = w.space({"BASE": [3000, 1010, 1000]})
+    p = kscope(w.args(space, extra=["--warmup", "0", "--repeat", "5", "--precision", "2",
+                                    "--max-runs", "25", "--stop-factor", "0"]))
+    expect_exit(p, 0)
+    j, rows = w.results()
+    check(j["ties"] == 2, f"ties: {j['ties']}")
+    for base, tie in ((1000, True), (1010, True), (3000, False)):
+        r = by_values(j, BASE=base)
+        check(r["status"] == "ok" and r["tie"] is tie, f"BASE={base}: {r}")
+        check(r["runs"] == 25 and not r["precise"] and
+              r["message"].startswith("imprecise: the median's 95% interval is"), f"{r}")
+        check(r["ci_low_ns"] <= r["median_ns"] <= r["ci_high_ns"], f"{r}")
+    check({c["tie"] for c in rows} == {"yes", ""}, f"csv tie column: {rows}")
+    check("tie: 2 configurations are within noise" in p.stdout, p.stdout)
+    tied = [l for l in p.stdout.splitlines() if l.lstrip().startswith("=1 ")]
+    check(len(tied) == 2 and all(", tie" in l for l in tied), p.stdout)
+    check("; tied: see above" in p.stdout, p.stdout)
+    w.check_clean()
+    # Exact times reach the precision at --repeat: no more runs.
+    w2 = Work("planted.c", "planted.h")
+    p = kscope(w2.args(w2.space({"TILE": [32], "UNROLL": [4, 1]}),
+                       extra=["--repeat", "5", "--max-runs", "40"]))
+    expect_exit(p, 0)
+    j, _ = w2.results()
+    check(all(r["runs"] == 5 and r["precise"] and not r["tie"] for r in j["rows"]),
+          f"{j['rows']}")
+    check(j["ties"] == 0 and "tie:" not in p.stdout, p.stdout)
+    for bad, want in ((["--precision", "0.05"], "option --precision: '0.05' is out of range"),
+                      (["--precision", "101"], "option --precision"),
+                      (["--precision", "x"], "option --precision"),
+                      (["--max-runs", "0"], "option --max-runs"),
+                      (["--max-runs", "1001"], "option --max-runs")):
+        w3 = Work("noisy.c")
+        p = kscope(w3.args(w3.space({"BASE": [1]}), extra=bad))
+        expect_exit(p, 2)
+        check(want in p.stderr, f"{bad}: stderr lacks {want!r}: {p.stderr}")
+        check(not os.path.exists(w3.out), f"{bad}: something was written")
+
+
+def scenario_strategies():
+    fake = os.path.join(KERNELS, "fake_build.sh")
+    space_obj = {"X": list(range(12)), "Y": list(range(12))}
+
+    def tune(extra):
+        w = Work("grid.c")
+        log = os.path.join(w.dir, "builds.log")
+        p = kscope(w.args(w.space(space_obj), build=f"sh {fake} {{src}} {{exe}} {log}",
+                          extra=["--warmup", "0", "--repeat", "1", "--precision", "0",
+                                 "--stop-factor", "0"] + extra))
+        expect_exit(p, 0)
+        j, _ = w.results()
+        with open(log) as f:
+            built = [tuple(map(int, line.split())) for line in f]
+        w.check_clean()
+        return p, j, built
+
+    # --restrict: only the points where it holds are built.
+    p, j, built = tune(["--restrict", "X + Y <= 12", "--restrict", "!(X % 2) || Y == 4"])
+    want = {(x, y) for x in range(12) for y in range(12)
+            if x + y <= 12 and (x % 2 == 0 or y == 4)}
+    check(set(built) == want and len(built) == len(want),
+          f"built {len(built)} points, expected {len(want)}")
+    check(j["restricted"] == 144 - len(want) and j["measured"] == len(want), f"{j}")
+    check(j["best"]["values"] == {"X": 7, "Y": 4}, f"{j['best']}")
+    check(all(r["status"] == "restricted" for r in j["rows"]
+              if (r["values"]["X"], r["values"]["Y"]) not in want), "restricted rows")
+    check(f"{144 - len(want)} configurations excluded by --restrict" in p.stdout, p.stdout)
+    # random: --max-evals bounds the builds; the seed decides the points.
+    p, j, built = tune(["--strategy", "random", "--max-evals", "40", "--seed", "7"])
+    check(len(built) == 40 and j["measured"] == 40 and j["not_selected"] == 104, f"{j}")
+    _, _, again = tune(["--strategy", "random", "--max-evals", "40", "--seed", "7"])
+    check(sorted(again) == sorted(built), "the same seed drew other points")
+    _, _, other = tune(["--strategy", "random", "--max-evals", "40", "--seed", "8"])
+    check(sorted(other) != sorted(built), "another seed drew the same points")
+    # random within a budget that covers the restricted space finds the best.
+    p, j, built = tune(["--strategy", "random", "--max-evals", "30",
+                        "--restrict", "X >= 5 && X <= 9 && Y >= 2 && Y <= 7"])
+    check(len(built) == 30 and j["best"]["values"] == {"X": 7, "Y": 4}, f"{j['best']}")
+    # exhaustive with --max-evals: the first N in the space's order.
+    p, j, built = tune(["--max-evals", "5"])
+    check(sorted(built) == [(0, y) for y in range(5)], f"{built}")
+    # bad input: exit 2, nothing written
+    for bad, want in ((["--strategy", "genetic"], "option --strategy"),
+                      (["--max-evals", "0"], "option --max-evals"),
+                      (["--time-budget", "-1"], "option --time-budget"),
+                      (["--restrict", "X +"], "option --restrict: 'X +': the expression "
+                       "ends too early at column 4; accepted:"),
+                      (["--restrict", "Z > 1"], "'Z' is not a key of the space"),
+                      (["--restrict", "X = 1"], "'=' is no operator"),
+                      (["--strategy", "random", "--predict",
+                        os.path.join(EXAMPLES, "planted.kpp")], "option --strategy")):
+        w = Work("grid.c")
+        p = kscope(w.args(w.space(space_obj), build=f"sh {fake} {{src}} {{exe}} log",
+                          extra=bad))
+        expect_exit(p, 2)
+        check(want in p.stderr, f"{bad}: stderr lacks {want!r}: {p.stderr}")
+        check(not os.path.exists(w.out), f"{bad}: something was written")
 
 
 def main():
