@@ -330,58 +330,6 @@ static enum ks_mt_verdict line_verdict(const struct ks_mt_line_thread *t,
 	return KS_MT_MIXED;
 }
 
-struct fe_arg {
-	struct ks_mt *m;
-	ks_mt_line_fn fn;
-	void *arg;
-};
-
-static void fe_chunk(void *arg, uintptr_t cidx, void *chunk)
-{
-	struct fe_arg *a = arg;
-	struct ks_mt *m = a->m;
-	unsigned char *p = chunk;
-	uintptr_t i, n = m->lc_mask + 1;
-	struct ks_mt_line_info li;
-	unsigned k;
-
-	for (i = 0; i < n; i++, p += m->smu_size) {
-		struct ks_mt_smu_fs *f = (struct ks_mt_smu_fs *)(void *)p;
-		struct ks_mt_detail *d;
-
-		if (!(f->rt & KS_MT_FS_SHARED))
-			continue;
-		d = f->u.d;
-		if (d->nthr < 2)
-			continue;
-		li.line_addr = ((cidx << m->lc_shift) | i) << m->line_shift;
-		li.word_size = 1u << m->word_shift;
-		li.verdict = line_verdict(d->thr, d->nthr, m->cfg.min_writes);
-		li.nthreads = d->nthr;
-		li.threads = d->thr;
-		li.nsites = d->nsite;
-		li.sites = d->site;
-		li.misses = f->c.misses;
-		li.invalidations = f->c.invals;
-		li.potential_invalidations = 0;
-		for (k = 0; k < d->nthr; k++)
-			li.potential_invalidations += d->thr[k].writes;
-		a->fn(a->arg, &li);
-	}
-}
-
-void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg)
-{
-	struct fe_arg a;
-
-	if (!m->cfg.falseshare || !fn)
-		return;
-	a.m = m;
-	a.fn = fn;
-	a.arg = arg;
-	ks_mt_tab_for_each(&m->tab, fe_chunk, &a);
-}
-
 /* What the falseshare state f says of its line's threads, into li (one
  * holds a private line's thread); false when no thread touched it. */
 static bool fs_threads(const struct ks_mt *m, const struct ks_mt_smu_fs *f,
@@ -417,6 +365,44 @@ static bool fs_threads(const struct ks_mt *m, const struct ks_mt_smu_fs *f,
 	return one->reads || one->writes;
 }
 
+/* What ks_mt_for_each_shared_line and ..._near_others pass to their
+ * chunk walkers. */
+struct line_walk {
+	struct ks_mt *m;
+	uint64_t min;              /* near lines: the accesses that count */
+	ks_mt_line_fn fn;
+	void *arg;
+};
+
+static void fe_chunk(void *arg, uintptr_t cidx, void *chunk)
+{
+	struct line_walk *a = arg;
+	struct ks_mt *m = a->m;
+	unsigned char *p = chunk;
+	uintptr_t i, n = m->lc_mask + 1;
+
+	for (i = 0; i < n; i++, p += m->smu_size) {
+		const struct ks_mt_smu_fs *f = (const struct ks_mt_smu_fs *)(const void *)p;
+		struct ks_mt_line_info li;
+		struct ks_mt_line_thread one;
+
+		if (!(f->rt & KS_MT_FS_SHARED) || f->u.d->nthr < 2)
+			continue;
+		(void)fs_threads(m, f, &li, &one);
+		li.line_addr = ((cidx << m->lc_shift) | i) << m->line_shift;
+		a->fn(a->arg, &li);
+	}
+}
+
+void ks_mt_for_each_shared_line(struct ks_mt *m, ks_mt_line_fn fn, void *arg)
+{
+	struct line_walk a = { .m = m, .fn = fn, .arg = arg };
+
+	if (!m->cfg.falseshare || !fn)
+		return;
+	ks_mt_tab_for_each(&m->tab, fe_chunk, &a);
+}
+
 /* The falseshare state of line number idx (address >> line_shift), or
  * NULL. */
 static const struct ks_mt_smu_fs *fs_of(const struct ks_mt *m, uintptr_t idx)
@@ -444,16 +430,9 @@ static bool other_busy(const struct ks_mt_line_info *li, unsigned tid, uint64_t 
 	return false;
 }
 
-struct near_arg {
-	struct ks_mt *m;
-	uint64_t min;
-	ks_mt_line_fn fn;
-	void *arg;
-};
-
 static void near_chunk(void *arg, uintptr_t cidx, void *chunk)
 {
-	struct near_arg *a = arg;
+	struct line_walk *a = arg;
 	struct ks_mt *m = a->m;
 	unsigned char *p = chunk;
 	uintptr_t i, n = m->lc_mask + 1;
@@ -491,14 +470,10 @@ static void near_chunk(void *arg, uintptr_t cidx, void *chunk)
 
 void ks_mt_for_each_line_near_others(struct ks_mt *m, uint64_t min, ks_mt_line_fn fn, void *arg)
 {
-	struct near_arg a;
+	struct line_walk a = { .m = m, .min = min ? min : 1, .fn = fn, .arg = arg };
 
 	if (!m->cfg.falseshare || !fn)
 		return;
-	a.m = m;
-	a.min = min ? min : 1;
-	a.fn = fn;
-	a.arg = arg;
 	ks_mt_tab_for_each(&m->tab, near_chunk, &a);
 }
 

@@ -632,14 +632,15 @@ def patterns(kind):
     # What each bug costs and its fix does not, in invalidations the
     # threads really made running in parallel: 10 times as many or more
     # (a fix makes none).  The runs are 10 times longer than the checks
-    # above so that the loops overlap, and there are up to three tries:
-    # on a machine whose cores are all busy the four threads can still run
-    # one after the other (once, with both compilers' tests at once on
-    # two cores, counters made 9 invalidations where it makes thousands).
-    n = "2000000"
+    # above so that the loops overlap, and there are up to three tries,
+    # each 4 times longer than the one before: on a machine whose cores
+    # are all busy the four threads can still run one after the other
+    # within their time slices (with both compilers' tests at once on two
+    # cores, counters once made 7 to 9 invalidations at 2,000,000 where it
+    # makes thousands).
     for bug, fix in fs_patterns.PAIRS:
         tries = []
-        while len(tries) < 3:
+        for n in ("2000000", "8000000", "32000000"):
             inv = [run([m, n], [], None, code)["summary"]["invalidations"]
                    for m, code in ((bug, fs_patterns.FINDINGS), (fix, 0))]
             tries.append(inv)
