@@ -1,10 +1,11 @@
-# The third-party libraries kscope's tools use, as six targets:
+# The third-party libraries kscope's tools use, as seven targets:
 #   ks_dep_jansson  JSON (jansson)
 #   ks_dep_dw       DWARF and ELF (libdw, libelf and their compressors),
 #                   with libstdc++ for __cxa_demangle, the C++ ABI's demangler
 #   ks_dep_sqlite3  SQLite
 #   ks_dep_zlib     zlib (gzip for kscope report --format pprof)
 #   ks_dep_expat    expat (kscope memcheck reads Memcheck's XML as a stream)
+#   ks_dep_nettle   nettle (SHA-256: the keys of kscope tune --cache)
 #   ks_dep_capstone capstone (disassembly): its headers only; kscope
 #                   loads the shared library with dlopen() when it
 #                   disassembles (src/op/sim/simdisasm.c), because the
@@ -70,6 +71,7 @@ ks_dependency(ks_dep_dw LIBDW libdw stdc++)
 ks_dependency(ks_dep_sqlite3 SQLITE3 "sqlite3>=3.31")
 ks_dependency(ks_dep_zlib ZLIB zlib)
 ks_dependency(ks_dep_expat EXPAT expat)
+ks_dependency(ks_dep_nettle NETTLE nettle)
 # capstone: disassembly for kscope op --simulate (src/op/sim), opened at
 # run time.
 pkg_check_modules(CAPSTONE REQUIRED capstone)

@@ -1,5 +1,6 @@
 # ks_public_library(<target> NAME <name> MAP <version script> HEADER <h>
-#                   SOURCES <files...> OBJECTS <static libraries...>)
+#                   SOURCES <files...> OBJECTS <static libraries...>
+#                   [LIBS <shared libraries the objects need...>])
 #
 # A shared library for other programs, lib<name>.so: the given sources and
 # the objects of kscope's static libraries, linked with the shared jansson
@@ -10,7 +11,7 @@
 # "kscope-") in the CMake package; cmake/package/<name>.pc.in is its
 # pkg-config file.
 function(ks_public_library target)
-  cmake_parse_arguments(A "" "NAME;MAP;HEADER" "SOURCES;OBJECTS" ${ARGN})
+  cmake_parse_arguments(A "" "NAME;MAP;HEADER" "SOURCES;OBJECTS;LIBS" ${ARGN})
   set(objects "")
   foreach(lib IN LISTS A_OBJECTS)
     list(APPEND objects $<TARGET_OBJECTS:${lib}>)
@@ -19,7 +20,7 @@ function(ks_public_library target)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${KS_INSTALL_INCLUDEDIR}>)
-  target_link_libraries(${target} PRIVATE PkgConfig::JANSSON m
+  target_link_libraries(${target} PRIVATE PkgConfig::JANSSON ${A_LIBS} m
     -Wl,--version-script=${A_MAP})
   if(NOT KSCOPE_SANITIZE AND NOT KSCOPE_FUZZ)
     # (sanitizer runtimes come from the program that loads the library)

@@ -18,8 +18,9 @@ BUILD_PKGS="build-essential libc6-dev cmake pkg-config clang libclang-rt-14-dev 
 # libelf (symbols, lines, inlined frames), SQLite (profile.db), capstone
 # (disassembly in kscope op --simulate), zlib (gzip, for kscope report
 # --format pprof), expat (kscope memcheck reads Memcheck's XML output as a
-# stream, so a file cut short still gives every complete error).
-LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev zlib1g-dev libexpat1-dev"
+# stream, so a file cut short still gives every complete error), nettle
+# (SHA-256, the keys of kscope tune's result cache).
+LIB_PKGS="libjansson-dev libunwind-dev libdw-dev libelf-dev libsqlite3-dev libcapstone-dev zlib1g-dev libexpat1-dev nettle-dev"
 # MPI: Open MPI, for profiling MPI programs and for its tests.
 MPI_PKGS="openmpi-bin libopenmpi-dev"
 # Valgrind: its tool API (headers, core archives, pkg-config file) builds

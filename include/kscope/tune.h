@@ -100,11 +100,23 @@ struct ks_tune_progress {
 /* Which configurations are built and run, after --restrict:
  *   EXHAUSTIVE  all, in the space's order (the first max_evals)
  *   RANDOM      max_evals (all when 0) drawn without replacement with
- *               the seed */
+ *               the seed
+ *   ANNEAL      simulated annealing over the space's grid (a step changes
+ *               one key to the value next to it in that key's list),
+ *               with the seed; max_evals configurations (100 when 0, or
+ *               all when fewer), none measured twice
+ *   MODEL       with predict: the model_top best predicted and a sample
+ *               of model_sample others drawn with the seed; the result
+ *               has the rank correlation of model and measurements */
 enum ks_tune_strategy {
 	KS_TUNE_EXHAUSTIVE,
 	KS_TUNE_RANDOM,
+	KS_TUNE_ANNEAL,
+	KS_TUNE_MODEL,
 };
+
+/* --strategy anneal's evaluations when max_evals is 0. */
+#define KS_TUNE_ANNEAL_DEFAULT_EVALS 100
 
 /* The placeholders of the build and run commands:
  *   {src}     the variant's source (a copy of the source, same file name,
@@ -174,11 +186,21 @@ struct ks_tune_opts {
 	int max_runs;           /* with precision: at most this many
 				 * measured runs (1..1000; repeat when
 				 * smaller) */
+	size_t model_top;       /* strategy MODEL: the best predicted built
+				 * (1..KS_TUNE_MAX_CONFIGS; default 5) */
+	size_t model_sample;    /* strategy MODEL: other configurations drawn
+				 * with the seed (0..KS_TUNE_MAX_CONFIGS;
+				 * default 5) */
+	const char *cache_dir;  /* NULL, or a directory of measured results
+				 * (created when missing, its parent must
+				 * exist): a configuration whose source,
+				 * values, commands and measurement settings
+				 * have an entry there is not built or run */
 };
 
 /* The defaults: warmup 1, repeat 5, jobs 0, run timeout 60 s, build
  * timeout 300 s, stop factor 3, top 3, stop_fd -1, precision 5 (%),
- * max_runs 30, the rest NULL. */
+ * max_runs 30, model_top 5, model_sample 5, the rest NULL. */
 void ks_tune_opts_init(struct ks_tune_opts *o);
 
 /* ------------------------------------------------------------------ */
@@ -244,6 +266,13 @@ struct ks_tune_row {
 	int tie;                   /* measured, and its interval overlaps the
 				    * best's: tied with the best (the best
 				    * row has it set when it has a tie) */
+	int cached;                /* its runs came from the cache: it was
+				    * not built or run in this search */
+	int sampled;               /* strategy MODEL: drawn by the random
+				    * sample (not among the top predicted) */
+	size_t eval_order;         /* 1 for the first configuration the
+				    * search took up, 2 for the next...; 0
+				    * when it was not taken up */
 };
 
 struct ks_tune_result {
@@ -278,6 +307,15 @@ struct ks_tune_result {
 				    * unmeasured ("not selected") */
 	size_t ties;               /* measured rows tied with the best,
 				    * the best included; 0 when none */
+	size_t model_top, model_sample; /* strategy MODEL; else 0 */
+	int has_spearman;          /* strategy MODEL, at least 3 measured
+				    * rows, and both rankings vary */
+	double spearman;           /* then: Spearman's rank correlation of
+				    * the predicted and the measured
+				    * (median) times of the measured rows */
+	size_t spearman_n;         /* the measured rows it is over */
+	char *cache_dir;           /* NULL without a cache */
+	size_t cached;             /* rows whose runs came from the cache */
 };
 
 /* ------------------------------------------------------------------ */

@@ -55,9 +55,16 @@ struct tune_opts {
 	double time_budget;
 	int64_t seed;
 	struct ks_strlist restrict_exprs;
+	int64_t model_top;
+	int64_t model_sample;
+	char *cache;           /* NULL when not given */
 };
 
-static const char *const strategy_choices[] = { "exhaustive", "random", NULL };
+/* In the order of enum ks_tune_strategy. */
+static const char *const strategy_choices[] = { "exhaustive", "random", "anneal",
+						"model", NULL };
+_Static_assert(KS_TUNE_EXHAUSTIVE == 0 && KS_TUNE_RANDOM == 1 && KS_TUNE_ANNEAL == 2 &&
+	       KS_TUNE_MODEL == 3, "strategy_choices follows enum ks_tune_strategy");
 
 #define OPT(f) .offset = offsetof(struct tune_opts, f)
 
@@ -84,20 +91,38 @@ static const struct ks_opt tune_opts[] = {
 	{ .name = "strategy", .type = KS_OPT_ENUM, .metavar = "S", .def = "exhaustive",
 	  .env = "KSCOPE_TUNE_STRATEGY",
 	  .help = "which configurations to build: exhaustive (all, in the space's "
-		  "order) or random (drawn with --seed)", OPT(strategy),
-	  .choices = strategy_choices },
+		  "order), random (drawn with --seed), anneal (simulated annealing "
+		  "over the grid with --seed) or model (with --predict: the "
+		  "--model-top best predicted and --model-sample others)",
+	  OPT(strategy), .choices = strategy_choices },
 	{ .name = "max-evals", .type = KS_OPT_INT, .metavar = "N",
 	  .env = "KSCOPE_TUNE_MAX_EVALS",
-	  .help = "build and run at most N configurations (default: no limit)",
+	  .help = "build and run at most N configurations (default: no limit; 100 "
+		  "with --strategy anneal)",
 	  OPT(max_evals), .min = 1, .max = KS_TUNE_MAX_CONFIGS },
+	{ .name = "model-top", .type = KS_OPT_INT, .metavar = "K", .def = "5",
+	  .env = "KSCOPE_TUNE_MODEL_TOP",
+	  .help = "with --strategy model: build and run the K best predicted",
+	  OPT(model_top), .min = 1, .max = KS_TUNE_MAX_CONFIGS },
+	{ .name = "model-sample", .type = KS_OPT_INT, .metavar = "S", .def = "5",
+	  .env = "KSCOPE_TUNE_MODEL_SAMPLE",
+	  .help = "with --strategy model: and S others drawn with --seed, to check "
+		  "the model (the rank correlation of predicted and measured times)",
+	  OPT(model_sample), .min = 0, .max = KS_TUNE_MAX_CONFIGS },
+	{ .name = "cache", .type = KS_OPT_STRING, .metavar = "DIR",
+	  .env = "KSCOPE_TUNE_CACHE",
+	  .help = "keep measured results in DIR (created if missing) and reuse them: "
+		  "a configuration with the same source, values, commands and "
+		  "measurement settings is not built or run again (default: no cache)",
+	  OPT(cache), .max_len = 4000 },
 	{ .name = "time-budget", .type = KS_OPT_DOUBLE, .metavar = "S", .def = "0",
 	  .env = "KSCOPE_TUNE_TIME_BUDGET",
 	  .help = "start no configuration after S seconds of search (0: no limit)",
 	  OPT(time_budget), .dmin = 0, .dmax = 1e7 },
 	{ .name = "seed", .type = KS_OPT_INT, .metavar = "N", .def = "1",
 	  .env = "KSCOPE_TUNE_SEED",
-	  .help = "seed of --strategy random: the same seed draws the same "
-		  "configurations", OPT(seed), .min = 0, .max = INT64_MAX },
+	  .help = "seed of --strategy random, anneal and model: the same seed "
+		  "takes up the same configurations", OPT(seed), .min = 0, .max = INT64_MAX },
 	{ .name = "restrict", .type = KS_OPT_STRING, .metavar = "EXPR",
 	  .env = "KSCOPE_TUNE_RESTRICT",
 	  .help = "build only configurations for which EXPR is true, e.g. 'TILE * "
@@ -385,17 +410,28 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 				snprintf(buf, sizeof(buf), "%.3f", w->predicted_us);
 			printf("  %*s", wpred, buf);
 		}
-		printf("  %s%s\n", ks_tune_status_name(w->status),
+		printf("  %s%s%s%s\n", ks_tune_status_name(w->status),
 		       w->tie ? ", tie" : w->status == KS_TUNE_OK && !w->precise
-		       ? ", imprecise" : "");
+		       ? ", imprecise" : "", w->cached ? ", cached" : "",
+		       w->sampled ? ", sampled" : "");
 	}
 	if (total > shown)
 		printf("(%zu more row%s in tune.csv)\n", total - shown,
 		       total - shown == 1 ? "" : "s");
-	if (r->predict && r->not_selected)
+	if (r->strategy == KS_TUNE_MODEL && r->not_selected)
+		printf("(%zu configuration%s not built: neither among the --model-top "
+		       "%zu best predicted nor in the --model-sample of %zu; their "
+		       "predictions are in tune.csv)\n", r->not_selected,
+		       r->not_selected == 1 ? "" : "s", r->model_top, r->model_sample);
+	else if (r->predict && r->not_selected)
 		printf("(%zu configuration%s not built: predicted slower than the top "
 		       "%zu; their predictions are in tune.csv)\n", r->not_selected,
 		       r->not_selected == 1 ? "" : "s", r->top);
+	else if (r->strategy == KS_TUNE_ANNEAL && r->not_selected)
+		printf("(%zu configuration%s not built: the annealing did not reach "
+		       "them within %s)\n", r->not_selected,
+		       r->not_selected == 1 ? "" : "s", r->budget_spent
+		       ? "the time budget" : "its evaluations (--max-evals)");
 	else if (r->not_selected)
 		printf("(%zu configuration%s not built: %s)\n", r->not_selected,
 		       r->not_selected == 1 ? "" : "s", r->budget_spent
@@ -462,6 +498,40 @@ static void print_failures(const struct ks_tune_result *r)
 	}
 }
 
+/* Strategy model: how well the model ranked what was measured. */
+static void print_model(const struct ks_tune_result *r)
+{
+	const struct ks_tune_row *mbest = NULL;
+	char lb[512], lm[512], med[32], mmed[32];
+
+	if (!r->has_spearman) {
+		printf("model: no rank correlation: %zu measured configuration%s (it "
+		       "needs 3 or more, with different times)\n", r->spearman_n,
+		       r->spearman_n == 1 ? "" : "s");
+		return;
+	}
+	printf("model: Spearman rank correlation %.2f between predicted and measured "
+	       "times over %zu configurations (%zu top predicted, up to %zu sampled)\n",
+	       r->spearman, r->spearman_n, r->model_top, r->model_sample);
+	if (r->spearman >= 0.5)
+		return;
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct ks_tune_row *w = &r->rows[i];
+
+		if ((w->status == KS_TUNE_OK || w->status == KS_TUNE_STOPPED) &&
+		    (!mbest || w->predicted_rank < mbest->predicted_rank))
+			mbest = w;
+	}
+	label(r, r->best, lb, sizeof(lb));
+	label(r, mbest, lm, sizeof(lm));
+	fmt_time(r->best->median_ns, med, sizeof(med));
+	fmt_time(mbest->median_ns, mmed, sizeof(mmed));
+	printf("warning: the model and the measurements disagree (rank correlation "
+	       "below 0.5): the best measured is %s (median %s); the model's best is "
+	       "%s (predicted %.3f us, measured %s)\n", lb, med, lm,
+	       mbest->predicted_us, mmed);
+}
+
 static void print_result(const struct ks_tune_result *r, size_t limit, const char *dir)
 {
 	char lab[512], med[32];
@@ -474,10 +544,17 @@ static void print_result(const struct ks_tune_result *r, size_t limit, const cha
 		printf(", %zu restricted", r->restricted);
 	if (r->interrupted)
 		printf(", %zu not measured (interrupted)", r->interrupted);
+	if (r->cached)
+		printf(", %zu cached", r->cached);
 	printf("\n");
 	print_table(r, limit);
 	print_failures(r);
 	printf("\n");
+	if (r->cached)
+		printf("cached: %zu configuration%s came from the cache '%s', not "
+		       "built or run\n", r->cached, r->cached == 1 ? "" : "s", r->cache_dir);
+	if (r->strategy == KS_TUNE_MODEL)
+		print_model(r);
 	if (r->ties) {
 		size_t n = 0;
 
@@ -580,6 +657,18 @@ static int tune_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 			 o->precision);
 		return KS_EXIT_USAGE;
 	}
+	if ((given(p, "model-top") || given(p, "model-sample")) && o->strategy != KS_TUNE_MODEL) {
+		ks_error("option --%s: only with --strategy model; accepted: --strategy "
+			 "model --predict MODEL.kpp --%s N", given(p, "model-top")
+			 ? "model-top" : "model-sample", given(p, "model-top")
+			 ? "model-top" : "model-sample");
+		return KS_EXIT_USAGE;
+	}
+	if (given(p, "top") && o->strategy == KS_TUNE_MODEL) {
+		ks_error("option --top: does not go with --strategy model; accepted: "
+			 "--model-top K (the best predicted built) and --model-sample S");
+		return KS_EXIT_USAGE;
+	}
 	if (given(p, "top") && !o->predict)
 		ks_debug("--top without --predict: only the first %" PRId64 " rows are "
 			 "printed", o->top);
@@ -622,7 +711,10 @@ static int tune_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	to.verify = o->verify;
 	to.precision = o->precision;
 	to.max_runs = (int)o->max_runs;
-	to.strategy = o->strategy == 1 ? KS_TUNE_RANDOM : KS_TUNE_EXHAUSTIVE;
+	to.strategy = (enum ks_tune_strategy)o->strategy; /* the choices' order */
+	to.model_top = (size_t)o->model_top;
+	to.model_sample = (size_t)o->model_sample;
+	to.cache_dir = o->cache;
 	to.max_evals = given(p, "max-evals") ? (size_t)o->max_evals : 0;
 	to.time_budget_s = o->time_budget;
 	to.seed = (unsigned long long)o->seed;
@@ -696,7 +788,9 @@ const struct ks_cmd ks_cmd_tune = {
 		"median is more than --stop-factor times the best so far is stopped\n"
 		"early; a build or run that fails or passes its timeout is reported and\n"
 		"the search goes on.  --predict ranks the configurations with a kscope\n"
-		"predict model first and builds only the --top best.\n"
+		"predict model first and builds only the --top best; --strategy picks\n"
+		"random, annealed or model-chosen configurations instead, and --cache\n"
+		"reuses results measured before.\n"
 		"Commands are split into words by kscope (quotes '...' and \"...\", \\)\n"
 		"and run without a shell; {src}, {exe}, {dir} and {srcdir} are replaced.\n"
 		"FILE is never modified; kscope removes the copies and builds it made.\n"

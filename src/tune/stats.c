@@ -3,7 +3,8 @@
  * interpolation between the sorted samples (rank p/100 * (n - 1)), so
  * the median of an even number of runs is the mean of the middle two;
  * and the median's 95% confidence interval from the order statistics
- * (distribution-free: run times are skewed and rarely normal).
+ * (distribution-free: run times are skewed and rarely normal); and
+ * Spearman's rank correlation, for --strategy model.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -83,4 +84,71 @@ void ks_tune_median_ci(const double *v, size_t n, double *lo, double *hi)
 	}
 	*lo = sorted[k - 1];
 	*hi = sorted[n - k];
+}
+
+/* ------------------------------------------------------------------ */
+/* Rank correlation                                                    */
+/* ------------------------------------------------------------------ */
+
+struct ranked {
+	double v;
+	size_t i;
+};
+
+static int by_value(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->v != y->v)
+		return x->v < y->v ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The ranks of v (1-based; ties get their average rank) into r. */
+static bool ranks(const double *v, size_t n, double *r)
+{
+	struct ranked *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct ranked){ v[i], i };
+	qsort(s, n, sizeof(*s), by_value);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+
+		while (j + 1 < n && s[j + 1].v == s[i].v)
+			j++;
+		for (size_t k = i; k <= j; k++)
+			r[s[k].i] = (double)(i + j) / 2 + 1;
+		i = j + 1;
+	}
+	free(s);
+	return true;
+}
+
+bool ks_tune_spearman(const double *x, const double *y, size_t n, double *rho)
+{
+	double *rx, *ry, mean = ((double)n + 1) / 2, sxy = 0, sxx = 0, syy = 0;
+	bool ok = false;
+
+	if (n < 3)
+		return false;
+	rx = calloc(n, sizeof(*rx));
+	ry = calloc(n, sizeof(*ry));
+	if (rx && ry && ranks(x, n, rx) && ranks(y, n, ry)) {
+		/* Pearson's correlation of the ranks (right with ties too). */
+		for (size_t i = 0; i < n; i++) {
+			sxy += (rx[i] - mean) * (ry[i] - mean);
+			sxx += (rx[i] - mean) * (rx[i] - mean);
+			syy += (ry[i] - mean) * (ry[i] - mean);
+		}
+		if (sxx > 0 && syy > 0) {
+			*rho = sxy / sqrt(sxx * syy);
+			ok = true;
+		}
+	}
+	free(rx);
+	free(ry);
+	return ok;
 }

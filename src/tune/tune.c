@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -42,6 +43,8 @@ struct cfg {
 	char *message, *output;    /* owned; NULL is "" */
 	double *samples;           /* repeat of them */
 	size_t runs, program_timed;
+	bool cached;               /* the runs came from the cache */
+	size_t eval_order;         /* 1-based order taken up; 0: not */
 };
 
 struct ks_tune {
@@ -62,6 +65,18 @@ struct ks_tune {
 	size_t norder;
 	unsigned char *restricted; /* per configuration */
 	size_t nrestricted;
+	size_t nkept;              /* configurations --restrict keeps: the
+				    * first of order (anneal draws from them) */
+	unsigned char *sampled;    /* strategy model: per configuration */
+	/* Strategy anneal: the grid.  coords[c * nkeys + k] is the index of
+	 * configuration c's value of key k among that key's distinct values
+	 * (in the order they first appear); grid is a hash table of the
+	 * configurations by their coordinates (SIZE_MAX: empty slot). */
+	uint32_t *coords;
+	size_t *grid;
+	size_t grid_size;          /* a power of two, at least twice nconfigs */
+	uint32_t *nvalues;         /* per key: its distinct values */
+	char *settings;            /* with a cache: the measurement settings */
 };
 
 /* One search in progress. */
@@ -77,6 +92,9 @@ struct search {
 	double started;            /* ks_tune_now() when the search began */
 	bool budget_spent;         /* the time budget is used up */
 	struct ks_err cleanup_err; /* the first failed removal */
+	size_t evals;              /* configurations taken up so far */
+	size_t cached;             /* of them, found in the cache */
+	bool cache_warned;         /* a cache entry could not be written */
 };
 
 void ks_tune_opts_init(struct ks_tune_opts *o)
@@ -92,6 +110,8 @@ void ks_tune_opts_init(struct ks_tune_opts *o)
 	o->stop_fd = -1;
 	o->precision = 5;
 	o->max_runs = 30;
+	o->model_top = 5;
+	o->model_sample = 5;
 }
 
 const char *ks_tune_status_name(enum ks_tune_status s)
@@ -180,13 +200,32 @@ static int check_numbers(const struct ks_tune_opts *o, struct ks_err *err)
 	if (o->max_runs < 1 || o->max_runs > MAX_RUNS)
 		return ks_err_set(err, -EINVAL, "maximum measured runs: %d; accepted: 1 "
 				  "to %d", o->max_runs, MAX_RUNS);
-	if (o->strategy != KS_TUNE_EXHAUSTIVE && o->strategy != KS_TUNE_RANDOM)
-		return ks_err_set(err, -EINVAL, "strategy: %d; accepted: exhaustive or "
-				  "random", (int)o->strategy);
-	if (o->strategy != KS_TUNE_EXHAUSTIVE && o->predict)
-		return ks_err_set(err, -EINVAL, "option --strategy: random does not go "
-				  "with --predict; accepted: --predict with the default "
-				  "strategy (exhaustive: the --top best predicted)");
+	if (o->strategy != KS_TUNE_EXHAUSTIVE && o->strategy != KS_TUNE_RANDOM &&
+	    o->strategy != KS_TUNE_ANNEAL && o->strategy != KS_TUNE_MODEL)
+		return ks_err_set(err, -EINVAL, "strategy: %d; accepted: exhaustive, "
+				  "random, anneal or model", (int)o->strategy);
+	if ((o->strategy == KS_TUNE_RANDOM || o->strategy == KS_TUNE_ANNEAL) &&
+	    o->predict)
+		return ks_err_set(err, -EINVAL, "option --strategy: %s does not go with "
+				  "--predict; accepted: --predict with the strategy "
+				  "exhaustive (the --top best predicted) or model",
+				  o->strategy == KS_TUNE_RANDOM ? "random" : "anneal");
+	if (o->strategy == KS_TUNE_MODEL && !o->predict)
+		return ks_err_set(err, -EINVAL, "option --strategy: model needs a model; "
+				  "accepted: --strategy model with --predict MODEL.kpp");
+	if (o->strategy == KS_TUNE_MODEL &&
+	    (o->model_top < 1 || o->model_top > KS_TUNE_MAX_CONFIGS))
+		return ks_err_set(err, -EINVAL, "option --model-top: %zu; accepted: 1 to "
+				  "%d", o->model_top, KS_TUNE_MAX_CONFIGS);
+	if (o->strategy == KS_TUNE_MODEL && o->model_sample > KS_TUNE_MAX_CONFIGS)
+		return ks_err_set(err, -EINVAL, "option --model-sample: %zu; accepted: 0 "
+				  "to %d", o->model_sample, KS_TUNE_MAX_CONFIGS);
+	if (o->cache_dir) {
+		int rc = ks_tune_cache_check_dir(o->cache_dir, err);
+
+		if (rc)
+			return rc;
+	}
 	if (o->max_evals > KS_TUNE_MAX_CONFIGS)
 		return ks_err_set(err, -EINVAL, "maximum evaluations: %zu; accepted: 1 to "
 				  "%d, or 0 for no limit", o->max_evals, KS_TUNE_MAX_CONFIGS);
@@ -422,6 +461,137 @@ static uint64_t next_random(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/* Strategy model: order (the kept configurations, best predicted first)
+ * becomes the model_top best, then model_sample of the others drawn with
+ * the seed, in predicted order. */
+static int select_model(struct ks_tune *t, struct ks_err *err)
+{
+	const struct ks_tune_opts *o = &t->o;
+	size_t top = o->model_top < t->norder ? o->model_top : t->norder;
+	size_t rest = t->norder - top, take = o->model_sample < rest ? o->model_sample
+								   : rest;
+	uint64_t st = o->seed;
+	size_t *pool;
+
+	t->sampled = calloc(t->space->nconfigs, 1);
+	pool = calloc(rest ? rest : 1, sizeof(*pool));
+	if (!t->sampled || !pool) {
+		free(pool);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	memcpy(pool, t->order + top, rest * sizeof(*pool));
+	/* A partial Fisher-Yates: the first take of pool are the sample. */
+	for (size_t i = 0; i < take; i++) {
+		size_t j = i + (size_t)(next_random(&st) % (rest - i)), x = pool[i];
+
+		pool[i] = pool[j];
+		pool[j] = x;
+		t->sampled[pool[i]] = 1;
+	}
+	free(pool);
+	/* The sample, in predicted order after the top. */
+	for (size_t i = top, n = top; i < t->norder; i++)
+		if (t->sampled[t->order[i]])
+			t->order[n++] = t->order[i];
+	t->norder = top + take;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Strategy anneal's grid                                              */
+/* ------------------------------------------------------------------ */
+
+static uint64_t hash_coords(const uint32_t *v, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= v[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ^ (h >> 29);
+}
+
+/* The configuration at coordinates v, or SIZE_MAX when the space has
+ * none there. */
+static size_t grid_find(const struct ks_tune *t, const uint32_t *v)
+{
+	size_t nk = t->space->nkeys, mask = t->grid_size - 1;
+
+	for (size_t i = (size_t)hash_coords(v, nk) & mask;; i = (i + 1) & mask) {
+		size_t c = t->grid[i];
+
+		if (c == SIZE_MAX)
+			return SIZE_MAX;
+		if (memcmp(t->coords + c * nk, v, nk * sizeof(*v)) == 0)
+			return c;
+	}
+}
+
+/* Gives every configuration its coordinates: per key, the index of its
+ * value among the key's distinct values in the order they first appear
+ * (for an object of lists, the list's order). */
+static int grid_build(struct ks_tune *t, struct ks_err *err)
+{
+	const struct ks_tune_space *sp = t->space;
+	size_t n = sp->nconfigs, nk = sp->nkeys;
+	int rc = 0;
+
+	t->coords = calloc(n * nk, sizeof(*t->coords));
+	t->nvalues = calloc(nk, sizeof(*t->nvalues));
+	for (t->grid_size = 16; t->grid_size < 2 * n; t->grid_size *= 2)
+		;
+	t->grid = malloc(t->grid_size * sizeof(*t->grid));
+	if (!t->coords || !t->nvalues || !t->grid) {
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < nk; k++) {
+		/* Distinct values by a hash of their text, as for the grid. */
+		size_t mask = t->grid_size - 1;
+
+		for (size_t i = 0; i < t->grid_size; i++)
+			t->grid[i] = SIZE_MAX;
+		for (size_t c = 0; c < n; c++) {
+			const char *v = sp->values[c * nk + k];
+			uint64_t h = 0xcbf29ce484222325ull;
+
+			for (const char *p = v; *p; p++)
+				h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+			for (size_t i = (size_t)(h ^ (h >> 29)) & mask;; i = (i + 1) & mask) {
+				if (t->grid[i] == SIZE_MAX) {
+					t->grid[i] = c;
+					t->coords[c * nk + k] = t->nvalues[k]++;
+					break;
+				}
+				if (strcmp(sp->values[t->grid[i] * nk + k], v) == 0) {
+					t->coords[c * nk + k] = t->coords[t->grid[i] * nk + k];
+					break;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < t->grid_size; i++)
+		t->grid[i] = SIZE_MAX;
+	for (size_t c = 0; c < n; c++) {
+		size_t mask = t->grid_size - 1;
+
+		for (size_t i = (size_t)hash_coords(t->coords + c * nk, nk) & mask;;
+		     i = (i + 1) & mask) {
+			if (t->grid[i] == SIZE_MAX) {
+				t->grid[i] = c;
+				break;
+			}
+			/* A configuration listed twice: the first is its point. */
+			if (memcmp(t->coords + t->grid[i] * nk, t->coords + c * nk,
+				   nk * sizeof(*t->coords)) == 0)
+				break;
+		}
+	}
+out:
+	return rc;
+}
+
 /* After rank(): drops the configurations a restrict expression excludes
  * (keeping the order), then applies the strategy and max_evals. */
 static int select_configs(struct ks_tune *t, struct ks_err *err)
@@ -450,6 +620,21 @@ static int select_configs(struct ks_tune *t, struct ks_err *err)
 		if (!t->restricted[t->order[i]])
 			t->order[kept++] = t->order[i];
 	t->norder = kept;
+	t->nkept = kept;
+	if (o->strategy == KS_TUNE_ANNEAL) {
+		/* The order is decided as the search goes (anneal_search);
+		 * norder is how many it may take up. */
+		size_t budget = o->max_evals ? o->max_evals : KS_TUNE_ANNEAL_DEFAULT_EVALS;
+
+		if (t->norder > budget)
+			t->norder = budget;
+		goto out;
+	}
+	if (o->strategy == KS_TUNE_MODEL) {
+		rc = select_model(t, err);
+		if (rc)
+			return rc;
+	}
 	if (o->strategy == KS_TUNE_RANDOM) {
 		uint64_t st = o->seed;
 
@@ -461,10 +646,11 @@ static int select_configs(struct ks_tune *t, struct ks_err *err)
 			t->order[j] = x;
 		}
 	}
-	if (o->predict && t->norder > o->top)
+	if (o->predict && o->strategy == KS_TUNE_EXHAUSTIVE && t->norder > o->top)
 		t->norder = o->top;
 	if (o->max_evals && t->norder > o->max_evals)
 		t->norder = o->max_evals;
+out:
 	if (o->nrestrict && t->norder == 0)
 		note(t, KS_TUNE_WARN, "--restrict excludes every configuration of the "
 		     "space: nothing is built");
@@ -488,6 +674,14 @@ static int tune_new(const struct ks_tune_opts *o, struct ks_tune *t, struct ks_e
 	t->jobs = o->jobs > 0 ? o->jobs : cpu_count();
 	if ((rc = rank(t, err)))
 		return rc;
+	if (o->strategy == KS_TUNE_ANNEAL && (rc = grid_build(t, err)))
+		return rc;
+	if (o->cache_dir &&
+	    asprintf(&t->settings, "warmup %d repeat %d precision %g max_runs %d",
+		     o->warmup, o->repeat, o->precision, t->max_measured) < 0) {
+		t->settings = NULL;
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
 	return select_configs(t, err);
 }
 
@@ -538,6 +732,11 @@ void ks_tune_free(struct ks_tune *t)
 	free(t->pred_rank);
 	free(t->order);
 	free(t->restricted);
+	free(t->sampled);
+	free(t->coords);
+	free(t->grid);
+	free(t->nvalues);
+	free(t->settings);
 	free(t);
 }
 
@@ -697,6 +896,85 @@ static void fail(struct search *s, size_t c, enum ks_tune_status status,
 	     message, line[0] ? ": " : "", line);
 }
 
+/* ------------------------------------------------------------------ */
+/* The cache                                                           */
+/* ------------------------------------------------------------------ */
+
+static void cache_key(const struct ks_tune *t, size_t c, char hex[65])
+{
+	struct ks_tune_cache_inputs in = {
+		.src = t->source.data, .srclen = t->source.size, .build = t->o.build,
+		.run = t->o.run, .verify = t->o.verify, .settings = t->settings,
+	};
+
+	ks_tune_cache_key(&in, t->space, c, hex);
+}
+
+/* Whether configuration c's result is in the cache: then it is taken
+ * from there, and c is neither built nor run. */
+static bool from_cache(struct search *s, size_t c)
+{
+	const struct ks_tune *t = s->t;
+	struct cfg *f = &s->cfgs[c];
+	struct ks_tune_cache_entry e;
+	struct ks_err err;
+	char key[65], label[256];
+	double med;
+	int rc;
+
+	if (!t->o.cache_dir)
+		return false;
+	cache_key(t, c, key);
+	ks_err_clear(&err);
+	rc = ks_tune_cache_load(t->o.cache_dir, key, &e, &err);
+	if (rc == -ENOENT)
+		return false;
+	if (rc) {
+		ks_tune_space_label(t->space, c, label, sizeof(label));
+		note(t, KS_TUNE_WARN, "%s: the cache's entry is not used (%s): it is "
+		     "measured again", label, err.msg);
+		return false;
+	}
+	free(f->samples);
+	free(f->message);
+	f->samples = e.samples;
+	f->message = e.message;
+	f->runs = e.runs;
+	f->program_timed = e.program_timed;
+	f->status = e.stopped ? KS_TUNE_STOPPED : KS_TUNE_OK;
+	f->cached = true;
+	med = ks_tune_percentile(f->samples, f->runs, 50);
+	if (s->best_ns < 0 || med < s->best_ns)
+		s->best_ns = med;
+	s->cached++;
+	s->run_done++;
+	return true;
+}
+
+/* Keeps measured configuration c's runs in the cache. */
+static void to_cache(struct search *s, size_t c)
+{
+	const struct ks_tune *t = s->t;
+	const struct cfg *f = &s->cfgs[c];
+	struct ks_tune_cache_entry e = {
+		.stopped = f->status == KS_TUNE_STOPPED, .runs = f->runs,
+		.samples = f->samples, .program_timed = f->program_timed,
+		.message = f->message,
+	};
+	struct ks_err err;
+	char key[65];
+
+	if (!t->o.cache_dir || f->cached || f->runs == 0)
+		return;
+	cache_key(t, c, key);
+	ks_err_clear(&err);
+	if (ks_tune_cache_store(t->o.cache_dir, key, &e, &err) && !s->cache_warned) {
+		s->cache_warned = true;
+		note(t, KS_TUNE_WARN, "the cache: %s (the search goes on; results "
+		     "that cannot be kept are measured again next time)", err.msg);
+	}
+}
+
 /* Writes configuration c's variant and starts its build. */
 static void start_build(struct search *s, size_t c, struct ks_tune_proc *p)
 {
@@ -803,6 +1081,14 @@ static void build_batch(struct search *s, const size_t *batch, size_t n)
 			}
 			if (out_of_time(s))
 				break;
+			if (!s->cfgs[batch[next]].eval_order)
+				s->cfgs[batch[next]].eval_order = ++s->evals;
+			if (from_cache(s, batch[next])) {
+				next++;
+				progress(s, "build", s->built + s->build_failed + s->cached,
+					 t->norder, 0, 0, 0);
+				continue;
+			}
 			start_build(s, batch[next++], &procs[i]);
 			if (procs[i].done) {
 				/* It could not start: the slot stays free. */
@@ -1088,6 +1374,7 @@ static void run_config(struct search *s, size_t c)
 		if (s->best_ns < 0 || med < s->best_ns)
 			s->best_ns = med;
 		s->run_done++;
+		to_cache(s, c);
 	} else if (f->status != KS_TUNE_INTERRUPTED) {
 		s->run_failed++;
 	}
@@ -1107,6 +1394,111 @@ static void run_batch(struct search *s, const size_t *batch, size_t n)
 		if (!s->stopped && !out_of_time(s))
 			run_config(s, c);
 		remove_variant(s, c);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Strategy anneal                                                     */
+/* ------------------------------------------------------------------ */
+
+/* A configuration's energy: its median, or infinity when it failed. */
+static double energy(const struct search *s, size_t c)
+{
+	const struct cfg *f = &s->cfgs[c];
+
+	if (f->status == KS_TUNE_OK || f->status == KS_TUNE_STOPPED)
+		return ks_tune_percentile(f->samples, f->runs, 50);
+	return INFINITY;
+}
+
+/* Takes up configuration c: from the cache, or built and run. */
+static void evaluate(struct search *s, size_t c)
+{
+	s->cfgs[c].status = KS_TUNE_INTERRUPTED;
+	s->cfgs[c].selected = true;
+	build_batch(s, &c, 1);
+	run_batch(s, &c, 1);
+}
+
+/* A configuration --restrict keeps that was not taken up yet, drawn with
+ * rng; SIZE_MAX when none is left. */
+static size_t fresh_point(const struct search *s, uint64_t *rng)
+{
+	const struct ks_tune *t = s->t;
+	size_t left = t->nkept - s->evals, pick;
+
+	if (t->nkept <= s->evals)
+		return SIZE_MAX;
+	pick = (size_t)(next_random(rng) % left);
+	for (size_t i = 0; i < t->nkept; i++)
+		if (!s->cfgs[t->order[i]].eval_order && pick-- == 0)
+			return t->order[i];
+	return SIZE_MAX;
+}
+
+/* Simulated annealing over the grid: from a point drawn with the seed, a
+ * step goes to a neighbour (one key changed to the value next to it in
+ * its list; a neighbour --restrict excludes is never one), drawn with the
+ * seed.  A faster neighbour is always accepted, a slower one with the
+ * probability exp(-(its median / the current one's - 1) / T), T going
+ * down geometrically from 0.3 to 0.003 as the evaluations are used up.
+ * A neighbour already measured is not measured again: its result is
+ * reused.  After many steps that find nothing new (the neighbourhood is
+ * used up), the walk starts again from a point not measured yet. */
+static void anneal_search(struct search *s)
+{
+	const struct ks_tune *t = s->t;
+	size_t nk = t->space->nkeys, budget = t->norder, stale = 0;
+	size_t stale_max = 20 * (2 * nk + 1), cur;
+	uint64_t rng = t->o.seed;
+	uint32_t v[KS_TUNE_MAX_KEYS];
+	size_t nbs[2 * KS_TUNE_MAX_KEYS];
+
+	if (budget == 0)
+		return;
+	cur = fresh_point(s, &rng);
+	evaluate(s, cur);
+	while (s->evals < budget && !s->stopped && !s->budget_spent) {
+		size_t nn = 0, nb;
+		double ec, en, temp, u;
+
+		memcpy(v, t->coords + cur * nk, nk * sizeof(*v));
+		for (size_t k = 0; k < nk; k++)
+			for (int d = -1; d <= 1; d += 2) {
+				size_t c;
+
+				if ((d < 0 && v[k] == 0) || (d > 0 && v[k] + 1 >= t->nvalues[k]))
+					continue;
+				v[k] = (uint32_t)((int64_t)v[k] + d);
+				c = grid_find(t, v);
+				v[k] = (uint32_t)((int64_t)v[k] - d);
+				if (c != SIZE_MAX && !t->restricted[c])
+					nbs[nn++] = c;
+			}
+		if (nn == 0 || stale >= stale_max) {
+			cur = fresh_point(s, &rng);
+			if (cur == SIZE_MAX)
+				break;
+			evaluate(s, cur);
+			stale = 0;
+			continue;
+		}
+		nb = nbs[next_random(&rng) % nn];
+		if (!s->cfgs[nb].eval_order) {
+			evaluate(s, nb);
+			stale = 0;
+		} else {
+			stale++;
+		}
+		if (s->stopped)
+			break;
+		ec = energy(s, cur);
+		en = energy(s, nb);
+		temp = 0.3 * pow(0.01, (double)s->evals / (double)budget);
+		u = (double)(next_random(&rng) >> 11) * 0x1p-53;
+		if (en <= ec || (isfinite(en) && isfinite(ec) && ec > 0 &&
+				 u < exp(-(en - ec) / ec / temp)))
+			cur = nb;
 	}
 }
 
@@ -1178,7 +1570,88 @@ void ks_tune_result_free(struct ks_tune_result *r)
 	free(r->run);
 	free(r->predict);
 	free(r->verify);
+	free(r->cache_dir);
 	free(r);
+}
+
+/* The rank correlation of predicted and measured times over the measured
+ * rows (strategy model).  false when out of memory. */
+static bool spearman(struct ks_tune_result *r)
+{
+	double *x = calloc(r->nrows ? r->nrows : 1, sizeof(*x));
+	double *y = calloc(r->nrows ? r->nrows : 1, sizeof(*y));
+	size_t n = 0;
+
+	if (!x || !y) {
+		free(x);
+		free(y);
+		return false;
+	}
+	for (size_t i = 0; i < r->nrows; i++)
+		if (ks_tune_row_measured(&r->rows[i]) && r->rows[i].predicted_us >= 0) {
+			x[n] = r->rows[i].predicted_us;
+			y[n++] = r->rows[i].median_ns;
+		}
+	r->spearman_n = n;
+	r->has_spearman = ks_tune_spearman(x, y, n, &r->spearman);
+	free(x);
+	free(y);
+	return true;
+}
+
+static void row_label(const struct ks_tune_result *r, const struct ks_tune_row *w,
+		      char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < r->nkeys && used < size; k++) {
+		int n = snprintf(buf + used, size - used, "%s%s=%s", k ? " " : "",
+				 r->keys[k], w->values[k]);
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* Strategy model: says how far the model and the measurements agree,
+ * and warns when they do not (the rank correlation below 0.5). */
+static void report_model(const struct ks_tune *t, const struct ks_tune_result *r)
+{
+	const struct ks_tune_row *mbest = NULL;
+	char lb[256], lm[256], med[64];
+
+	if (t->o.strategy != KS_TUNE_MODEL)
+		return;
+	if (!r->has_spearman) {
+		note(t, KS_TUNE_INFO, "model: no rank correlation: %zu measured "
+		     "configuration%s (it needs 3 or more, with different times)",
+		     r->spearman_n, r->spearman_n == 1 ? "" : "s");
+		return;
+	}
+	if (r->spearman >= 0.5) {
+		note(t, KS_TUNE_INFO, "model: Spearman rank correlation %.2f between "
+		     "predicted and measured times over %zu configurations",
+		     r->spearman, r->spearman_n);
+		return;
+	}
+	/* The model's best: the best predicted of those measured. */
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct ks_tune_row *w = &r->rows[i];
+
+		if (ks_tune_row_measured(w) &&
+		    (!mbest || w->predicted_rank < mbest->predicted_rank))
+			mbest = w;
+	}
+	row_label(r, r->best, lb, sizeof(lb));
+	row_label(r, mbest, lm, sizeof(lm));
+	snprintf(med, sizeof(med), "%.0f ns", mbest->median_ns);
+	note(t, KS_TUNE_WARN, "model: the model and the measurements disagree "
+	     "(Spearman rank correlation %.2f over %zu configurations, below "
+	     "0.5): the best measured is %s (median %.0f ns), the model's best is "
+	     "%s (predicted %.3f us, measured %s)", r->spearman, r->spearman_n, lb,
+	     r->best->median_ns, lm, mbest->predicted_us, med);
 }
 
 static struct ks_tune_result *make_result(const struct search *s)
@@ -1200,6 +1673,12 @@ static struct ks_tune_result *make_result(const struct search *s)
 	if (!r->keys || !r->rows || !r->src || !r->build || !r->run ||
 	    (t->o.predict && !r->predict) || (t->o.verify && !r->verify))
 		goto fail;
+	if (t->o.cache_dir && !(r->cache_dir = strdup(t->o.cache_dir)))
+		goto fail;
+	if (t->o.strategy == KS_TUNE_MODEL) {
+		r->model_top = t->o.model_top;
+		r->model_sample = t->o.model_sample;
+	}
 	r->precision = t->o.precision;
 	r->strategy = (int)t->o.strategy;
 	r->max_evals = t->o.max_evals;
@@ -1251,6 +1730,10 @@ static struct ks_tune_result *make_result(const struct search *s)
 			    : KS_TUNE_TIMING_MIXED;
 		w->predicted_us = t->pred_us ? t->pred_us[c] : -1;
 		w->predicted_rank = t->pred_rank ? t->pred_rank[c] : 0;
+		w->cached = f->cached;
+		w->sampled = t->sampled ? t->sampled[c] : 0;
+		w->eval_order = f->eval_order;
+		r->cached += f->cached;
 		switch (w->status) {
 		case KS_TUNE_OK:
 		case KS_TUNE_STOPPED:
@@ -1273,6 +1756,8 @@ static struct ks_tune_result *make_result(const struct search *s)
 			r->failed++;
 		}
 	}
+	if (t->o.strategy == KS_TUNE_MODEL && !spearman(r))
+		goto fail;
 	qsort(r->rows, r->nrows, sizeof(*r->rows), by_row);
 	r->best = r->nrows && ks_tune_row_measured(&r->rows[0]) ? &r->rows[0] : NULL;
 	/* Ties: measured rows whose interval reaches down into the best's.
@@ -1321,7 +1806,8 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 	for (size_t c = 0; c < n; c++)
 		s.cfgs[c].status = t->restricted[c] ? KS_TUNE_RESTRICTED
 						    : KS_TUNE_NOT_SELECTED;
-	for (size_t i = 0; i < t->norder; i++) {
+	/* anneal decides as it goes which configurations it takes up. */
+	for (size_t i = 0; i < t->norder && t->o.strategy != KS_TUNE_ANNEAL; i++) {
 		s.cfgs[t->order[i]].status = KS_TUNE_INTERRUPTED;
 		s.cfgs[t->order[i]].selected = true;
 	}
@@ -1337,8 +1823,16 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 				"be longer than %d bytes", s.root, PATH_MAX);
 		goto out;
 	}
+	if (t->o.cache_dir && mkdir(t->o.cache_dir, 0777) != 0 && errno != EEXIST) {
+		rc = ks_err_set(&e, -errno, "cannot create the cache '%s': %s",
+				t->o.cache_dir, strerror(errno));
+		goto out;
+	}
 	s.started = ks_tune_now();
-	for (size_t b = 0; b < t->norder && !s.stopped && !s.budget_spent; b += BATCH) {
+	if (t->o.strategy == KS_TUNE_ANNEAL)
+		anneal_search(&s);
+	for (size_t b = 0; t->o.strategy != KS_TUNE_ANNEAL && b < t->norder &&
+	     !s.stopped && !s.budget_spent; b += BATCH) {
 		size_t bn = t->norder - b < BATCH ? t->norder - b : BATCH;
 
 		progress(&s, "build", s.built + s.build_failed, t->norder, 0, 0, 0);
@@ -1368,6 +1862,12 @@ int ks_tune_run(struct ks_tune *t, const char *dir, struct ks_tune_result **out,
 	*out = make_result(&s);
 	if (!*out)
 		rc = ks_err_set(&e, -ENOMEM, "out of memory");
+	else
+		report_model(t, *out);
+	if (*out && s.cached)
+		note(t, KS_TUNE_INFO, "%zu configuration%s cached in %s: %s not built "
+		     "or run again", s.cached, s.cached == 1 ? "" : "s", t->o.cache_dir,
+		     s.cached == 1 ? "it was" : "they were");
 	else if (s.stopped)
 		rc = ks_err_set(&e, -EINTR, "the search was stopped");
 out:

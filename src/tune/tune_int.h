@@ -9,6 +9,7 @@
  *   stats.c    medians and percentiles
  *   predict.c  ranking the configurations with a kscope predict model
  *   restrict.c the --restrict expressions
+ *   cache.c    --cache: SHA-256 keys and the entries of measured results
  *   write.c    tune.csv and tune.json
  *   tune.c     the search itself
  * The unit tests (tests/tune) include this header; nothing outside
@@ -24,6 +25,8 @@
 
 #include "err.h"
 #include "kscope/tune.h"
+
+#include <nettle/sha2.h>
 
 /* ------------------------------------------------------------------ */
 /* space.c                                                             */
@@ -239,6 +242,65 @@ int ks_tune_predict(const char *model, const struct ks_tune_space *space,
  * value there is not an integer, or a 64-bit overflow. */
 int ks_tune_restrict_eval(const char *text, const struct ks_tune_space *sp, size_t c,
 			  bool *keep, struct ks_err *err);
+
+/* ------------------------------------------------------------------ */
+/* cache.c                                                             */
+/* ------------------------------------------------------------------ */
+
+struct ks_tune_sha256 {
+	struct sha256_ctx ctx;     /* nettle's */
+};
+
+void ks_tune_sha256_init(struct ks_tune_sha256 *h);
+void ks_tune_sha256_update(struct ks_tune_sha256 *h, const void *data, size_t len);
+/* Finishes: the digest as 64 lowercase hex digits and a NUL. */
+void ks_tune_sha256_hex(struct ks_tune_sha256 *h, char hex[65]);
+
+/* What a cached result depends on, besides the configuration. */
+struct ks_tune_cache_inputs {
+	const char *src;           /* the source's bytes */
+	size_t srclen;
+	const char *build, *run, *verify; /* verify may be NULL */
+	const char *settings;      /* the measurement settings, as text */
+};
+
+/* The key of configuration c of sp: a SHA-256 of the inputs, the
+ * configuration's keys and values, each field prefixed by its length. */
+void ks_tune_cache_key(const struct ks_tune_cache_inputs *in,
+		       const struct ks_tune_space *sp, size_t c, char hex[65]);
+
+/* One cached result: a measured configuration (ok or stopped early). */
+struct ks_tune_cache_entry {
+	bool stopped;              /* "stopped early" */
+	size_t runs;               /* 1 to 1000 */
+	double *samples;           /* runs of them; owned */
+	size_t program_timed;      /* runs that printed KSCOPE_TIME_NS */
+	char *message;             /* owned */
+};
+
+/* Parses an entry (len bytes of JSON); key (may be NULL) must be the
+ * entry's.  -EINVAL with err saying what is wrong; *out is empty then. */
+int ks_tune_cache_parse(const char *text, size_t len, const char *key,
+			struct ks_tune_cache_entry *out, struct ks_err *err);
+/* dir/<key>.json: -ENOENT when there is none (err untouched), -EINVAL
+ * when it is not an entry. */
+int ks_tune_cache_load(const char *dir, const char *key,
+		       struct ks_tune_cache_entry *out, struct ks_err *err);
+/* Writes dir/<key>.json under a temporary name, then renames it. */
+int ks_tune_cache_store(const char *dir, const char *key,
+			const struct ks_tune_cache_entry *e, struct ks_err *err);
+void ks_tune_cache_entry_free(struct ks_tune_cache_entry *e);
+/* Whether dir can be the cache: a writable directory, or a path whose
+ * parent is one (the search creates it).  -EINVAL naming --cache. */
+int ks_tune_cache_check_dir(const char *dir, struct ks_err *err);
+
+/* ------------------------------------------------------------------ */
+/* stats.c: ranks                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Spearman's rank correlation of x and y (n pairs; ties get their
+ * average rank).  false when n < 3 or one of them does not vary. */
+bool ks_tune_spearman(const double *x, const double *y, size_t n, double *rho);
 
 /* ------------------------------------------------------------------ */
 /* write.c                                                             */

@@ -43,7 +43,9 @@ static void write_csv(struct ks_text *t, const struct ks_tune_result *r)
 		     "ci low (us),ci high (us),tie");
 	if (r->predict)
 		ks_text_puts(t, ",predicted (us),predicted rank");
-	ks_text_puts(t, ",message,output");
+	if (r->strategy == KS_TUNE_MODEL)
+		ks_text_puts(t, ",sampled,spearman");
+	ks_text_puts(t, ",cached,order,message,output");
 	ks_csv_end(t);
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct ks_tune_row *w = &r->rows[i];
@@ -66,6 +68,20 @@ static void write_csv(struct ks_text *t, const struct ks_tune_result *r)
 			csv_num(t, w->predicted_us, 3);
 			ks_csv_u64(t, w->predicted_rank);
 		}
+		if (r->strategy == KS_TUNE_MODEL) {
+			/* The run's correlation, on every row: a CSV has no
+			 * other place for it. */
+			ks_csv_str(t, false, w->sampled ? "yes" : "");
+			if (r->has_spearman)
+				ks_csv_num(t, r->spearman, 3);
+			else
+				ks_text_puts(t, ",");
+		}
+		ks_csv_str(t, false, w->cached ? "yes" : "");
+		if (w->eval_order)
+			ks_csv_u64(t, w->eval_order);
+		else
+			ks_text_puts(t, ",");
 		ks_csv_str(t, false, w->message);
 		ks_csv_str(t, false, w->output);
 		ks_csv_end(t);
@@ -102,6 +118,16 @@ static void json_ns(struct ks_text *t, double v)
 		ks_text_json_num(t, v, 1);
 }
 
+static const char *strategy_name(int s)
+{
+	switch (s) {
+	case KS_TUNE_RANDOM: return "random";
+	case KS_TUNE_ANNEAL: return "anneal";
+	case KS_TUNE_MODEL: return "model";
+	default: return "exhaustive";
+	}
+}
+
 static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 {
 	size_t rank = 0;
@@ -132,9 +158,26 @@ static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 	ks_text_printf(t, ",\n  \"strategy\": \"%s\",\n  \"max_evals\": %zu,\n"
 		       "  \"seed\": %llu,\n  \"time_budget_s\": %g,\n"
 		       "  \"budget_spent\": %s",
-		       r->strategy == KS_TUNE_RANDOM ? "random" : "exhaustive",
+		       strategy_name(r->strategy),
 		       r->max_evals, r->seed, r->time_budget_s,
 		       r->budget_spent ? "true" : "false");
+	if (r->strategy == KS_TUNE_MODEL) {
+		ks_text_printf(t, ",\n  \"model_top\": %zu,\n  \"model_sample\": %zu,\n"
+			       "  \"spearman\": ", r->model_top, r->model_sample);
+		if (r->has_spearman)
+			ks_text_json_num(t, r->spearman, 4);
+		else
+			ks_text_puts(t, "null");
+		ks_text_printf(t, ",\n  \"spearman_n\": %zu,\n  \"model_agrees\": %s",
+			       r->spearman_n, !r->has_spearman ? "null"
+			       : r->spearman >= 0.5 ? "true" : "false");
+	}
+	ks_text_puts(t, ",\n  \"cache\": ");
+	if (r->cache_dir)
+		ks_text_json_str(t, r->cache_dir);
+	else
+		ks_text_puts(t, "null");
+	ks_text_printf(t, ",\n  \"cached\": %zu", r->cached);
 	ks_text_puts(t, ",\n  \"keys\": [");
 	for (size_t k = 0; k < r->nkeys; k++) {
 		if (k)
@@ -198,6 +241,14 @@ static void write_json(struct ks_text *t, const struct ks_tune_result *r)
 				ks_text_json_num(t, w->predicted_us, 3);
 			ks_text_printf(t, ", \"predicted_rank\": %zu", w->predicted_rank);
 		}
+		if (r->strategy == KS_TUNE_MODEL)
+			ks_text_printf(t, ", \"sampled\": %s", w->sampled ? "true" : "false");
+		ks_text_printf(t, ", \"cached\": %s, \"order\": ",
+			       w->cached ? "true" : "false");
+		if (w->eval_order)
+			ks_text_printf(t, "%zu", w->eval_order);
+		else
+			ks_text_puts(t, "null");
 		ks_text_puts(t, ", \"message\": ");
 		ks_text_json_str(t, w->message);
 		ks_text_puts(t, ", \"output\": ");

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for kscope tune's four parsers (src/tune): the first
- * byte of the input picks one, the rest is its text.
+ * libFuzzer target for kscope tune's five parsers (src/tune): the first
+ * byte of the input picks one (modulo 5), the rest is its text.
  *   0  the search space (space.c): a refused space leaves *out NULL and a
  *      one-line message; an accepted one passes ks_tune_space_check, and
  *      its labels are built for every configuration
@@ -15,6 +15,9 @@
  *   3  a --restrict expression (restrict.c) over each configuration of a
  *      space of an integer key, a text key and huge integers: a refused
  *      one (syntax, a text value, overflow) gives a one-line message
+ *   4  a --cache entry (cache.c): a refused one gives a one-line message
+ *      and leaves the entry empty; an accepted one has 1 to 1000 samples,
+ *      each from 0 to 1e18, and no more program-timed runs than runs
  * Nothing may crash, read out of bounds or leak.
  */
 #include <stdint.h>
@@ -140,6 +143,26 @@ static void fuzz_restrict(const char *text)
 	ks_tune_space_free(s);
 }
 
+static void fuzz_cache(const char *text, size_t len)
+{
+	struct ks_tune_cache_entry e;
+	struct ks_err err;
+
+	ks_err_clear(&err);
+	if (ks_tune_cache_parse(text, len, len % 2 ? "k" : NULL, &e, &err) != 0) {
+		one_line(err.msg);
+		if (e.samples || e.message || e.runs)
+			abort();
+		return;
+	}
+	if (e.runs < 1 || e.runs > 1000 || e.program_timed > e.runs || !e.message)
+		abort();
+	for (size_t i = 0; i < e.runs; i++)
+		if (!(e.samples[i] >= 0 && e.samples[i] < 1e18))
+			abort();
+	ks_tune_cache_entry_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text;
@@ -151,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		fuzz_space(text, size - 1);
 		break;
@@ -161,8 +184,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2:
 		fuzz_command(text);
 		break;
-	default:
+	case 3:
 		fuzz_restrict(text);
+		break;
+	default:
+		fuzz_cache(text, size - 1);
 		break;
 	}
 	free(text);

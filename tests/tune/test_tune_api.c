@@ -200,7 +200,7 @@ static void test_search(void **state)
 
 		assert_non_null(csv);
 		assert_non_null(strstr((char *)csv, "rank,config,TILE,UNROLL,status,median (us)"));
-		assert_non_null(strstr((char *)csv, "\n1,5,32,4,ok,1.000,1.000,1.000,2,program,1.000,1.000,,,\n"));
+		assert_non_null(strstr((char *)csv, "\n1,5,32,4,ok,1.000,1.000,1.000,2,program,1.000,1.000,,,6,,\n"));
 		free(csv);
 	}
 	after = ks_test_read_file(PLANTED, &after_len);

@@ -740,6 +740,134 @@ static void test_files(void **state)
 	free(dir);
 }
 
+/* SHA-256 against FIPS 180-4's examples, in pieces of every size. */
+static void test_sha256(void **state)
+{
+	(void)state;
+	static const struct { const char *in, *hex; } v[] = {
+		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+		{ "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+	};
+	struct ks_tune_sha256 h;
+	char hex[65];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		for (size_t step = 1; step <= 64; step *= 4) {
+			size_t len = strlen(v[i].in);
+
+			ks_tune_sha256_init(&h);
+			for (size_t o = 0; o < len; o += step)
+				ks_tune_sha256_update(&h, v[i].in + o,
+						      len - o < step ? len - o : step);
+			ks_tune_sha256_hex(&h, hex);
+			assert_string_equal(hex, v[i].hex);
+		}
+	}
+	/* A million 'a's: many blocks. */
+	{
+		char a[1000];
+
+		memset(a, 'a', sizeof(a));
+		ks_tune_sha256_init(&h);
+		for (int i = 0; i < 1000; i++)
+			ks_tune_sha256_update(&h, a, sizeof(a));
+		ks_tune_sha256_hex(&h, hex);
+		assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	}
+}
+
+/* The cache's key changes with each input; an entry round-trips. */
+static void test_cache(void **state)
+{
+	(void)state;
+	char k1[] = "TILE", v1[] = "32", v2[] = "64";
+	char *keys[] = { k1 }, *vals[] = { v1, v2 };
+	struct ks_tune_space sp = { .nkeys = 1, .nconfigs = 2, .keys = keys, .values = vals };
+	struct ks_tune_cache_inputs in = { .src = "int x;", .srclen = 6, .build = "cc {src}",
+					   .run = "{exe}", .verify = NULL, .settings = "s" };
+	char a[65], b[65], dir[] = "/tmp/ks-tune-cache-XXXXXX";
+	struct ks_tune_cache_entry e, got;
+	double samples[] = { 1000, 1200 };
+	char msg[] = "after 1";
+	struct ks_err err;
+
+	ks_tune_cache_key(&in, &sp, 0, a);
+	ks_tune_cache_key(&in, &sp, 1, b);
+	assert_string_not_equal(a, b);
+	in.srclen = 5;
+	ks_tune_cache_key(&in, &sp, 0, b);
+	assert_string_not_equal(a, b);
+	in.srclen = 6;
+	in.verify = "";
+	ks_tune_cache_key(&in, &sp, 0, b);
+	assert_string_not_equal(a, b);  /* no verify is not an empty one */
+	in.verify = NULL;
+	in.run = "{exe} 1";
+	ks_tune_cache_key(&in, &sp, 0, b);
+	assert_string_not_equal(a, b);
+	in.run = "{exe}";
+	ks_tune_cache_key(&in, &sp, 0, b);
+	assert_string_equal(a, b);
+
+	assert_non_null(mkdtemp(dir));
+	ks_err_clear(&err);
+	assert_int_equal(ks_tune_cache_load(dir, a, &got, &err), -ENOENT);
+	e = (struct ks_tune_cache_entry){ .stopped = true, .runs = 2, .samples = samples,
+					  .program_timed = 1, .message = msg };
+	assert_int_equal(ks_tune_cache_store(dir, a, &e, &err), 0);
+	assert_int_equal(ks_tune_cache_load(dir, a, &got, &err), 0);
+	assert_true(got.stopped);
+	assert_int_equal(got.runs, 2);
+	assert_true(got.samples[0] == 1000 && got.samples[1] == 1200);
+	assert_int_equal(got.program_timed, 1);
+	assert_string_equal(got.message, "after 1");
+	ks_tune_cache_entry_free(&got);
+	/* Another key's name: refused. */
+	{
+		const char *other = "{\"kscope_tune_cache\":1,\"key\":\"x\",\"status\":"
+				    "\"ok\",\"samples_ns\":[1],\"program_timed\":0,"
+				    "\"message\":\"\"}";
+
+		assert_int_equal(ks_tune_cache_parse(other, strlen(other), "x", &got, &err), 0);
+		ks_tune_cache_entry_free(&got);
+		assert_int_equal(ks_tune_cache_parse(other, strlen(other), a, &got, &err),
+				 -EINVAL);
+	}
+	assert_int_equal(ks_tune_cache_check_dir(dir, &err), 0);
+	{
+		char path[128], cmd[160];
+
+		snprintf(path, sizeof(path), "%s/%s.json", dir, a);
+		assert_int_equal(ks_tune_cache_check_dir(path, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "is not a directory"));
+		snprintf(path, sizeof(path), "%s/new", dir);
+		assert_int_equal(ks_tune_cache_check_dir(path, &err), 0);
+		snprintf(path, sizeof(path), "%s/no/new", dir);
+		assert_int_equal(ks_tune_cache_check_dir(path, &err), -EINVAL);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+static void test_spearman(void **state)
+{
+	(void)state;
+	double x[] = { 1, 2, 3, 4, 5 }, up[] = { 10, 20, 30, 40, 50 };
+	double down[] = { 5, 4, 3, 2, 1 }, ties[] = { 1, 1, 2, 2, 3 }, flat[] = { 7, 7, 7, 7, 7 };
+	double rho = 0;
+
+	assert_true(ks_tune_spearman(x, up, 5, &rho));
+	assert_true(rho > 0.9999 && rho < 1.0001);
+	assert_true(ks_tune_spearman(x, down, 5, &rho));
+	assert_true(rho < -0.9999);
+	assert_true(ks_tune_spearman(x, ties, 5, &rho));
+	assert_true(rho > 0.94 && rho < 0.95); /* 0.9487: average ranks */
+	assert_false(ks_tune_spearman(x, flat, 5, &rho));
+	assert_false(ks_tune_spearman(x, up, 2, &rho));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -762,6 +890,9 @@ int main(void)
 		cmocka_unit_test(test_proc_timeout_and_group),
 		cmocka_unit_test(test_proc_stop_fd),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_spearman),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,6 +48,18 @@ Scenarios:
               builds, the same --seed draws the same points; bad
               --strategy, --max-evals, --time-budget and --restrict are
               refused
+  anneal      --strategy anneal on a 400-point grid (grid.c, fake_build.sh):
+              finds the planted best within --max-evals for a fixed seed,
+              builds no point twice and none that --restrict excludes; the
+              same seed builds the same sequence, another seed another; the
+              default budget is 100; bad values are refused
+  model       --strategy model with a model that agrees with the planted
+              times (no warning, correlation 1) and one that is wrong (the
+              warning names the best measured and the model's best, the
+              true best among those measured is reported); --model-top and
+              --model-sample decide what is built; bad values are refused
+  cache       --cache: a rerun builds and runs nothing ("cached"), a changed
+              source or command builds again; bad --cache is refused
 """
 import csv
 import hashlib
@@ -503,6 +515,184 @@ def scenario_strategies():
         expect_exit(p, 2)
         check(want in p.stderr, f"{bad}: stderr lacks {want!r}: {p.stderr}")
         check(not os.path.exists(w.out), f"{bad}: something was written")
+
+
+GRID20 = {"X": list(range(20)), "Y": list(range(20))}
+
+
+def grid_tune(extra, space_obj=GRID20, w=None, env=None, code=0):
+    """kscope tune on grid.c with the stand-in compiler, one measured run
+    per point; returns the result, the builds in the order they happened,
+    and stdout/stderr."""
+    fake = os.path.join(KERNELS, "fake_build.sh")
+    w = w or Work("grid.c")
+    log = os.path.join(w.dir, "builds.log")
+    if os.path.exists(w.out):
+        shutil.rmtree(w.out)
+    p = kscope(w.args(w.space(space_obj), build=f"sh {fake} {{src}} {{exe}} {log}",
+                      extra=["--warmup", "0", "--repeat", "1", "--precision", "0",
+                             "--stop-factor", "0"] + extra), env)
+    expect_exit(p, code)
+    j, rows = w.results()
+    built = []
+    if os.path.exists(log):
+        with open(log) as f:
+            built = [tuple(map(int, line.split())) for line in f]
+    w.check_clean()
+    return p, j, rows, built
+
+
+def refused(space_obj, cases, env=None):
+    fake = os.path.join(KERNELS, "fake_build.sh")
+    for bad, want in cases:
+        w = Work("grid.c")
+        p = kscope(w.args(w.space(space_obj), build=f"sh {fake} {{src}} {{exe}} log",
+                          extra=bad), env)
+        expect_exit(p, 2)
+        check(want in p.stderr, f"{bad}: stderr lacks {want!r}: {p.stderr}")
+        check(not os.path.exists(w.out), f"{bad}: something was written")
+
+
+def scenario_anneal():
+    args = ["--strategy", "anneal", "--max-evals", "40", "--seed", "3"]
+    p, j, rows, built = grid_tune(args)
+    check(len(built) == 40 and len(set(built)) == 40,
+          f"40 distinct points expected, built {len(built)} ({len(set(built))} distinct)")
+    check(j["best"]["values"] == {"X": 7, "Y": 4}, f"anneal missed the best: {j['best']}")
+    check(j["measured"] == 40 and j["not_selected"] == 360 and j["strategy"] == "anneal",
+          f"{j['measured']} measured, {j['not_selected']} not selected")
+    # tune.json's order is the order of the builds.
+    order = sorted((r["order"], (r["values"]["X"], r["values"]["Y"]))
+                   for r in j["rows"] if r["order"] is not None)
+    check([pt for _, pt in order] == built, "the rows' order is not the builds'")
+    # A step changes one key to the next value of its list: nearly every
+    # point built is a neighbour of one built before (but for restarts).
+    steps = sum(1 for i, b in enumerate(built[1:], 1)
+                if any(abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1 for a in built[:i]))
+    check(steps >= 35, f"only {steps} of 39 points neighbour an earlier one: {built}")
+    check("the annealing did not reach them" in p.stdout, p.stdout)
+    # The same seed, the same sequence; another seed, another.
+    _, _, _, again = grid_tune(args)
+    check(again == built, f"the same seed built another sequence:\n{built}\n{again}")
+    _, _, _, other = grid_tune(["--strategy", "anneal", "--max-evals", "40", "--seed", "4"])
+    check(other != built, "another seed built the same sequence")
+    # --restrict: excluded points are never built, not even as neighbours.
+    _, j, _, built = grid_tune(args + ["--restrict", "X != 6 && Y != 6"])
+    check(all(x != 6 and y != 6 for x, y in built), f"a restricted point was built: {built}")
+    check(len(set(built)) == len(built), "a point was built twice")
+    check(j["restricted"] == 39, f"restricted: {j['restricted']}")
+    # A small space: anneal stops when every point is measured; the
+    # default budget is 100.
+    _, j, _, built = grid_tune(["--strategy", "anneal"], {"X": [0, 7, 9], "Y": [4, 5]})
+    check(sorted(built) == sorted((x, y) for x in (0, 7, 9) for y in (4, 5)), f"{built}")
+    check(j["best"]["values"] == {"X": 7, "Y": 4}, f"{j['best']}")
+    _, j, _, built = grid_tune(["--strategy", "anneal"])
+    check(len(built) == 100 and len(set(built)) == 100, f"default budget: {len(built)}")
+    refused(GRID20, ((["--strategy", "anneal", "--max-evals", "0"], "option --max-evals"),
+                     (["--strategy", "anneal", "--predict",
+                       os.path.join(EXAMPLES, "planted.kpp")],
+                      "option --strategy: anneal does not go with --predict"),
+                     (["--strategy", "anneal", "--seed", "-1"], "option --seed")))
+
+
+def scenario_model():
+    env = {"KSCOPE_CHIP_PATH": EXAMPLES}
+    right = os.path.join(KERNELS, "grid_right.kpp")
+    wrong = os.path.join(KERNELS, "grid_wrong.kpp")
+    # A model that agrees: its top is the planted best; no warning.
+    p, j, rows, built = grid_tune(["--strategy", "model", "--predict", right, "--seed", "3"],
+                                  env=env)
+    check(len(built) == 10 and j["measured"] == 10, f"built {len(built)}")
+    check(j["best"]["values"] == {"X": 7, "Y": 4}, f"{j['best']}")
+    check(j["spearman"] is not None and j["spearman"] > 0.9 and j["spearman_n"] == 10
+          and j["model_agrees"] is True, f"spearman {j['spearman']}")
+    check(sum(r["sampled"] for r in j["rows"]) == 5, "5 sampled rows expected")
+    top = {(r["values"]["X"], r["values"]["Y"]) for r in j["rows"]
+           if r["status"] == "ok" and not r["sampled"]}
+    check(all(r["predicted_rank"] <= 5 for r in j["rows"] if r["status"] == "ok"
+              and not r["sampled"]) and len(top) == 5, f"top 5: {top}")
+    check("disagree" not in p.stderr and "disagree" not in p.stdout, p.stderr)
+    check("model: Spearman rank correlation 1.00" in p.stdout, p.stdout)
+    check("model: Spearman rank correlation" in p.stderr, p.stderr)
+    check(all(c["spearman"] == "1.000" for c in rows), "tune.csv's spearman column")
+    check(sum(c["sampled"] == "yes" for c in rows) == 5, "tune.csv's sampled column")
+    # A wrong model: the warning, and the true best among those measured.
+    p, j, rows, built = grid_tune(["--strategy", "model", "--predict", wrong, "--seed", "3",
+                                   "--model-top", "3", "--model-sample", "6"], env=env)
+    check(len(built) == 9 and j["model_top"] == 3 and j["model_sample"] == 6, f"{built}")
+    cost = {pt: 1000 + 10 * ((pt[0] - 7) ** 2 + (pt[1] - 4) ** 2) for pt in built}
+    truth = min(built, key=lambda pt: cost[pt])
+    check((j["best"]["values"]["X"], j["best"]["values"]["Y"]) == truth,
+          f"best {j['best']}, the fastest measured is {truth}")
+    check(j["spearman"] < 0.5 and j["model_agrees"] is False, f"spearman {j['spearman']}")
+    for out in (p.stderr, p.stdout):
+        check("the model and the measurements disagree" in out, out)
+        check(f"the best measured is X={truth[0]} Y={truth[1]}" in out, out)
+        check("the model's best is X=19 Y=19" in out, out)
+    check("warn" in p.stderr, p.stderr)
+    refused(GRID20, ((["--strategy", "model"], "option --strategy: model needs a model"),
+                     (["--strategy", "model", "--predict", right, "--model-top", "0"],
+                      "option --model-top"),
+                     (["--strategy", "model", "--predict", right, "--model-sample", "-1"],
+                      "option --model-sample"),
+                     (["--model-top", "3"], "option --model-top: only with --strategy "
+                      "model"),
+                     (["--strategy", "model", "--predict", right, "--top", "3"],
+                      "option --top: does not go with --strategy model")), env)
+
+
+def scenario_cache():
+    w = Work("grid.c")
+    cache = os.path.join(w.dir, "cache")
+    space = {"X": [5, 7, 9], "Y": [3, 4]}
+    args = ["--cache", cache]
+    _, j, rows, built = grid_tune(args, space, w=w)
+    check(len(built) == 6 and j["cached"] == 0 and j["cache"] == cache, f"{built}")
+    check(len(os.listdir(cache)) == 6, f"cache holds {os.listdir(cache)}")
+    # The rerun: nothing built or run, the same results, said "cached".
+    p, j2, rows2, built = grid_tune(args, space, w=w)
+    check(len(built) == 6, f"the rerun built {len(built) - 6} points")
+    check(j2["cached"] == 6 and all(r["cached"] for r in j2["rows"]), f"{j2}")
+    check([r["median_ns"] for r in j2["rows"]] == [r["median_ns"] for r in j["rows"]],
+          "the cached times differ")
+    check(j2["best"]["values"] == {"X": 7, "Y": 4}, f"{j2['best']}")
+    check(", cached" in p.stdout and "6 configurations came from the cache" in p.stdout,
+          p.stdout)
+    check("cached in" in p.stderr, p.stderr)
+    check(all(c["cached"] == "yes" for c in rows2), "tune.csv's cached column")
+    # Another command builds again (the log's path is in the build command).
+    w3 = Work("grid.c")
+    _, j3, _, built3 = grid_tune(args, space, w=w3)
+    check(len(built3) == 6 and j3["cached"] == 0, f"another command: {built3}")
+    # A changed source builds again, in the same cache.
+    with open(os.path.join(w.dir, "builds.log")) as f:
+        before = len(f.readlines())
+    old = set(os.listdir(cache))
+    os.chmod(w.src, stat.S_IRUSR | stat.S_IWUSR)
+    with open(w.src, "a") as f:
+        f.write("/* changed */\n")
+    os.chmod(w.src, stat.S_IRUSR)
+    w.hash = sha256(w.src)
+    _, j4, _, built4 = grid_tune(args, space, w=w)
+    check(len(built4) - before == 6 and j4["cached"] == 0,
+          f"a changed source built {len(built4) - before} points")
+    check(len(os.listdir(cache)) == 18, f"cache holds {len(os.listdir(cache))} entries")
+    # A corrupt entry is measured again, with a warning.
+    name = sorted(set(os.listdir(cache)) - old)[0]
+    with open(os.path.join(cache, name), "w") as f:
+        f.write("{not json")
+    p, j5, _, built5 = grid_tune(args, space, w=w)
+    check(len(built5) - len(built4) == 1 and j5["cached"] == 5, f"{j5['cached']}")
+    check("the cache's entry is not used" in p.stderr, p.stderr)
+    # Bad --cache: exit 2, nothing written.
+    afile = os.path.join(w.dir, "afile")
+    open(afile, "w").close()
+    refused(space, ((["--cache", afile], "option --cache: '" + afile + "' is not a "
+                      "directory"),
+                     (["--cache", os.path.join(w.dir, "no", "such")],
+                      "option --cache: '" + os.path.join(w.dir, "no", "such") +
+                      "' does not exist"),
+                     (["--cache", ""], "option --cache")))
 
 
 def main():
