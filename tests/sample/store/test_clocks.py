@@ -147,15 +147,21 @@ def two_clocks(tmp):
     check("task-clock" in counters and "context-switches" in counters,
           f"kscope avail --counters lists {counters} as working software counters; "
           "this test needs task-clock and context-switches")
-    run, out = run_sample(tmp(), "--samplers", "both", "-F", "1000",
-                          "--counters", "task-clock,context-switches", "--", BURN, "1.2")
-    m = re.search(r"burn_ns=(\d+) nap_ns=(\d+)", out)
-    check(m, f"burn_sleep printed {out!r}")
-    burn_ns, nap_ns = int(m.group(1)), int(m.group(2))
-    nap_share = 100.0 * nap_ns / (burn_ns + nap_ns)
-    db = Db(run)
-    want = {k: db.timer(c) for k, c in CLOCK.items()}
-    print(f"burn_sleep: nap {nap_share:.1f}% of the wall-clock time; timers {want}")
+    # On a machine whose cores other jobs keep busy, burn_sleep gets less
+    # CPU time in its wall-clock time: a longer run then.
+    for secs in ("1.2", "3.0"):
+        run, out = run_sample(tmp(), "--samplers", "both", "-F", "1000",
+                              "--counters", "task-clock,context-switches", "--", BURN, secs)
+        m = re.search(r"burn_ns=(\d+) nap_ns=(\d+)", out)
+        check(m, f"burn_sleep printed {out!r}")
+        burn_ns, nap_ns = int(m.group(1)), int(m.group(2))
+        nap_share = 100.0 * nap_ns / (burn_ns + nap_ns)
+        db = Db(run)
+        want = {k: db.timer(c) for k, c in CLOCK.items()}
+        print(f"burn_sleep {secs} s: nap {nap_share:.1f}% of the wall-clock time; "
+              f"timers {want}")
+        if want["cpu"]["periods"] >= 300 and want["wall"]["periods"] >= 800:
+            break
     check(want["cpu"]["periods"] >= 300 and want["wall"]["periods"] >= 800,
           f"too few samples for the shares to mean anything: {want}")
 
