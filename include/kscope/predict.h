@@ -208,6 +208,21 @@ struct ks_pred_model *ks_pred_parse_file(const char *path, const char *chip,
 					 const char *const *values, size_t n,
 					 unsigned flags, char *err, size_t errsize);
 
+/* ------------------------------------------------------------------ */
+/* Cache hit ratio                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The fraction (0 to 1) of the reads from a cached space (GM: the chip
+ * file's spaces with "cache") that hit the cache, as msKPP's
+ * set_cache_hit_ratio.  A model-level setting: it applies to every load
+ * out of such a space, those before the call too, and the last call wins.
+ * Such a load then takes its table's time times (1 - r + r/s) / (1 - r0 +
+ * r0/s), s being the space's cache speedup and r0 the ratio its tables
+ * describe (docs/predict.md, "The cache hit ratio"); without a call the
+ * tables apply as they are.  -EINVAL for a ratio outside 0..1 and on a
+ * chip with no cache. */
+int ks_pred_set_cache_hit_ratio(struct ks_pred_model *m, double ratio);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,7 +39,8 @@ static const struct ks_opt predict_opts[] = {
 	{ .name = "measured", .type = KS_OPT_PATH, .metavar = "FILE",
 	  .env = "KSCOPE_PREDICT_MEASURED",
 	  .help = "measured times to compare with: a kscope op launch directory or its "
-		  "Timing.csv, or a CSV with the columns Pipe,Time (us)",
+		  "Timing.csv, a CSV with the columns Pipe,Time (us), or msprof's "
+		  "op_summary or PipeUtilization CSV",
 	  OPT(measured), .flags = KS_PATH_READ },
 	{ .name = "no-trace", .type = KS_OPT_FLAG, .env = "KSCOPE_PREDICT_NO_TRACE",
 	  .help = "do not write the pipeline chart (trace.json, visualize_data.bin): "

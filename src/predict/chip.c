@@ -316,6 +316,25 @@ static int read_spaces(struct rd *r, json_t *root, struct pred_chip *c)
 		if (v && (!json_is_integer(v) || json_integer_value(v) <= 0))
 			return bad(r, "%s: \"bytes\" must be a positive integer", where);
 		s->bytes = v ? (uint64_t)json_integer_value(v) : 0;
+		v = json_object_get(e, "cache");
+		if (v) {
+			json_t *h;
+			char w2[200];
+
+			snprintf(w2, sizeof(w2), "%s (%s) cache", where, s->name);
+			if (!json_is_object(v))
+				return bad(r, "%s: \"cache\" must be an object: {\"speedup\": "
+					   "cache bandwidth / memory bandwidth, \"hit_ratio\": the "
+					   "ratio the tables describe}", where);
+			if ((rc = get_pos(r, v, "speedup", w2, true, &s->cache_speedup)))
+				return rc;
+			h = json_object_get(v, "hit_ratio");
+			if (h && (!json_is_number(h) || !(json_number_value(h) >= 0) ||
+				  json_number_value(h) > 1))
+				return bad(r, "%s: \"hit_ratio\" must be a number from 0 to 1",
+					   w2);
+			s->cache_base = h ? json_number_value(h) : 0;
+		}
 		c->nspaces++;
 	}
 	return 0;

@@ -470,7 +470,8 @@ static int pass(struct deps *d, const int32_t *match)
 
 	for (size_t i = 0; i < m->ni; i++) {
 		const struct pred_instr *in = &m->in[i];
-		const int32_t *ops = m->operands + in->operand;
+		/* NULL when no instruction has operands (scalar work only) */
+		const int32_t *ops = m->operands ? m->operands + in->operand : NULL;
 
 		d->cur = (int32_t)i;
 		d->cur_pipe = in->pipe;

@@ -492,6 +492,13 @@ static int exec(struct run *r, uint32_t begin, uint32_t end)
 		case KPP_S_WAIT_FLAG:
 			rc = do_flag(r, s);
 			break;
+		case KPP_S_CACHE:
+			if ((rc = need_model(r, s)))
+				break;
+			locate(r, s);
+			if (ks_pred_set_cache_hit_ratio(r->m, s->ops) < 0)
+				rc = api_error(r, s, -EINVAL);
+			break;
 		case KPP_S_FOR:
 			if (eval(r, s->e0, &a) || eval(r, s->e1, &b))
 				return -EINVAL;

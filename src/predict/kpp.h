@@ -96,7 +96,7 @@ struct kpp_ref {
 enum kpp_stmt_kind {
 	KPP_S_CHIP, KPP_S_PARAM, KPP_S_LET, KPP_S_TENSOR, KPP_S_SPLIT,
 	KPP_S_REGISTER, KPP_S_SCALAR, KPP_S_LOAD, KPP_S_INSTR, KPP_S_FOR,
-	KPP_S_SET_FLAG, KPP_S_WAIT_FLAG,
+	KPP_S_SET_FLAG, KPP_S_WAIT_FLAG, KPP_S_CACHE,
 };
 
 struct kpp_stmt {
@@ -119,7 +119,8 @@ struct kpp_stmt {
 					* SET_FLAG/WAIT_FLAG: pipe is the
 					* destination pipe */
 	uint32_t end;        /* FOR: the statement after the body */
-	double ops;          /* REGISTER: operations per element */
+	double ops;          /* REGISTER: operations per element; CACHE: the
+			      * hit ratio */
 	int64_t value;       /* PARAM: the value given from outside */
 };
 

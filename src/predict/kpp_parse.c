@@ -226,7 +226,7 @@ static int tok_is(const struct parser *p, const struct kpp_token *tk, const char
 
 static const char *const statement_keywords[] = {
 	"chip", "param", "let", "tensor", "split", "instr", "scalar", "load", "for",
-	"set_flag", "wait_flag",
+	"set_flag", "wait_flag", "cache_hit_ratio",
 };
 
 static int is_statement_keyword(const struct parser *p, const struct kpp_token *tk)
@@ -955,6 +955,29 @@ static int parse_flag(struct parser *p, const struct kpp_token *first, uint8_t k
 	return 0;
 }
 
+/* cache_hit_ratio NUMBER: a decimal number, which may have a sign (so
+ * that a negative one gets the model's range message). */
+static int parse_cache(struct parser *p, const struct kpp_token *first)
+{
+	struct kpp_stmt *s;
+	double v = 0;
+	int neg = 0;
+
+	model_stmt(p);
+	if (advance(p))
+		return -EINVAL;
+	if (p->tok.kind == KPP_T_MINUS) {
+		neg = 1;
+		if (advance(p))
+			return -EINVAL;
+	}
+	if (parse_number(p, "the cache hit ratio (a number from 0 to 1)", &v) ||
+	    new_stmt(p, KPP_S_CACHE, first, &s))
+		return -EINVAL;
+	s->ops = neg ? -v : v;
+	return 0;
+}
+
 static int parse_instr(struct parser *p, const struct kpp_token *first)
 {
 	struct kpp_tree *t = p->t;
@@ -992,7 +1015,7 @@ static int parse_stmt(struct parser *p)
 	if (first.kind == KPP_T_RBRACE)
 		return perr(p, first.line, first.col, "'}' without a loop to close");
 	if (first.kind != KPP_T_NAME)
-		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, set_flag, wait_flag, or an instruction)");
+		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, set_flag, wait_flag, cache_hit_ratio, or an instruction)");
 	if (tok_is(p, &first, "chip"))
 		rc = parse_chip(p, &first);
 	else if (tok_is(p, &first, "param"))
@@ -1015,6 +1038,8 @@ static int parse_stmt(struct parser *p)
 		rc = parse_flag(p, &first, KPP_S_SET_FLAG);
 	else if (tok_is(p, &first, "wait_flag"))
 		rc = parse_flag(p, &first, KPP_S_WAIT_FLAG);
+	else if (tok_is(p, &first, "cache_hit_ratio"))
+		rc = parse_cache(p, &first);
 	else
 		rc = parse_instr(p, &first);
 	if (rc)

@@ -957,6 +957,31 @@ int ks_pred_wait_flag(struct ks_pred_model *m, const char *src, const char *dst,
 	return pred_flag(m, false, src, dst, event);
 }
 
+int ks_pred_set_cache_hit_ratio(struct ks_pred_model *m, double ratio)
+{
+	const struct pred_chip *c = &m->chip;
+	char list[PRED_MAX_SPACES * (KS_PRED_MAX_NAME + 2)] = "";
+	int rc;
+
+	if ((rc = check_ready_to_add(m)))
+		return rc;
+	if (!isfinite(ratio) || ratio < 0 || ratio > 1)
+		return pred_fail(m, -EINVAL, "cache_hit_ratio: %g is not from 0 to 1 (the "
+				 "fraction of reads from a cached space that hit the cache)",
+				 ratio);
+	for (size_t i = 0; i < c->nspaces; i++)
+		if (c->spaces[i].cache_speedup > 0)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 *list ? ", " : "", c->spaces[i].name);
+	if (!*list)
+		return pred_fail(m, -EINVAL, "cache_hit_ratio: chip %s describes no cache (none "
+				 "of its spaces has \"cache\"), so a hit ratio would change "
+				 "nothing", c->name);
+	m->cache_hit_ratio = ratio;
+	m->cache_set = true;
+	return 0;
+}
+
 int ks_pred_register(struct ks_pred_model *m, const char *name, const char *pipe,
 		     const char *formula, const double *sizes, const double *throughputs,
 		     size_t n, double ops_per_element)

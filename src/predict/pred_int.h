@@ -62,6 +62,12 @@ struct pred_space {
 	char name[KS_PRED_MAX_NAME + 1];
 	bool ready;
 	uint64_t bytes;        /* capacity, 0 if not given */
+	/* "cache": reads from this space (loads out of it) hit a cache with
+	 * the model's cache hit ratio (ks_pred_set_cache_hit_ratio).
+	 * cache_speedup is the cache's bandwidth over the memory's, 0 when the
+	 * space has no cache; cache_base the hit ratio the chip's tables
+	 * describe (the model's ratio when none is set). */
+	double cache_speedup, cache_base;
 };
 
 struct pred_conv {
@@ -235,6 +241,8 @@ struct ks_pred_model {
 	struct pred_loc_key loc_cache[PRED_LOC_CACHE]; /* the last ones set */
 
 	bool ran;
+	bool cache_set;                 /* ks_pred_set_cache_hit_ratio was called */
+	double cache_hit_ratio;         /* 0 to 1 */
 	double total;                   /* cycles */
 	double footprint;               /* bytes of root tensors in ready spaces */
 };
@@ -280,6 +288,11 @@ struct pred_measured {
 	char source[4096];
 };
 int pred_measured_load(const char *path, struct pred_measured *out, struct ks_err *err);
+/* The same from a file's text (NUL-terminated; modified), name standing
+ * for the file in messages; out must be zeroed with total_us = -1 (the
+ * fuzz target calls it). */
+int pred_measured_parse(const char *name, char *text, struct pred_measured *out,
+			struct ks_err *err);
 /* -EINVAL with err naming it when a measured pipe is none of the chip's
  * (its time would otherwise be left out of every comparison unsaid). */
 int pred_measured_check(const struct pred_chip *chip, const struct pred_measured *meas,

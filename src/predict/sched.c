@@ -224,6 +224,27 @@ int pred_schedule(struct ks_pred_model *m)
 						: &p->c;
 		in->cost = in->bytes / 2 / pred_curve_at(c, m->footprint);
 	}
+	/* The cache hit ratio: a load out of a cached space moves its bytes at
+	 * the cache's bandwidth (speedup s times the memory's) for the hits
+	 * and at the memory's for the misses; the tables describe the chip's
+	 * own ratio r0, so the cost scales by (1 - r + r/s) / (1 - r0 + r0/s)
+	 * (docs/predict.md, "The cache hit ratio"). */
+	if (m->cache_set) {
+		double f[PRED_MAX_SPACES];
+
+		for (size_t k = 0; k < m->chip.nspaces; k++) {
+			const struct pred_space *sp = &m->chip.spaces[k];
+			double r = m->cache_hit_ratio, r0 = sp->cache_base, s1 = sp->cache_speedup;
+
+			f[k] = s1 > 0 ? (1 - r + r / s1) / (1 - r0 + r0 / s1) : 1;
+		}
+		for (size_t i = 0; i < m->ni; i++) {
+			struct pred_instr *in = &m->in[i];
+
+			if (in->op == OP_LOAD)
+				in->cost *= f[m->t[m->operands[in->operand]].space];
+		}
+	}
 	/* What each instruction waits for. */
 	if ((rc = pred_deps(m)))
 		return rc;

@@ -6,7 +6,10 @@
  * or leak; a refused model's message must be one line that starts with
  * "fuzz.kpp:LINE:COLUMN: "; an accepted model is scheduled and its slices
  * must be in order (start <= end).  Models that declare params are built
- * a second time with values given from outside.
+ * a second time with values given from outside.  The same bytes are also
+ * read as a --measured file (src/predict/measured.c: kscope op's
+ * Timing.csv, "Pipe,Time (us)", msprof's op_summary and PipeUtilization):
+ * a refusal is one line naming the file; accepted times are not negative.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "kpp.h"
+#include "pred_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,6 +68,33 @@ static void build(const char *text, size_t size, const char *const *keys,
 	ks_pred_model_free(m);
 }
 
+static void measured(const uint8_t *data, size_t size)
+{
+	struct pred_measured *o = calloc(1, sizeof(*o));
+	char *text = malloc(size + 1);
+	struct ks_err e;
+
+	if (!o || !text)
+		abort();
+	memcpy(text, data, size);
+	text[size] = '\0';
+	o->total_us = -1;
+	if (pred_measured_parse("fuzz.csv", text, o, &e)) {
+		if (strncmp(e.msg, "--measured fuzz.csv: ", 21) && !strstr(e.msg, "out of memory"))
+			abort();
+		if (strchr(e.msg, '\n'))
+			abort();
+	} else {
+		if (o->n > PRED_MAX_PIPES)
+			abort();
+		for (size_t i = 0; i < o->n; i++)
+			if (!(o->us[i] >= 0))
+				abort();
+	}
+	free(text);
+	free(o);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const keys[] = { "N", "TILE", "T", "K", "M" };
@@ -72,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 65536)
 		return 0;
 	build((const char *)data, size, NULL, NULL, 0);
+	measured(data, size);
 	if (memmem(data, size, "param", 5))
 		build((const char *)data, size, keys, values, sizeof(keys) / sizeof(keys[0]));
 	return 0;

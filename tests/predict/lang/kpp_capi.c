@@ -5,7 +5,7 @@
  * Prints the schedule as kpp_driver --schedule does.
  *
  *   kpp_capi CHIP MODEL      (MODEL: two_pipes, double_buffer, mmad,
- *                             registered, tiled_add, flags)
+ *                             registered, tiled_add, flags, cache)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,12 +179,33 @@ static void flags(void)
 	load(z, xu);
 }
 
+static void cache(void)
+{
+	const int64_t n = 8192, tile = 2048, t = n / tile;
+	int x, y, xs, ys;
+
+	OK(ks_pred_set_cache_hit_ratio(M, 0.6));
+	x = tensor("x", "GM", "fp16", n, 0, NULL);
+	y = tensor("y", "GM", "fp16", n, 0, NULL);
+	xs = split(x, 0, (int)t);
+	ys = split(y, 0, (int)t);
+	for (int i = 0; i < t; i++) {
+		int xu = tensor("xu", "UB", "fp16", tile, 0, NULL);
+		int yu = tensor("yu", "UB", "fp16", tile, 0, NULL);
+
+		load(xu, xs + i);
+		instr("vexp", xu, -1, yu);
+		load(ys + i, yu);
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*build)(void);
 } models[] = {
 	{ "two_pipes", two_pipes }, { "double_buffer", double_buffer }, { "mmad", mmad },
 	{ "registered", registered }, { "tiled_add", tiled_add }, { "flags", flags },
+	{ "cache", cache },
 };
 
 int main(int argc, char **argv)

@@ -30,6 +30,8 @@ Scenarios:
   python_api    the Python module: shapes taken from the first writer,
                 split, vconv/vreduce/mmad outputs, register, instr, scalar,
                 locations, outputs written, time_us, finding the library.
+  measured      --measured from msprof's PipeUtilization.csv and
+                op_summary (measured/*.csv), and the layouts refused.
   python_errors the module's errors: a bad space, a shape mismatch, an
                 unknown chip or instruction raise PredictError with the
                 library's message after the caller's file:line:column.
@@ -51,7 +53,7 @@ from kstest import Failure, check  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 CHIPS = os.path.join(HERE, "chips")
-MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add", "flags"]
+MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add", "flags", "cache"]
 
 
 def scratch():
@@ -431,6 +433,81 @@ def scenario_outputs(_bless):
     check(sorted(os.listdir(out)) == sorted(metrics), f"Python trace=False: {os.listdir(out)}")
 
 
+MEASURED_MODEL = ("chip kpptest\ntensor x GM fp16 [4096]\ntensor xu UB fp16 [4096]\n"
+                  "tensor yu UB fp16 [4096]\nload x -> xu\nvexp xu -> yu\nload yu -> x\n")
+
+
+def pipe_measured(run_dir):
+    with open(os.path.join(run_dir, "Pipe_statistic.csv")) as f:
+        return {row["Pipe"]: row["Measured (us)"] for row in csv.DictReader(f)}
+
+
+def scenario_measured(_bless):
+    """--measured from msprof (measured/*.csv, small files written by hand
+    in msprof's layouts): PipeUtilization.csv sums each block's sub-blocks
+    (the cube core and the two vector cores) per pipe and averages the
+    blocks; op_summary turns ratios into times with the core's time and
+    averages the launches; other layouts are refused saying what is
+    expected.  The Python module reads the same files."""
+    tmp = scratch()
+    path = model_file(tmp, MEASURED_MODEL)
+    mdir = os.path.join(HERE, "measured")
+    # By hand: block 0 VECTOR 1.0 + 0.6, block 1 2.0 + 1.4, mean 2.5;
+    # SCALAR (0.1 + 0.4 + 0.3 + 0.3 + 0.2 + 0.1) / 2 = 0.7; MTE2 (3.4 +
+    # 2.4) / 2 = 2.9; MTE3 (1.4 + 1.0) / 2 = 1.2; total: the longest core
+    # of each block, (4 + 5) / 2 = 4.5.  op_summary: aiv_time 4 and 6, so
+    # VECTOR (0.25 * 4 + 0.5 * 6) / 2 = 2, SCALAR (0.2 + 0.3) / 2 = 0.25,
+    # MTE2 (2 + 1.5) / 2 = 1.75, MTE3 (0.8 + 0.6) / 2 = 0.7; total: Task
+    # Duration, (5.2 + 4.8) / 2 = 5.
+    want = {
+        "PipeUtilization.csv": {"MTE1": "0.000000", "MTE2": "2.900000", "MTE3": "1.200000",
+                                "VECTOR": "2.500000", "CUBE": "0.000000",
+                                "SCALAR": "0.700000", "FIXP": "0.000000",
+                                "total": "4.500000"},
+        "op_summary.csv": {"MTE1": "", "MTE2": "1.750000", "MTE3": "0.700000",
+                           "VECTOR": "2.000000", "CUBE": "", "SCALAR": "0.250000",
+                           "FIXP": "", "total": "5.000000"},
+    }
+    for name, exp in want.items():
+        out = os.path.join(tmp, "out-" + name)
+        r = run([KSCOPE, "predict", "-o", out, "--measured", os.path.join(mdir, name), path],
+                base_env(tmp))
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+        runs = os.listdir(out)
+        got = pipe_measured(os.path.join(out, runs[0]))
+        check(got == exp, f"{name}: measured {got}, expected {exp}")
+        print(f"{name}: {got}")
+    refused = {
+        "op_summary_two_ops.csv": 'line 3 is operator "MulCustom", line 2 "AddCustom": a '
+                                  "model is one kernel, so keep the rows of the one it "
+                                  "describes",
+        "no_pipes.csv": "an msprof file, but without per-pipe columns: aic_mac_ratio or "
+                        "aic_cube_ratio, aiv_vec_ratio,",
+        "unknown.csv": 'neither a kscope op Timing.csv, a CSV with the columns "Pipe,Time '
+                       '(us)", nor an msprof op_summary or PipeUtilization CSV (a header '
+                       "with aic_time(us), aiv_time(us), aicore_time(us) or Task "
+                       "Duration(us), and per-pipe columns: aic_mac_ratio",
+    }
+    for name, msg in refused.items():
+        out = os.path.join(tmp, "out-" + name)
+        f = os.path.join(mdir, name)
+        r = run([KSCOPE, "predict", "-o", out, "--measured", f, path], base_env(tmp))
+        check(r.returncode == 2 and r.stderr.startswith(f"kscope: error: --measured {f}: {msg}"),
+              f"{name}: exit {r.returncode}: {r.stderr}")
+        check(not os.path.exists(out) or not os.listdir(out), f"{name}: wrote {out}")
+    # The Python module reads them too (Chip(measured=...)).
+    out = os.path.join(tmp, "py")
+    code = ("import kscope.predict as P\n"
+            f"with P.Chip('kpptest', output={out!r}, "
+            f"measured={os.path.join(mdir, 'op_summary.csv')!r}):\n"
+            "    xu = P.Tensor('UB')\n    xu.load(P.Tensor('GM', 'FP16', [4096]))\n")
+    r = run([sys.executable, "-c", code], python_env(tmp))
+    check(r.returncode == 0, f"Python: {r.stderr}")
+    got = pipe_measured(out)
+    check(got["VECTOR"] == "2.000000" and got["total"] == "5.000000", f"Python: {got}")
+    print("msprof files are read as documented")
+
+
 def python_env(tmp):
     env = base_env(tmp)
     env["PYTHONPATH"] = os.path.join(BUILD, "python")
@@ -496,6 +573,22 @@ def scenario_three_ways(_bless):
         check(got[:2] == exp[:2] and abs(got[2] - exp[2]) < 1e-9 and abs(got[3] - exp[3]) < 1e-9,
               f"two_pipes by hand: {got} != {exp}")
     check(abs(total - t2) < 1e-9, f"two_pipes total {total} != {t2}")
+    # The cache hit ratio by hand (models/cache.kpp on kpptest): a tile's
+    # load, 4096 bytes at 16 + 3072/15360*48 = 25.6 bytes/cycle, is 160
+    # cycles by the table, 160 * 7/9 with 60% hits; vexp of 2048 fp16 at
+    # 4 + (2048-128)/(4096-128)*28 elements/cycle; the store keeps its
+    # table's time, 4096 bytes at 16 + 3072/15360*16 = 19.2 bytes/cycle.
+    r = driver(["--chip", "kpptest", "--schedule",
+                os.path.join(HERE, "models", "cache.kpp")], tmp)
+    rows, total = schedule_of(r.stdout)
+    ld = 160 * 7 / 9
+    vx = 2048 / (4 + 1920 / 3968 * 28)
+    st = 4096 / 19.2
+    want = [("load", "MTE2", 0, ld), ("vexp", "VECTOR", ld, ld + vx),
+            ("load", "MTE3", ld + vx, ld + vx + st), ("load", "MTE2", ld, 2 * ld)]
+    for got, exp in zip(rows, want):
+        check(got[:2] == exp[:2] and abs(got[2] - exp[2]) < 1e-9 and abs(got[3] - exp[3]) < 1e-9,
+              f"cache by hand: {got} != {exp}")
     print(f"{compared} instructions compared")
 
 
@@ -589,6 +682,19 @@ def py_flags(P):
     z.load(xu)
 
 
+def py_cache(P):
+    P.set_cache_hit_ratio({"cache_hit_ratio": 0.6})     # msKPP's config form
+    n, tile = 8192, 2048
+    t = n // tile
+    x, y = P.Tensor("GM", "FP16", [n]), P.Tensor("GM", "FP16", [n])
+    xs, ys = x.split(0, t), y.split(0, t)
+    for i in range(t):
+        xu, yu = P.Tensor("UB"), P.Tensor("UB")
+        xu.load(xs[i])
+        P.vexp(xu, yu)
+        ys[i].load(yu)
+
+
 def python_model(chip, name):
     import kscope.predict as P
     with P.Chip(chip) as c:
@@ -680,6 +786,12 @@ def python_errors():
                      "scalar: 0 operations; from 1 to 2\\^50 are accepted")
         expect_error(P, lambda: P.Tensor("UB", "FP16", [1 << 64]),
                      "a dimension is 18446744073709551616, which does not fit in 64 bits")
+        expect_error(P, lambda: chip.set_cache_hit_ratio(1.5),
+                     r"cache_hit_ratio: 1\.5 is not from 0 to 1 \(the fraction of reads "
+                     r"from a cached space that hit the cache\)")
+        expect_error(P, lambda: P.set_cache_hit_ratio({"hit": 0.5}),
+                     r"set_cache_hit_ratio: the config has the keys \['hit'\]; accepted: "
+                     r"\{'cache_hit_ratio': R\}")
         with P.Chip("kpptest") as other:
             w = P.Tensor("UB", "FP16", [64])
             expect_error(P, lambda: P.vexp(x, w), r"Tensor\(.*\) belongs to another chip")

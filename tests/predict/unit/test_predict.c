@@ -7,6 +7,7 @@
  * set_flag/wait_flag, deadlocks, bad input and the outputs.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -797,6 +798,82 @@ static void test_outputs(void **state)
 	free(dir);
 }
 
+/* ---- the cache hit ratio ---- */
+
+/* test.json's GM has a cache 4 times as fast as memory (tables: misses).
+ * x is 64 fp16 = 128 bytes; GM->UB at 2 bytes/cycle takes 64 cycles at
+ * ratio 0, 64 * (1 - 0.5 + 0.5/4) = 40 at 0.5 and 64 / 4 = 16 at 1; vadd
+ * 64 elements at 1/cycle takes 64; the store (UB->GM: it writes GM, it
+ * does not read it) 128 / 4 = 32 whatever the ratio. */
+static struct ks_pred_model *cache_model(double first, double second, int *ids)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, y, xu, yu;
+
+	x = tensor(m, "x", "GM", "fp16", 64);
+	y = tensor(m, "y", "GM", "fp16", 64);
+	xu = tensor(m, "xu", "UB", "fp16", 64);
+	yu = tensor(m, "yu", "UB", "fp16", 64);
+	if (first >= 0)
+		assert_int_equal(ks_pred_set_cache_hit_ratio(m, first), 0);
+	ids[0] = load(m, xu, x);
+	ids[1] = instr(m, "vadd", xu, xu, yu);
+	ids[2] = load(m, y, yu);
+	/* a model-level setting: it applies to the load before it too */
+	if (second >= 0)
+		assert_int_equal(ks_pred_set_cache_hit_ratio(m, second), 0);
+	return m;
+}
+
+static void test_cache_hit_ratio(void **state)
+{
+	static const struct {
+		double first, second, load, total;
+	} cases[] = {
+		{ -1, -1, 64, 160 },  /* not set: the tables as they are */
+		{ 0, -1, 64, 160 },
+		{ -1, 0.5, 40, 136 },
+		{ 0.25, 1, 16, 112 }, /* the last setting wins */
+	};
+	struct ks_pred_model *m;
+	int ids[3];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double l = cases[i].load, total;
+
+		m = cache_model(cases[i].first, cases[i].second, ids);
+		total = run(m);
+		if (total != cases[i].total)
+			fail_msg("case %zu: total %g, expected %g", i, total, cases[i].total);
+		expect(m, ids[0], "MTE2", 0, l);
+		expect(m, ids[1], "VECTOR", l, l + 64);
+		expect(m, ids[2], "MTE3", l + 64, l + 96);
+		ks_pred_model_free(m);
+	}
+	/* Outside 0..1, not a number: refused, the model unchanged. */
+	m = cache_model(0.5, -1, ids);
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, 1.5), -EINVAL);
+	assert_string_equal(ks_pred_error(m), "cache_hit_ratio: 1.5 is not from 0 to 1 (the "
+			    "fraction of reads from a cached space that hit the cache)");
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, -0.25), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "-0.25 is not from 0 to 1"));
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, NAN), -EINVAL);
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, INFINITY), -EINVAL);
+	assert_true(run(m) == 136);
+	/* after scheduling: nothing changes any more */
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, 1), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "already scheduled"));
+	ks_pred_model_free(m);
+	/* A chip without a cache says so. */
+	m = model(FOOT_CHIP);
+	assert_int_equal(ks_pred_set_cache_hit_ratio(m, 0.5), -EINVAL);
+	assert_string_equal(ks_pred_error(m), "cache_hit_ratio: chip footprint describes no "
+			    "cache (none of its spaces has \"cache\"), so a hit ratio would "
+			    "change nothing");
+	ks_pred_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -817,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_register),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_outputs),
+		cmocka_unit_test(test_cache_hit_ratio),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,7 @@ __all__ = [
     "vadd", "vsub", "vmul", "vdiv", "vmax", "vmin",
     "vexp", "vln", "vabs", "vrelu", "vconv", "vreduce_sum", "vreduce_max",
     "mmad", "scalar", "instr", "register", "set_flag", "wait_flag", "library_path",
+    "set_cache_hit_ratio",
 ]
 
 _LIBNAME = "libkscope-predict.so"
@@ -116,6 +117,7 @@ def _library():
             "ks_pred_set_outputs": (i, [p, ctypes.c_uint]),
             "ks_pred_set_flag": (i, [p, c, c, i]),
             "ks_pred_wait_flag": (i, [p, c, c, i]),
+            "ks_pred_set_cache_hit_ratio": (i, [p, d]),
         }
         for name, (res, args) in sigs.items():
             try:
@@ -243,7 +245,8 @@ class Chip:
     ratios; trace=False leaves out the pipeline chart, metrics=False the
     statistics, as msKPP's enable_trace and enable_metrics)."""
 
-    def __init__(self, name, output=None, measured=None, trace=True, metrics=True):
+    def __init__(self, name, output=None, measured=None, trace=True, metrics=True,
+                 cache_hit_ratio=None):
         self._lib = _library()
         self._m = None
         err = ctypes.create_string_buffer(_ERRSIZE)
@@ -261,6 +264,8 @@ class Chip:
         self.measured = measured
         self.cycles = None    # the predicted time, once run
         self._done = False
+        if cache_hit_ratio is not None:
+            self.set_cache_hit_ratio(cache_hit_ratio)
 
     # -- the with statement --
     def __enter__(self):
@@ -311,6 +316,29 @@ class Chip:
         if rc < 0:
             self._fail(where, rc)
         return rc
+
+    # -- settings --
+    def set_cache_hit_ratio(self, config):
+        """As msKPP's chip.set_cache_hit_ratio({"cache_hit_ratio": 0.6}):
+        the fraction (0 to 1) of reads from a cached space (GM) that hit
+        the cache; a dict with the key "cache_hit_ratio" or the number
+        itself.  A model-level setting: every load out of GM is costed
+        with it when the model is scheduled."""
+        if isinstance(config, dict):
+            if set(config) != {"cache_hit_ratio"}:
+                raise _error(f"set_cache_hit_ratio: the config has the keys "
+                             f"{sorted(config)}; accepted: {{'cache_hit_ratio': R}}")
+            config = config["cache_hit_ratio"]
+        if isinstance(config, bool) or not isinstance(config, (int, float)):
+            raise TypeError(f"the cache hit ratio must be a number, not "
+                            f"{type(config).__name__}")
+        where = self._locate()
+        self._check(where, self._lib.ks_pred_set_cache_hit_ratio(self._model(),
+                                                                 float(config)))
+
+    def set_config(self, config):
+        """As msKPP's chip.set_config: the keys it knows ("cache_hit_ratio")."""
+        self.set_cache_hit_ratio(config)
 
     # -- results --
     @property
@@ -626,6 +654,11 @@ def wait_flag(pipe_src, pipe_dst, event_id):
     matching set_flag (the k-th wait of a (src, dst, event) takes its
     k-th set); takes no time.  Returns its id."""
     return _flag("wait_flag", pipe_src, pipe_dst, event_id)
+
+
+def set_cache_hit_ratio(config):
+    """The current chip's cache hit ratio (Chip.set_cache_hit_ratio)."""
+    _current("set_cache_hit_ratio()").set_cache_hit_ratio(config)
 
 
 def register(name, pipe, formula=None, table=None, ops=0.0, ninputs=None, noutputs=1):
