@@ -361,6 +361,10 @@ int ks_tune_write(const struct ks_tune_result *r, const char *dir, char *err,
 
 void ks_tune_result_free(struct ks_tune_result *r);
 
+/* "KEY=VALUE KEY=VALUE" of row w of r into buf (cut to size). */
+void ks_tune_row_label(const struct ks_tune_result *r, const struct ks_tune_row *w, char *buf,
+		       size_t size);
+
 /* ks_tune_new, ks_tune_run and ks_tune_free in one call. */
 int ks_tune(const struct ks_tune_opts *o, const char *dir,
 	    struct ks_tune_result **out, char *err, size_t errsize);

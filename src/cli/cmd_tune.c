@@ -442,22 +442,6 @@ static void print_table(const struct ks_tune_result *r, size_t limit)
 		       r->restricted, r->restricted == 1 ? "" : "s");
 }
 
-static void label(const struct ks_tune_result *r, const struct ks_tune_row *w,
-		  char *buf, size_t size)
-{
-	size_t used = 0;
-
-	buf[0] = '\0';
-	for (size_t k = 0; k < r->nkeys && used < size; k++) {
-		int n = snprintf(buf + used, size - used, "%s%s=%s", k ? " " : "",
-				 r->keys[k], w->values[k]);
-
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-}
-
 /* Prints text's lines indented, control bytes other than tabs as '?'. */
 static void print_indented(const char *text)
 {
@@ -492,7 +476,7 @@ static void print_failures(const struct ks_tune_result *r)
 			printf("  (%zu more in tune.csv)\n", r->failed - MAX_FAILURES_SHOWN);
 			break;
 		}
-		label(r, w, lab, sizeof(lab));
+		ks_tune_row_label(r, w, lab, sizeof(lab));
 		printf("  %s: %s: %s\n", lab, ks_tune_status_name(w->status), w->message);
 		print_indented(w->output);
 	}
@@ -522,8 +506,8 @@ static void print_model(const struct ks_tune_result *r)
 		    (!mbest || w->predicted_rank < mbest->predicted_rank))
 			mbest = w;
 	}
-	label(r, r->best, lb, sizeof(lb));
-	label(r, mbest, lm, sizeof(lm));
+	ks_tune_row_label(r, r->best, lb, sizeof(lb));
+	ks_tune_row_label(r, mbest, lm, sizeof(lm));
 	fmt_time(r->best->median_ns, med, sizeof(med));
 	fmt_time(mbest->median_ns, mmed, sizeof(mmed));
 	printf("warning: the model and the measurements disagree (rank correlation "
@@ -567,13 +551,13 @@ static void print_result(const struct ks_tune_result *r, size_t limit, const cha
 			if (!w->tie)
 				continue;
 			n++;
-			label(r, w, lab, sizeof(lab));
+			ks_tune_row_label(r, w, lab, sizeof(lab));
 			fmt_time(w->median_ns, med, sizeof(med));
 			printf("  %s (median %s of %zu runs)\n", lab, med, w->runs);
 		}
 	}
 	if (r->best) {
-		label(r, r->best, lab, sizeof(lab));
+		ks_tune_row_label(r, r->best, lab, sizeof(lab));
 		fmt_time(r->best->median_ns, med, sizeof(med));
 		printf("best: %s (median %s of %zu run%s%s)\n", lab, med, r->best->runs,
 		       r->best->runs == 1 ? "" : "s", r->ties ? "; tied: see above" : "");

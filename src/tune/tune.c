@@ -1599,8 +1599,8 @@ static bool spearman(struct ks_tune_result *r)
 	return true;
 }
 
-static void row_label(const struct ks_tune_result *r, const struct ks_tune_row *w,
-		      char *buf, size_t size)
+void ks_tune_row_label(const struct ks_tune_result *r, const struct ks_tune_row *w, char *buf,
+		       size_t size)
 {
 	size_t used = 0;
 
@@ -1644,8 +1644,8 @@ static void report_model(const struct ks_tune *t, const struct ks_tune_result *r
 		    (!mbest || w->predicted_rank < mbest->predicted_rank))
 			mbest = w;
 	}
-	row_label(r, r->best, lb, sizeof(lb));
-	row_label(r, mbest, lm, sizeof(lm));
+	ks_tune_row_label(r, r->best, lb, sizeof(lb));
+	ks_tune_row_label(r, mbest, lm, sizeof(lm));
 	snprintf(med, sizeof(med), "%.0f ns", mbest->median_ns);
 	note(t, KS_TUNE_WARN, "model: the model and the measurements disagree "
 	     "(Spearman rank correlation %.2f over %zu configurations, below "
