@@ -223,6 +223,22 @@ struct ks_pred_model *ks_pred_parse_file(const char *path, const char *chip,
  * chip with no cache. */
 int ks_pred_set_cache_hit_ratio(struct ks_pred_model *m, double ratio);
 
+/* ------------------------------------------------------------------ */
+/* Cores                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Issues the instructions that follow to core name (msKPP's Core: "AIC0",
+ * "AIV1", any case), on a chip whose file describes "cores": each core
+ * has its own copy of its pipes ("AIV1.VECTOR" in the trace and the
+ * statistics), and of the spaces that are not shared (UB, L1, L0*; GM is
+ * shared).  The first call must come before the first instruction; from
+ * then on every instruction goes to a core's pipe, and an instruction on a
+ * pipe the core lacks, or on a tensor in another core's per-core space,
+ * is refused.  NULL selects no core (instructions are then refused until
+ * the next call).  -EINVAL on a chip without cores and for a name that is
+ * none of its cores (docs/predict.md, "Cores"). */
+int ks_pred_set_core(struct ks_pred_model *m, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

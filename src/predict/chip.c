@@ -163,6 +163,22 @@ int pred_chip_pipe(const struct pred_chip *c, const char *name)
 	return -1;
 }
 
+int pred_chip_base_pipe(const struct pred_chip *c, const char *name)
+{
+	for (size_t i = 0; i < c->nbase; i++)
+		if (strcasecmp(c->base[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int pred_chip_core(const struct pred_chip *c, const char *name)
+{
+	for (size_t i = 0; i < c->ncores; i++)
+		if (strcasecmp(c->cores[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
 bool pred_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -335,6 +351,10 @@ static int read_spaces(struct rd *r, json_t *root, struct pred_chip *c)
 					   w2);
 			s->cache_base = h ? json_number_value(h) : 0;
 		}
+		v = json_object_get(e, "shared");
+		if (v && !json_is_boolean(v))
+			return bad(r, "%s: \"shared\" must be true or false", where);
+		s->shared = v && json_is_true(v);
 		c->nspaces++;
 	}
 	return 0;
@@ -355,7 +375,97 @@ static int read_pipes(struct rd *r, json_t *root, struct pred_chip *c)
 		if (pred_chip_pipe(c, json_string_value(e)) >= 0)
 			return bad(r, "the pipe %s is listed twice", json_string_value(e));
 		snprintf(c->pipes[i], sizeof(c->pipes[i]), "%s", json_string_value(e));
+		snprintf(c->base[i], sizeof(c->base[i]), "%s", json_string_value(e));
 		c->npipes++;
+		c->nbase++;
+	}
+	return 0;
+}
+
+/* "cores": [{"name": "AIV", "count": 2, "pipes": [...], "spaces": [...]}]:
+ * each type gives count cores, AIV0 and AIV1, each with its own copy of
+ * the type's pipes (AIV0.MTE2, ...), in the order listed. */
+static int read_cores(struct rd *r, json_t *root, struct pred_chip *c)
+{
+	json_t *a = json_object_get(root, "cores"), *e, *v, *x, *pl;
+	size_t i, j;
+	char where[64], type[KS_PRED_MAX_NAME + 1];
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return bad(r, "\"cores\" must be a list of core types: {\"name\": \"AIV\", "
+			   "\"count\": 2, \"pipes\": [...]}");
+	json_array_foreach(a, i, e) {
+		int8_t pipe[PRED_MAX_PIPES];
+		uint32_t spaces = 0;
+		json_int_t count;
+		int rc;
+
+		snprintf(where, sizeof(where), "cores[%zu]", i);
+		if (!json_is_object(e))
+			return bad(r, "%s must be an object", where);
+		if ((rc = get_name(r, e, "name", where, type, sizeof(type))))
+			return rc;
+		if (strlen(type) > 16 || strchr(type, '.'))
+			return bad(r, "%s: the core name \"%s\" must be 1 to 16 of A-Z a-z 0-9 _ -",
+				   where, type);
+		v = json_object_get(e, "count");
+		count = json_is_integer(v) ? json_integer_value(v) : 0;
+		if (count < 1 || (size_t)count > PRED_MAX_CORES - c->ncores)
+			return bad(r, "%s: \"count\" must be an integer from 1, at most %d cores "
+				   "in all", where, PRED_MAX_CORES);
+		pl = json_object_get(e, "pipes");
+		if (!json_is_array(pl) || json_array_size(pl) == 0)
+			return bad(r, "%s: \"pipes\" must be a list of the chip's pipes", where);
+		memset(pipe, -1, sizeof(pipe));
+		json_array_foreach(pl, j, x) {
+			int p = json_is_string(x) ? pred_chip_base_pipe(c, json_string_value(x)) : -1;
+
+			if (p < 0)
+				return bad(r, "%s: pipes[%zu] is not among \"pipes\"", where, j);
+			if (pipe[p] >= 0)
+				return bad(r, "%s: the pipe %s is listed twice", where, c->base[p]);
+			pipe[p] = 0;
+		}
+		v = json_object_get(e, "spaces");
+		if (v && !json_is_array(v))
+			return bad(r, "%s: \"spaces\" must be a list of the chip's spaces", where);
+		if (!v)
+			spaces = UINT32_MAX;
+		json_array_foreach(v, j, x) {
+			int sp = json_is_string(x) ? pred_chip_space(c, json_string_value(x)) : -1;
+
+			if (sp < 0)
+				return bad(r, "%s: spaces[%zu] is not among \"spaces\"", where, j);
+			spaces |= 1u << sp;
+		}
+		for (json_int_t k = 0; k < count; k++) {
+			struct pred_core *co = &c->cores[c->ncores];
+
+			snprintf(co->name, sizeof(co->name), "%s%lld", type, (long long)k);
+			if (pred_chip_core(c, co->name) >= 0)
+				return bad(r, "%s: the core %s is listed twice", where, co->name);
+			co->spaces = spaces;
+			memset(co->pipe, -1, sizeof(co->pipe));
+			json_array_foreach(pl, j, x) {
+				int p = pred_chip_base_pipe(c, json_string_value(x));
+
+				if (c->ncpipes >= PRED_MAX_PIPES)
+					return bad(r, "\"cores\": more than %d pipes in all",
+						   PRED_MAX_PIPES);
+				char full[2 * KS_PRED_MAX_NAME + 2];
+
+				co->pipe[p] = (int8_t)c->ncpipes;
+				/* through full: the names live in *c too */
+				snprintf(full, sizeof(full), "%s.%s", co->name, c->base[p]);
+				if (!pred_name_ok(full))
+					return bad(r, "%s: the pipe name %s is too long", where,
+						   full);
+				memcpy(c->cpipes[c->ncpipes++], full, strlen(full) + 1);
+			}
+			c->ncores++;
+		}
 	}
 	return 0;
 }
@@ -367,7 +477,7 @@ static int pipe_of(struct rd *r, const struct pred_chip *c, json_t *o, const cha
 
 	if (!json_is_string(v))
 		return bad(r, "%s: \"pipe\" must be a string", where);
-	*out = pred_chip_pipe(c, json_string_value(v));
+	*out = pred_chip_base_pipe(c, json_string_value(v));
 	if (*out < 0)
 		return bad(r, "%s: the pipe \"%.64s\" is not among \"pipes\"", where,
 			   json_string_value(v));
@@ -574,7 +684,7 @@ static int read_chip(struct rd *r, json_t *root, struct pred_chip *c)
 	if ((rc = get_pos(r, root, "clock_hz", "the chip", true, &c->clock_hz)))
 		return rc;
 	if ((rc = read_spaces(r, root, c)) || (rc = read_pipes(r, root, c)) ||
-	    (rc = read_paths(r, root, c)) || (rc = read_instr(r, root, c)))
+	    (rc = read_cores(r, root, c)) || (rc = read_paths(r, root, c)) || (rc = read_instr(r, root, c)))
 		return rc;
 	c->scalar_pipe = -1;
 	v = json_object_get(root, "scalar");

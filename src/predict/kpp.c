@@ -436,6 +436,26 @@ static int do_flag(struct run *r, const struct kpp_stmt *s)
 	return 0;
 }
 
+static int do_core(struct run *r, const struct kpp_stmt *s)
+{
+	char name[KS_PRED_MAX_NAME + 32];
+	int64_t k;
+
+	if (need_model(r, s))
+		return -EINVAL;
+	if (s->nin) {
+		if (eval(r, s->e0, &k))
+			return -EINVAL;
+		snprintf(name, sizeof(name), "%s%lld", pool(r, s->name), (long long)k);
+	} else {
+		snprintf(name, sizeof(name), "%s", pool(r, s->name));
+	}
+	locate(r, s);
+	if (ks_pred_set_core(r->m, name) < 0)
+		return api_error(r, s, -EINVAL);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Statements                                                          */
 /* ------------------------------------------------------------------ */
@@ -491,6 +511,9 @@ static int exec(struct run *r, uint32_t begin, uint32_t end)
 		case KPP_S_SET_FLAG:
 		case KPP_S_WAIT_FLAG:
 			rc = do_flag(r, s);
+			break;
+		case KPP_S_CORE:
+			rc = do_core(r, s);
 			break;
 		case KPP_S_CACHE:
 			if ((rc = need_model(r, s)))

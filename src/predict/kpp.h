@@ -96,7 +96,7 @@ struct kpp_ref {
 enum kpp_stmt_kind {
 	KPP_S_CHIP, KPP_S_PARAM, KPP_S_LET, KPP_S_TENSOR, KPP_S_SPLIT,
 	KPP_S_REGISTER, KPP_S_SCALAR, KPP_S_LOAD, KPP_S_INSTR, KPP_S_FOR,
-	KPP_S_SET_FLAG, KPP_S_WAIT_FLAG, KPP_S_CACHE,
+	KPP_S_SET_FLAG, KPP_S_WAIT_FLAG, KPP_S_CACHE, KPP_S_CORE,
 };
 
 struct kpp_stmt {
@@ -105,9 +105,10 @@ struct kpp_stmt {
 	uint32_t line, col;  /* the statement's first token */
 	uint32_t slot;       /* what PARAM, LET, TENSOR, SPLIT, FOR declare */
 	uint32_t name;       /* pool offset: chip, param, tensor, split, instruction;
-			      * SET_FLAG/WAIT_FLAG: the source pipe */
+			      * SET_FLAG/WAIT_FLAG: the source pipe; CORE: the
+			      * core, or its type when nin is 1 (AIV[i]) */
 	uint32_t e0, e1;     /* expressions: PARAM/LET value, SCALAR count,
-			      * SET_FLAG/WAIT_FLAG event,
+			      * SET_FLAG/WAIT_FLAG event, CORE index,
 			      * SPLIT axis and parts, FOR bounds */
 	uint32_t first, nin, nout; /* refs: inputs then outputs (LOAD: source,
 				    * destination; SPLIT: the parent);

@@ -266,6 +266,11 @@ int kpp_lex_next(struct kpp_lexer *lx, struct kpp_token *t)
 
 		while (is_alpha(peek_at(lx, p)) || is_digit(peek_at(lx, p)))
 			p++;
+		/* A core's pipe, AIV0.MTE3: one dot between two names (".."
+		 * stays a range) */
+		if (peek_at(lx, p) == '.' && is_alpha(peek_at(lx, p + 1)))
+			for (p++; is_alpha(peek_at(lx, p)) || is_digit(peek_at(lx, p));)
+				p++;
 		if (p - lx->pos > KS_PRED_MAX_NAME) {
 			char q[48];
 

@@ -226,7 +226,7 @@ static int tok_is(const struct parser *p, const struct kpp_token *tk, const char
 
 static const char *const statement_keywords[] = {
 	"chip", "param", "let", "tensor", "split", "instr", "scalar", "load", "for",
-	"set_flag", "wait_flag", "cache_hit_ratio",
+	"set_flag", "wait_flag", "cache_hit_ratio", "core",
 };
 
 static int is_statement_keyword(const struct parser *p, const struct kpp_token *tk)
@@ -978,6 +978,36 @@ static int parse_cache(struct parser *p, const struct kpp_token *first)
 	return 0;
 }
 
+/* core NAME, or core NAME [ expr ] for the core NAME<expr> (AIV[i]). */
+static int parse_core(struct parser *p, const struct kpp_token *first)
+{
+	uint32_t name, index = 0, indexed = 0;
+	struct kpp_stmt *s;
+
+	model_stmt(p);
+	if (advance(p))
+		return -EINVAL;
+	if (p->tok.kind != KPP_T_NAME)
+		return unexpected(p, "the core's name (AIC0, AIV1, ... or AIV[i])");
+	if (tok_name(p, &p->tok, &name) || advance(p))
+		return -EINVAL;
+	if (p->tok.kind == KPP_T_LBRACK) {
+		if (advance(p) || parse_expr(p, &index))
+			return -EINVAL;
+		if (p->tok.kind != KPP_T_RBRACK)
+			return unexpected(p, "']' after the core's number");
+		if (advance(p))
+			return -EINVAL;
+		indexed = 1;
+	}
+	if (new_stmt(p, KPP_S_CORE, first, &s))
+		return -EINVAL;
+	s->name = name;
+	s->e0 = index;
+	s->nin = indexed;
+	return 0;
+}
+
 static int parse_instr(struct parser *p, const struct kpp_token *first)
 {
 	struct kpp_tree *t = p->t;
@@ -1015,7 +1045,7 @@ static int parse_stmt(struct parser *p)
 	if (first.kind == KPP_T_RBRACE)
 		return perr(p, first.line, first.col, "'}' without a loop to close");
 	if (first.kind != KPP_T_NAME)
-		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, set_flag, wait_flag, cache_hit_ratio, or an instruction)");
+		return unexpected(p, "a statement (chip, param, let, tensor, split, instr, scalar, load, for, set_flag, wait_flag, cache_hit_ratio, core, or an instruction)");
 	if (tok_is(p, &first, "chip"))
 		rc = parse_chip(p, &first);
 	else if (tok_is(p, &first, "param"))
@@ -1040,6 +1070,8 @@ static int parse_stmt(struct parser *p)
 		rc = parse_flag(p, &first, KPP_S_WAIT_FLAG);
 	else if (tok_is(p, &first, "cache_hit_ratio"))
 		rc = parse_cache(p, &first);
+	else if (tok_is(p, &first, "core"))
+		rc = parse_core(p, &first);
 	else
 		rc = parse_instr(p, &first);
 	if (rc)

@@ -215,6 +215,7 @@ struct ks_pred_model *ks_pred_model_new(const char *chip, char *err, size_t errs
 		return NULL;
 	}
 	m->loc = -1;
+	m->core = -1;
 	return m;
 }
 
@@ -333,6 +334,7 @@ static int new_tensor(struct ks_pred_model *m, const char *name, int space, int 
 	t->piece_of = PRED_NONE;
 	t->splits = PRED_NONE;
 	t->writers = PRED_NONE;
+	t->core = -1;
 	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
 	t->elements = elements;
 	return (int)m->nt++;
@@ -380,6 +382,9 @@ int ks_pred_tensor(struct ks_pred_model *m, const char *name, const char *space,
 	if (fmt < 0)
 		return pred_fail(m, -ENOMEM, "out of memory");
 	rc = new_tensor(m, name, sp, dt, shape, ndim, fmt, PRED_NONE);
+	/* Made while a core is selected: a per-core buffer is that core's. */
+	if (rc >= 0 && m->core >= 0 && !m->chip.spaces[sp].shared)
+		m->t[rc].core = (int8_t)m->core;
 	/* A buffer cannot hold more than it has: a model that says so would
 	 * be timed as if it could. */
 	if (rc >= 0 && m->chip.spaces[sp].bytes &&
@@ -484,6 +489,117 @@ const char *pred_instr_desc(const struct ks_pred_model *m, int id, char *buf, si
 	return buf;
 }
 
+/* ------------------------------------------------------------------ */
+/* Cores                                                               */
+/* ------------------------------------------------------------------ */
+
+static void core_pipes(const struct ks_pred_model *m, int core, char *buf, size_t size)
+{
+	const struct pred_chip *c = &m->chip;
+
+	*buf = '\0';
+	for (size_t p = 0; p < c->nbase; p++)
+		if (c->cores[core].pipe[p] >= 0)
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", *buf ? ", " : "",
+				 c->base[p]);
+}
+
+static int root_of(const struct ks_pred_model *m, int id)
+{
+	while (m->t[id].parent != PRED_NONE)
+		id = m->t[id].parent;
+	return id;
+}
+
+/* With cores: *pipe (one of the file's pipes) becomes the current core's
+ * copy of it, and each operand in a per-core space must be the current
+ * core's (a tensor no core has used yet becomes its, once the instruction
+ * is accepted: a failed call changes nothing). */
+static int core_checks(struct ks_pred_model *m, int32_t op, int *pipe, const int *in,
+		       int nin, const int *out, int nout)
+{
+	const struct pred_chip *c = &m->chip;
+	const struct pred_core *co;
+	char list[PRED_MAX_PIPES * (KS_PRED_MAX_NAME + 2)];
+
+	if (m->core < 0)
+		return pred_fail(m, -EINVAL, "%s: the model issues its instructions to cores, "
+				 "but none is selected (core NAME; chip %s has %s%s)",
+				 pred_op_name(m, op), c->name, c->cores[0].name,
+				 c->ncores > 1 ? " and others" : "");
+	co = &c->cores[m->core];
+	if (co->pipe[*pipe] < 0) {
+		core_pipes(m, m->core, list, sizeof(list));
+		return pred_fail(m, -EINVAL, "%s: core %s has no %s pipe; its pipes: %s",
+				 pred_op_name(m, op), co->name, c->base[*pipe], list);
+	}
+	for (int i = 0; i < nin + nout; i++) {
+		int id = i < nin ? in[i] : out[i - nin], r = root_of(m, id);
+		int sp = m->t[id].space, owner = m->t[r].core;
+
+		if (c->spaces[sp].shared)
+			continue;
+		if (!(co->spaces & (1u << sp)))
+			return pred_fail(m, -EINVAL, "%s: %s is in %s, which core %s does not "
+					 "have", pred_op_name(m, op), pred_tensor_name(m, id),
+					 c->spaces[sp].name, co->name);
+		if (owner >= 0 && owner != m->core)
+			return pred_fail(m, -EINVAL, "%s: %s is in %s's %s, but this instruction "
+					 "is issued to core %s; %s is per core: pass data between "
+					 "cores through a shared space (GM)", pred_op_name(m, op),
+					 pred_tensor_name(m, id), c->cores[owner].name,
+					 c->spaces[sp].name, co->name, c->spaces[sp].name);
+	}
+	for (int i = 0; i < nin + nout; i++) {
+		int id = i < nin ? in[i] : out[i - nin], r = root_of(m, id);
+
+		if (!c->spaces[m->t[id].space].shared && m->t[r].core < 0)
+			m->t[r].core = (int8_t)m->core;
+	}
+	*pipe = co->pipe[*pipe];
+	return 0;
+}
+
+int ks_pred_set_core(struct ks_pred_model *m, const char *name)
+{
+	struct pred_chip *c = &m->chip;
+	char list[PRED_MAX_CORES * (KS_PRED_MAX_NAME + 2)] = "";
+	int k, rc;
+
+	if ((rc = check_ready_to_add(m)))
+		return rc;
+	if (!name) {
+		m->core = -1;
+		return 0;
+	}
+	if (!c->ncores)
+		return pred_fail(m, -EINVAL, "core %.64s: chip %s describes no cores (its file "
+				 "has no \"cores\"); its pipes are those of one core", name,
+				 c->name);
+	k = pred_chip_core(c, name);
+	if (k < 0) {
+		for (size_t i = 0; i < c->ncores; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", c->cores[i].name);
+		return pred_fail(m, -EINVAL, "core \"%.64s\" is not one of chip %s's: %s", name,
+				 c->name, list);
+	}
+	if (!m->cores_on) {
+		if (m->ni)
+			return pred_fail(m, -EINVAL, "core %s: %zu instructions were issued "
+					 "before it to the chip's pipes as one core; a model "
+					 "issues all of its instructions to cores or none",
+					 c->cores[k].name, m->ni);
+		/* From now on the scheduler and the outputs see the cores'
+		 * pipes; paths and instructions keep naming the file's. */
+		memcpy(c->pipes, c->cpipes, sizeof(c->pipes));
+		c->npipes = c->ncpipes;
+		m->cores_on = true;
+	}
+	m->core = k;
+	return 0;
+}
+
 /* Adds an instruction whose operands and cost are checked. */
 static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *in, int nin,
 		     const int *out, int nout, double cost, double bytes, double ops,
@@ -498,6 +614,12 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 	if (!(cost >= 0) || !isfinite(cost))
 		return pred_fail(m, -ERANGE, "%s: its cost is not a finite number of cycles",
 				 pred_op_name(m, op));
+	if (m->cores_on && op != OP_SET_FLAG && op != OP_WAIT_FLAG) {
+		int rc = core_checks(m, op, &pipe, in, nin, out, nout);
+
+		if (rc)
+			return rc;
+	}
 	if (!grow((void **)&m->in, &m->capi, m->ni + 1, sizeof(*m->in)))
 		return pred_fail(m, -ENOMEM, "out of memory");
 	if (m->nops + (size_t)(nin + nout) > m->capops) {
@@ -631,7 +753,7 @@ int ks_pred_load(struct ks_pred_model *m, int dst, int src)
 			  "(%g bytes/cycle) on %s", c->name, c->spaces[s->space].name,
 			  c->spaces[d->space].name, c->spaces[p->from].name,
 			  c->spaces[p->to].name, p->c.peak > 0 ? p->c.peak : p->c.largest,
-			  c->pipes[p->pipe]);
+			  c->base[p->pipe]);
 		bytes = tensor_bytes(s);
 		tput = p->c.peak > 0 ? p->c.peak : p->c.largest;
 		return add_instr(m, OP_LOAD, p->pipe, in, 1, out, 1, bytes / tput, 2 * bytes, 0,
@@ -916,6 +1038,18 @@ int ks_pred_scalar(struct ks_pred_model *m, int64_t count, const int *inputs, in
 			 noutputs, (double)count * m->chip.scalar_cpo, 0, (double)count, -1);
 }
 
+/* A pipe of set_flag/wait_flag: one of the chip's (with cores, a core's,
+ * "AIV0.MTE3"), or with cores a plain "MTE3" for the current core's. */
+static int flag_pipe(const struct ks_pred_model *m, const char *name)
+{
+	int p = pred_chip_pipe(&m->chip, name), b;
+
+	if (p >= 0 || !m->cores_on || m->core < 0)
+		return p;
+	b = pred_chip_base_pipe(&m->chip, name);
+	return b >= 0 ? m->chip.cores[m->core].pipe[b] : -1;
+}
+
 int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *dst,
 	      int64_t event)
 {
@@ -924,8 +1058,8 @@ int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *ds
 
 	if ((rc = check_ready_to_add(m)))
 		return rc;
-	ps = src ? pred_chip_pipe(&m->chip, src) : -1;
-	pd = dst ? pred_chip_pipe(&m->chip, dst) : -1;
+	ps = src ? flag_pipe(m, src) : -1;
+	pd = dst ? flag_pipe(m, dst) : -1;
 	if (ps < 0 || pd < 0) {
 		char list[PRED_MAX_PIPES * (KS_PRED_MAX_NAME + 2)] = "";
 
@@ -999,13 +1133,13 @@ int ks_pred_register(struct ks_pred_model *m, const char *name, const char *pipe
 				 KS_PRED_MAX_NAME);
 	if (find_instr(m, name) >= 0 || pred_builtin_kind(name) != K_GENERIC)
 		return pred_fail(m, -EEXIST, "register: the instruction %s exists already", name);
-	p = pipe ? pred_chip_pipe(c, pipe) : -1;
+	p = pipe ? pred_chip_base_pipe(c, pipe) : -1;
 	if (p < 0) {
 		char list[PRED_MAX_PIPES * (KS_PRED_MAX_NAME + 2)] = "";
 
-		for (size_t i = 0; i < c->npipes; i++)
+		for (size_t i = 0; i < c->nbase; i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-				 i ? ", " : "", c->pipes[i]);
+				 i ? ", " : "", c->base[i]);
 		return pred_fail(m, -EINVAL, "register %s: the pipe \"%.64s\" is not one of "
 				 "chip %s's: %s", name, pipe ? pipe : "(none)", c->name, list);
 	}

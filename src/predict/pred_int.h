@@ -22,6 +22,7 @@
 #define PRED_NEVER (-2)        /* a dependency nothing satisfies */
 #define PRED_NONE (-1)
 #define PRED_PATH_STRIDE 128  /* > conversions of one path */
+#define PRED_MAX_CORES 16     /* core instances of a chip ("cores") */
 
 /* ---- data types ---- */
 
@@ -68,6 +69,8 @@ struct pred_space {
 	 * space has no cache; cache_base the hit ratio the chip's tables
 	 * describe (the model's ratio when none is set). */
 	double cache_speedup, cache_base;
+	bool shared;           /* "shared": one for all cores (GM); else each core
+				* has its own (only matters with "cores") */
 };
 
 struct pred_conv {
@@ -109,6 +112,15 @@ struct pred_chip_instr {
 	struct pred_curve any;
 };
 
+/* One core of a chip with "cores" (msKPP's Core: AIC0, AIV0, AIV1): its
+ * own copy of its type's pipes, and of the spaces that are not shared. */
+struct pred_core {
+	char name[KS_PRED_MAX_NAME + 1]; /* the type's name and its number: "AIV1" */
+	int8_t pipe[PRED_MAX_PIPES];     /* chip pipe -> the core's pipe in cpipes,
+					  * -1 where the core lacks it */
+	uint32_t spaces;                 /* a bit per space it may use */
+};
+
 struct pred_chip {
 	char name[128];
 	char path[4096];
@@ -120,6 +132,14 @@ struct pred_chip {
 	struct pred_chip_instr *instr;   /* the chip's, then registered ones */
 	int scalar_pipe;
 	double scalar_cpo;
+	/* "cores": pipes[] holds the file's "pipes" (which paths and
+	 * instructions name, by index into base[]) until a model selects a
+	 * core (ks_pred_set_core); then cpipes[] replaces pipes[], so the
+	 * scheduler and the outputs see the cores' pipes ("AIV0.VECTOR"). */
+	char base[PRED_MAX_PIPES][KS_PRED_MAX_NAME + 1];
+	size_t nbase, ncores, ncpipes;
+	struct pred_core cores[PRED_MAX_CORES];
+	char cpipes[PRED_MAX_PIPES][KS_PRED_MAX_NAME + 1];
 };
 
 /* 1 to KS_PRED_MAX_NAME of [A-Za-z0-9_.-]: names of chips, tensors,
@@ -132,6 +152,10 @@ int pred_chip_load_file(const char *path, struct pred_chip *c, struct ks_err *er
 void pred_chip_free(struct pred_chip *c);
 int pred_chip_space(const struct pred_chip *c, const char *name);
 int pred_chip_pipe(const struct pred_chip *c, const char *name);
+/* The same among the file's "pipes" (what paths and instructions name). */
+int pred_chip_base_pipe(const struct pred_chip *c, const char *name);
+/* A core by name ("AIV1", any case); -1 if none. */
+int pred_chip_core(const struct pred_chip *c, const char *name);
 /* The built-in kind of an instruction name, K_GENERIC when not built in. */
 enum pred_kind pred_builtin_kind(const char *name);
 
@@ -151,6 +175,8 @@ struct pred_tensor {
 	int32_t splits;        /* its first split, chained through next;
 				* PRED_NONE when never split */
 	int32_t writers;       /* index into the writer lists, PRED_NONE if none */
+	int8_t core;           /* a root in a per-core space: the core it
+				* belongs to, -1 while none */
 	int64_t shape[KS_PRED_MAX_DIMS];
 	int64_t elements;
 };
@@ -241,6 +267,9 @@ struct ks_pred_model {
 	struct pred_loc_key loc_cache[PRED_LOC_CACHE]; /* the last ones set */
 
 	bool ran;
+	bool cores_on;                  /* a core was selected: the chip's pipes
+					 * are the cores' (chip.cpipes) */
+	int core;                       /* the current core, -1 for none */
 	bool cache_set;                 /* ks_pred_set_cache_hit_ratio was called */
 	double cache_hit_ratio;         /* 0 to 1 */
 	double total;                   /* cycles */

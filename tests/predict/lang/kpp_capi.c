@@ -5,7 +5,7 @@
  * Prints the schedule as kpp_driver --schedule does.
  *
  *   kpp_capi CHIP MODEL      (MODEL: two_pipes, double_buffer, mmad,
- *                             registered, tiled_add, flags, cache)
+ *                             registered, tiled_add, flags, cache, cores)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,13 +199,37 @@ static void cache(void)
 	}
 }
 
+static void cores(void)
+{
+	const int64_t n = 16384, tile = 4096, t = n / tile, h = t / 2;
+	int x = tensor("x", "GM", "fp16", n, 0, NULL);
+	int y = tensor("y", "GM", "fp16", n, 0, NULL);
+	int z = tensor("z", "GM", "fp16", n, 0, NULL);
+	int xs = split(x, 0, (int)t), ys = split(y, 0, (int)t), zs = split(z, 0, (int)t);
+
+	for (int c = 0; c < 2; c++) {
+		OK(ks_pred_set_core(M, c ? "AIV1" : "AIV0"));
+		for (int i = 0; i < h; i++) {
+			int xu = tensor("xu", "UB", "fp16", tile, 0, NULL);
+			int yu = tensor("yu", "UB", "fp16", tile, 0, NULL);
+			int zu = tensor("zu", "UB", "fp16", tile, 0, NULL);
+			int k = c * (int)h + i;
+
+			load(xu, xs + k);
+			load(yu, ys + k);
+			instr("vadd", xu, yu, zu);
+			load(zs + k, zu);
+		}
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*build)(void);
 } models[] = {
 	{ "two_pipes", two_pipes }, { "double_buffer", double_buffer }, { "mmad", mmad },
 	{ "registered", registered }, { "tiled_add", tiled_add }, { "flags", flags },
-	{ "cache", cache },
+	{ "cache", cache }, { "cores", cores },
 };
 
 int main(int argc, char **argv)

@@ -53,7 +53,8 @@ from kstest import Failure, check  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 CHIPS = os.path.join(HERE, "chips")
-MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add", "flags", "cache"]
+MODELS = ["two_pipes", "double_buffer", "mmad", "registered", "tiled_add", "flags", "cache",
+          "cores"]
 
 
 def scratch():
@@ -589,6 +590,29 @@ def scenario_three_ways(_bless):
     for got, exp in zip(rows, want):
         check(got[:2] == exp[:2] and abs(got[2] - exp[2]) < 1e-9 and abs(got[3] - exp[3]) < 1e-9,
               f"cache by hand: {got} != {exp}")
+    # Cores by hand (models/cores.kpp on kpptest): a tile's load, 8192
+    # bytes GM->UB at 16 + 7168/15360*48 = 38.4 bytes/cycle, is L = 213.33
+    # cycles; vadd of 4096 fp16 at 128/cycle V = 32; the store, 8192 bytes
+    # at 16 + 7168/15360*16 bytes/cycle, S = 349.09.  One core doing all 4
+    # tiles: its MTE2 loads 8 tiles back to back, then the last vadd and
+    # store: 8L + V + S = 2087.76.  Two vector cores, 2 tiles each, on
+    # their own MTE2/VECTOR/MTE3: 4L + V + S = 1234.42 for each, which is
+    # the total (0.59 of one core's: only the loads halve).
+    r = driver(["--chip", "kpptest", "--schedule",
+                os.path.join(HERE, "models", "cores.kpp")], tmp)
+    rows, total = schedule_of(r.stdout)
+    L, V, S = 8192 / 38.4, 4096 / 128, 8192 / (16 + 7168 / 15360 * 16)
+    check(abs(total - (4 * L + V + S)) < 1e-9, f"cores total {total} != {4 * L + V + S}")
+    for k, core in ((0, "AIV0"), (8, "AIV1")):
+        want = [("load", core + ".MTE2", 0, L), ("load", core + ".MTE2", L, 2 * L),
+                ("vadd", core + ".VECTOR", 2 * L, 2 * L + V),
+                ("load", core + ".MTE3", 2 * L + V, 2 * L + V + S)]
+        for got, exp in zip(rows[k:k + 4], want):
+            check(got[:2] == exp[:2] and abs(got[2] - exp[2]) < 1e-9 and
+                  abs(got[3] - exp[3]) < 1e-9, f"cores by hand: {got} != {exp}")
+    r = driver(["--chip", "kpptest", "-D", "N=8192", "--schedule",
+                os.path.join(HERE, "models", "cores.kpp")], tmp)
+    check(abs(schedule_of(r.stdout)[1] - (2 * L + V + S)) < 1e-9, "cores with N=8192")
     print(f"{compared} instructions compared")
 
 
@@ -693,6 +717,22 @@ def py_cache(P):
         xu.load(xs[i])
         P.vexp(xu, yu)
         ys[i].load(yu)
+
+
+def py_cores(P):
+    n, tile = 16384, 4096
+    t = n // tile
+    h = t // 2
+    x, y, z = (P.Tensor("GM", "FP16", [n]) for _ in range(3))
+    xs, ys, zs = x.split(0, t), y.split(0, t), z.split(0, t)
+    for c in range(2):
+        with P.Core(f"AIV{c}"):
+            for i in range(h):
+                xu, yu, zu = P.Tensor("UB"), P.Tensor("UB"), P.Tensor("UB")
+                xu.load(xs[c * h + i])
+                yu.load(ys[c * h + i])
+                P.vadd(xu, yu, zu)
+                zs[c * h + i].load(zu)
 
 
 def python_model(chip, name):

@@ -27,6 +27,7 @@
 #endif
 #define TEST_CHIP KS_CHIPS "/test.json"
 #define FOOT_CHIP KS_CHIPS "/footprint.json"
+#define CORES_CHIP KS_CHIPS "/cores.json"
 
 static struct ks_pred_model *model(const char *chip)
 {
@@ -874,6 +875,144 @@ static void test_cache_hit_ratio(void **state)
 	ks_pred_model_free(m);
 }
 
+/* Cores (chips/cores.json: test.json with AIC0 {MTE2, SCALAR; L1} and
+ * AIV0, AIV1 {MTE2, VECTOR, MTE3, SCALAR; UB}, GM shared).  z = x + y on
+ * 64 fp16, split between the two vector cores, 32 elements (64 bytes)
+ * each: a load is 64 / 2 = 32 cycles, vadd 32 / 1 = 32, the store
+ * 64 / 4 = 16; each core 32 + 32 + 32 + 16 = 112, and so the total, as
+ * the cores run side by side.  One core doing all 64 elements: 128 bytes
+ * per load (64 cycles each), vadd 64, store 32: 224, twice as long. */
+static void test_cores(void **state)
+{
+	struct ks_pred_model *m = model(CORES_CHIP);
+	struct ks_pred_slice sl;
+	double cycles;
+	int x, y, z, xs, ys, zs, id;
+
+	(void)state;
+	x = tensor(m, "x", "GM", "fp16", 64);
+	y = tensor(m, "y", "GM", "fp16", 64);
+	z = tensor(m, "z", "GM", "fp16", 64);
+	xs = ks_pred_split(m, x, 0, 2, NULL);
+	ys = ks_pred_split(m, y, 0, 2, NULL);
+	zs = ks_pred_split(m, z, 0, 2, NULL);
+	for (int c = 0; c < 2; c++) {
+		int xu, yu, zu;
+
+		assert_int_equal(ks_pred_set_core(m, c ? "aiv1" : "AIV0"), 0);
+		xu = tensor(m, "xu", "UB", "fp16", 32);
+		yu = tensor(m, "yu", "UB", "fp16", 32);
+		zu = tensor(m, "zu", "UB", "fp16", 32);
+		load(m, xu, xs + c);
+		load(m, yu, ys + c);
+		instr(m, "vadd", xu, yu, zu);
+		load(m, zs + c, zu);
+	}
+	assert_int_equal(ks_pred_run(m, &cycles), 0);
+	assert_true(fabs(cycles - 112) < 1e-9);
+	for (int k = 0; k < 8; k++) {
+		static const double start[4] = { 0, 32, 64, 96 }, end[4] = { 32, 64, 96, 112 };
+		static const char *const pipe[4] = { "MTE2", "MTE2", "VECTOR", "MTE3" };
+		char want[32];
+
+		assert_int_equal(ks_pred_slice(m, k, &sl), 0);
+		snprintf(want, sizeof(want), "AIV%d.%s", k / 4, pipe[k % 4]);
+		assert_string_equal(sl.pipe, want);
+		assert_true(fabs(sl.start - start[k % 4]) < 1e-9 && fabs(sl.end - end[k % 4]) < 1e-9);
+	}
+	ks_pred_model_free(m);
+
+	/* The same on one core: 224. */
+	m = model(CORES_CHIP);
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), 0);
+	x = tensor(m, "x", "GM", "fp16", 64);
+	y = tensor(m, "y", "GM", "fp16", 64);
+	z = tensor(m, "z", "GM", "fp16", 64);
+	xs = tensor(m, "xu", "UB", "fp16", 64);
+	ys = tensor(m, "yu", "UB", "fp16", 64);
+	zs = tensor(m, "zu", "UB", "fp16", 64);
+	load(m, xs, x);
+	load(m, ys, y);
+	instr(m, "vadd", xs, ys, zs);
+	load(m, z, zs);
+	/* GM orders work across cores: AIV1 reads z after AIV0 wrote it. */
+	assert_int_equal(ks_pred_set_core(m, "AIV1"), 0);
+	x = tensor(m, "zv", "UB", "fp16", 64);
+	id = load(m, x, z);
+	assert_int_equal(ks_pred_run(m, &cycles), 0);
+	assert_int_equal(ks_pred_slice(m, 3, &sl), 0);
+	assert_true(fabs(sl.end - 224) < 1e-9);
+	assert_int_equal(ks_pred_slice(m, id, &sl), 0);
+	assert_string_equal(sl.pipe, "AIV1.MTE2");
+	assert_true(fabs(sl.start - 224) < 1e-9 && fabs(sl.end - 288) < 1e-9);
+	ks_pred_model_free(m);
+}
+
+static void test_cores_refused(void **state)
+{
+	struct ks_pred_model *m = model(TEST_CHIP);
+	int x, xu, a, b, id;
+	double cycles;
+
+	(void)state;
+	/* A chip without cores. */
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "chip test describes no cores"));
+	ks_pred_model_free(m);
+
+	m = model(CORES_CHIP);
+	assert_int_equal(ks_pred_set_core(m, "AIV7"), -EINVAL);
+	assert_string_equal(ks_pred_error(m), "core \"AIV7\" is not one of chip cores's: "
+			    "AIC0, AIV0, AIV1");
+	x = tensor(m, "x", "GM", "fp16", 64);
+	xu = tensor(m, "xu", "UB", "fp16", 64);
+	a = tensor(m, "a", "UB", "fp16", 64);
+	b = tensor(m, "b", "UB", "fp16", 64);
+	/* A pipe the core lacks. */
+	assert_int_equal(ks_pred_set_core(m, "AIC0"), 0);
+	assert_int_equal(ks_pred_instr(m, "vadd", (int[]){ a, b }, 2, &xu, 1), -EINVAL);
+	assert_string_equal(ks_pred_error(m), "vadd: core AIC0 has no VECTOR pipe; its "
+			    "pipes: MTE2, SCALAR");
+	/* A space the core lacks. */
+	assert_int_equal(ks_pred_load(m, xu, x), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "xu is in UB, which core AIC0 does not have"));
+	/* Another core's buffer. */
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), 0);
+	load(m, xu, x);
+	assert_int_equal(ks_pred_set_core(m, "AIV1"), 0);
+	assert_int_equal(ks_pred_instr(m, "vadd", (int[]){ xu, b }, 2, &a, 1), -EINVAL);
+	assert_string_equal(ks_pred_error(m), "vadd: xu is in AIV0's UB, but this instruction "
+			    "is issued to core AIV1; UB is per core: pass data between cores "
+			    "through a shared space (GM)");
+	/* The refused call took nothing: a and b are no core's yet, so AIV0
+	 * may use them. */
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), 0);
+	id = ks_pred_instr(m, "vadd", (int[]){ xu, b }, 2, &a, 1);
+	assert_true(id >= 0);
+	ks_pred_model_free(m);
+
+	/* No core selected after cores were used; a core after instructions
+	 * issued to the chip as one core. */
+	m = model(CORES_CHIP);
+	x = tensor(m, "x", "GM", "fp16", 64);
+	xu = tensor(m, "xu", "UB", "fp16", 64);
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), 0);
+	assert_int_equal(ks_pred_set_core(m, NULL), 0);
+	assert_int_equal(ks_pred_load(m, xu, x), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "none is selected"));
+	ks_pred_model_free(m);
+	m = model(CORES_CHIP);
+	x = tensor(m, "x", "GM", "fp16", 64);
+	xu = tensor(m, "xu", "UB", "fp16", 64);
+	load(m, xu, x);
+	assert_int_equal(ks_pred_set_core(m, "AIV0"), -EINVAL);
+	assert_non_null(strstr(ks_pred_error(m), "1 instructions were issued before it"));
+	/* Without core, the chip's own pipes, as before. */
+	assert_int_equal(ks_pred_run(m, &cycles), 0);
+	assert_true(fabs(cycles - 64) < 1e-9);
+	ks_pred_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -895,6 +1034,8 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_outputs),
 		cmocka_unit_test(test_cache_hit_ratio),
+		cmocka_unit_test(test_cores),
+		cmocka_unit_test(test_cores_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

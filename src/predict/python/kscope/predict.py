@@ -38,7 +38,7 @@ __all__ = [
     "vadd", "vsub", "vmul", "vdiv", "vmax", "vmin",
     "vexp", "vln", "vabs", "vrelu", "vconv", "vreduce_sum", "vreduce_max",
     "mmad", "scalar", "instr", "register", "set_flag", "wait_flag", "library_path",
-    "set_cache_hit_ratio",
+    "set_cache_hit_ratio", "Core", "set_core",
 ]
 
 _LIBNAME = "libkscope-predict.so"
@@ -118,6 +118,7 @@ def _library():
             "ks_pred_set_flag": (i, [p, c, c, i]),
             "ks_pred_wait_flag": (i, [p, c, c, i]),
             "ks_pred_set_cache_hit_ratio": (i, [p, d]),
+            "ks_pred_set_core": (i, [p, c]),
         }
         for name, (res, args) in sigs.items():
             try:
@@ -654,6 +655,37 @@ def wait_flag(pipe_src, pipe_dst, event_id):
     matching set_flag (the k-th wait of a (src, dst, event) takes its
     k-th set); takes no time.  Returns its id."""
     return _flag("wait_flag", pipe_src, pipe_dst, event_id)
+
+
+def set_core(name):
+    """Issues the instructions that follow to core name ("AIC0", "AIV1")
+    of the current chip, or to none when name is None (ks_pred_set_core)."""
+    chip = _current("set_core()")
+    where = chip._locate()
+    chip._check(where, chip._lib.ks_pred_set_core(
+        chip._model(), None if name is None else _enc(name, "the core")))
+    chip._core = name
+
+
+class Core:
+    """As msKPP's Core: `with Core("AIV0"):` issues the instructions of
+    the block to that core of the current chip (a chip whose file has
+    "cores"); the core selected before comes back when the block ends."""
+
+    def __init__(self, core_type_name):
+        self.name = core_type_name
+        self._before = None
+
+    def __enter__(self):
+        chip = _current("Core()")
+        self._before = getattr(chip, "_core", None)
+        set_core(self.name)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            set_core(self._before)
+        return False
 
 
 def set_cache_hit_ratio(config):
