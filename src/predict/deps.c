@@ -68,23 +68,6 @@ struct deps {
 	size_t ndep, capdep;
 };
 
-static bool grow_arr(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 256;
-	void *q;
-
-	if (need <= *cap)
-		return true;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, c * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* Candidates                                                          */
 /* ------------------------------------------------------------------ */
@@ -179,7 +162,7 @@ static int visit(struct deps *d, int t, int32_t floor, uint8_t wkind, bool reade
 	root = root_of(m, t, lo);
 	for (int k = 0; k < m->t[t].ndim; k++)
 		hi[k] = lo[k] + m->t[t].shape[k];
-	if (!grow_arr((void **)&d->stack, &d->capstack, 1, sizeof(*d->stack)))
+	if (!pred_grow((void **)&d->stack, &d->capstack, 1, sizeof(*d->stack)))
 		return -ENOMEM;
 	d->stack[sp].t = root;
 	memset(d->stack[sp].lo, 0, sizeof(d->stack[sp].lo));
@@ -215,7 +198,7 @@ static int visit(struct deps *d, int t, int32_t floor, uint8_t wkind, bool reade
 
 				if (d->stamp[p] < floor)
 					continue;
-				if (!grow_arr((void **)&d->stack, &d->capstack, sp + 1,
+				if (!pred_grow((void **)&d->stack, &d->capstack, sp + 1,
 					      sizeof(*d->stack)))
 					return -ENOMEM;
 				d->stack[sp].t = p;
@@ -248,7 +231,7 @@ static int add_reader(struct deps *d, int t, int32_t id, int32_t stamp)
 				d->r[r].stamp = stamp;
 			return 0;
 		}
-	if (!grow_arr((void **)&d->r, &d->capr, d->nr + 1, sizeof(*d->r)))
+	if (!pred_grow((void **)&d->r, &d->capr, d->nr + 1, sizeof(*d->r)))
 		return -ENOMEM;
 	d->r[d->nr] = (struct reader){ id, stamp, d->rhead[t], pipe };
 	d->rhead[t] = (int32_t)d->nr++;
@@ -345,7 +328,7 @@ static int defer_read(struct deps *d, int32_t after, int t)
 		for (size_t i = 0; i < ni; i++)
 			d->dhead[i] = PRED_NONE;
 	}
-	if (!grow_arr((void **)&d->d, &d->capd, d->nd + 1, sizeof(*d->d)))
+	if (!pred_grow((void **)&d->d, &d->capd, d->nd + 1, sizeof(*d->d)))
 		return -ENOMEM;
 	d->d[d->nd] = (struct deferred){ d->cur, t, d->dhead[after] };
 	d->dhead[after] = (int32_t)d->nd++;
@@ -450,7 +433,7 @@ static int emit(struct deps *d)
 	struct ks_pred_model *m = d->m;
 	size_t need = d->ndep + (size_t)m->chip.npipes + 1;
 
-	if (!grow_arr((void **)&m->dep, &d->capdep, need, sizeof(*m->dep)))
+	if (!pred_grow((void **)&m->dep, &d->capdep, need, sizeof(*m->dep)))
 		return -ENOMEM;
 	if (d->never.id == PRED_NEVER)
 		m->dep[d->ndep++] = d->never;

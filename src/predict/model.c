@@ -250,7 +250,7 @@ double ks_pred_chip_clock_hz(const struct ks_pred_model *m)
 	return m->chip.clock_hz;
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+bool pred_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	size_t c = *cap ? *cap : 1024;
 	void *q;
@@ -319,7 +319,7 @@ static int new_tensor(struct ks_pred_model *m, const char *name, int space, int 
 					 "%lld elements", name, (long long)KS_PRED_MAX_ELEMENTS);
 		elements *= shape[i];
 	}
-	if (!grow((void **)&m->t, &m->capt, m->nt + 1, sizeof(*m->t)))
+	if (!pred_grow((void **)&m->t, &m->capt, m->nt + 1, sizeof(*m->t)))
 		return pred_fail(m, -ENOMEM, "out of memory");
 	t = &m->t[m->nt];
 	memset(t, 0, sizeof(*t));
@@ -431,7 +431,7 @@ int ks_pred_split(struct ks_pred_model *m, int tensor, int axis, int parts, int 
 				 "empty (axis %d has %lld elements)", pred_tensor_name(m, tensor),
 				 parts, (long long)chunk, axis, (long long)extent);
 	if (m->nsplits >= INT32_MAX - 1 ||
-	    !grow((void **)&m->splits, &m->capsplits, m->nsplits + 1, sizeof(*m->splits)))
+	    !pred_grow((void **)&m->splits, &m->capsplits, m->nsplits + 1, sizeof(*m->splits)))
 		return pred_fail(m, -ENOMEM, "out of memory");
 	for (int i = 0; i < parts; i++) {
 		int64_t shape[KS_PRED_MAX_DIMS];
@@ -620,12 +620,12 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 		if (rc)
 			return rc;
 	}
-	if (!grow((void **)&m->in, &m->capi, m->ni + 1, sizeof(*m->in)))
+	if (!pred_grow((void **)&m->in, &m->capi, m->ni + 1, sizeof(*m->in)))
 		return pred_fail(m, -ENOMEM, "out of memory");
 	if (m->nops + (size_t)(nin + nout) > m->capops) {
 		size_t cap = m->capops;
 
-		if (!grow((void **)&m->operands, &cap, m->nops + (size_t)(nin + nout),
+		if (!pred_grow((void **)&m->operands, &cap, m->nops + (size_t)(nin + nout),
 			  sizeof(*m->operands)))
 			return pred_fail(m, -ENOMEM, "out of memory");
 		m->capops = cap;
@@ -633,8 +633,8 @@ static int add_instr(struct ks_pred_model *m, int32_t op, int pipe, const int *i
 	if (m->nw + (size_t)nout > m->capw) {
 		size_t cap = m->capw;
 
-		if (!grow((void **)&m->wid, &cap, m->nw + (size_t)nout, sizeof(int32_t)) ||
-		    !grow((void **)&m->wnext, &m->capw, m->nw + (size_t)nout, sizeof(int32_t)))
+		if (!pred_grow((void **)&m->wid, &cap, m->nw + (size_t)nout, sizeof(int32_t)) ||
+		    !pred_grow((void **)&m->wnext, &m->capw, m->nw + (size_t)nout, sizeof(int32_t)))
 			return pred_fail(m, -ENOMEM, "out of memory");
 	}
 	x = &m->in[id];

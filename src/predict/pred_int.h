@@ -301,6 +301,9 @@ int32_t pred_first_writer_after(const struct ks_pred_model *m, int t, int32_t id
  * pipes, by name (msKPP's set_flag(pipe_src, pipe_dst, event_id));
  * returns the instruction's id.  Not in include/kscope/predict.h yet: the
  * text language calls it. */
+/* Makes *p (of *cap elements of elem bytes) hold need elements, doubling
+ * from 1024; false when out of memory (*p is then kept). */
+bool pred_grow(void **p, size_t *cap, size_t need, size_t elem);
 int pred_flag(struct ks_pred_model *m, bool set, const char *src, const char *dst,
 	      int64_t event);
 
