@@ -187,6 +187,14 @@ static const struct ks_opt op_opts[] = {
 /* Kernel names kept for the nothing-collected message. */
 #define MAX_KERNEL_NAMES 4096
 
+/* The launches of one kernel (or range) name that passed the runtime's
+ * filters (skip, ranges, --kernel-name) and reached kscope as `launch`. */
+struct name_count {
+	char name[256];
+	size_t matched;               /* `launch` messages of run 0 */
+	size_t collected;             /* of them, told to collect */
+};
+
 /* One launch kscope said to collect. */
 struct launch_rec {
 	char name[256];
@@ -230,6 +238,7 @@ struct op_state {
 	struct ks_calib calib;
 	bool calib_tried;      /* load_calibration ran (on the first build) */
 	bool have_calib;
+	bool calib_missing;    /* none made yet: the summary says how */
 	char calib_why[KS_ERR_MSG_MAX];
 	struct ks_rundir rd;
 	char targets[PATH_MAX];       /* application runs' target file */
@@ -245,6 +254,9 @@ struct op_state {
 	size_t nkernels;
 	struct launch_rec *launches;  /* every collect sent, in order */
 	size_t nlaunches, ncollected;
+	struct name_count *counts;    /* per name, in the order first matched */
+	size_t ncounts;
+	bool final_sent;              /* `pass final=1`: nothing more is reported */
 	/* how it ended */
 	int interrupted;              /* SIGINT or SIGTERM reached kscope */
 	double interrupted_at;
@@ -402,10 +414,11 @@ static void load_calibration(struct op_state *st)
 	snprintf(st->calib_why, sizeof(st->calib_why), "%s", e.msg);
 	if (rc == -EINVAL)
 		ks_warn("%s; kscope op places no kernel on the roofline", e.msg);
-	else if (st->flops)
-		ks_info("no roofline: %s", e.msg);
+	else if (rc == -ENOENT)
+		st->calib_missing = true; /* a note after the summary */
 	else
-		ks_debug("no calibration: %s", e.msg);
+		ks_info("no roofline: %s", e.msg);
+	ks_debug("no calibration: %s", e.msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -574,16 +587,41 @@ static void on_kernel(struct op_state *st, const struct op_run *r)
 
 static void send_pass(struct op_state *st, struct op_run *r, bool final)
 {
+	if (final && r->no == 0)
+		st->final_sent = true;
 	ks_op_msg_init(st->out, "pass");
 	ks_op_msg_addu(st->out, "final", final);
 	send_msg(st, r);
 }
 
+/* The count of name (a new one, at the end, when it has none yet), or
+ * NULL when out of memory. */
+static struct name_count *count_of(struct op_state *st, const char *name)
+{
+	struct name_count *v;
+
+	for (size_t i = 0; i < st->ncounts; i++)
+		if (strcmp(st->counts[i].name, name) == 0)
+			return &st->counts[i];
+	v = realloc(st->counts, (st->ncounts + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	st->counts = v;
+	v = &v[st->ncounts++];
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	return v;
+}
+
 static void on_launch(struct op_state *st, struct op_run *r)
 {
 	struct launch_rec *l;
+	struct name_count *nc = NULL;
 	char name[256];
 
+	if (r->no == 0 && r->hello && ks_op_msg_get(st->in, "name", NULL, name, sizeof(name)) &&
+	    (nc = count_of(st, name)) != NULL)
+		nc->matched++;
 	if (r->no > 0 || !r->hello || st->interrupted || st->timed_out ||
 	    st->nlaunches >= (size_t)st->o->count ||
 	    !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name))) {
@@ -611,6 +649,8 @@ static void on_launch(struct op_state *st, struct op_run *r)
 		}
 	l->started = now_s();
 	st->nlaunches++;
+	if (nc)
+		nc->collected++;
 	ks_op_msg_init(st->out, "collect");
 	ks_op_msg_add(st->out, "dir", l->rel);
 	send_msg(st, r);
@@ -1213,6 +1253,83 @@ static void print_summary(FILE *out, struct op_state *st)
 	free(cells);
 }
 
+/* "N" or "N+" (at least N) as the counts are complete or not. */
+static void fmt_count(char *out, size_t size, size_t n, bool at_least)
+{
+	snprintf(out, size, "%zu%s", n, at_least ? "+" : "");
+}
+
+/* What the filters let through, per kernel (or range) name: matched
+ * (passed skip, ranges and --kernel-name), collected, and skipped (matched
+ * but not collected).  Once kscope has said `pass final=1` the runtime
+ * reports nothing more, so matched and skipped are then lower bounds.
+ * Launches a filter turned away are never reported, so they are not
+ * counted. */
+static void print_counts(FILE *out, const struct op_state *st)
+{
+	bool range = st->o->mode == MODE_RANGE, more = st->final_sent;
+	size_t n = st->ncounts, w = strlen(range ? "range" : "kernel");
+	char m[32], c[32], k[32];
+
+	if (!range)
+		for (size_t i = 0; i < st->nkernels; i++)
+			if (strlen(st->kernels[i]) > w)
+				w = strlen(st->kernels[i]);
+	for (size_t i = 0; i < n; i++)
+		if (strlen(st->counts[i].name) > w)
+			w = strlen(st->counts[i].name);
+	if (w > 63)
+		w = 63;
+	if (!n && (range || !st->nkernels))
+		return;
+	fprintf(out, "kscope op: launches per %s (matched: passed "
+		"--launch-skip-before-match, --mstx and --kernel-name; skipped: matched, "
+		"not collected)\n", range ? "range" : "kernel");
+	fprintf(out, "  %-*s  matched  collected  skipped\n", (int)w, range ? "range" : "kernel");
+	for (size_t i = 0; i < n; i++) {
+		const struct name_count *nc = &st->counts[i];
+
+		fmt_count(m, sizeof(m), nc->matched, more);
+		fmt_count(c, sizeof(c), nc->collected, false);
+		fmt_count(k, sizeof(k), nc->matched - nc->collected, more);
+		fprintf(out, "  %-*.63s  %7s  %9s  %7s\n", (int)w, nc->name, m, c, k);
+	}
+	/* Kernels the program launched that no launch message named. */
+	for (size_t i = 0; !range && i < st->nkernels; i++) {
+		bool listed = false;
+
+		for (size_t j = 0; j < n && !listed; j++)
+			listed = strcmp(st->counts[j].name, st->kernels[i]) == 0;
+		if (listed)
+			continue;
+		fmt_count(m, sizeof(m), 0, more);
+		fprintf(out, "  %-*.63s  %7s  %9s  %7s\n", (int)w, st->kernels[i], m, "0", m);
+	}
+	if (more)
+		fprintf(out, "  (+: at least; after the last collected launch (--launch-count "
+			"%" PRId64 ") the program's launches were no longer reported)\n",
+			st->o->count);
+}
+
+/* Advice after the summary: noisy timings, a missing calibration. */
+static void print_notes(FILE *out, const struct op_state *st)
+{
+	size_t noisy = 0;
+
+	for (size_t i = 0; i < st->nlaunches; i++)
+		noisy += strcmp(st->launches[i].res.status, "noisy") == 0;
+	if (noisy)
+		fprintf(out, "kscope op: note: %zu launch%s noisy (the 80th percentile of "
+			"the passes is above %.1f times the 20th): raise --replay-count (now "
+			"%" PRId64 "), lock the clocks, or profile on an idle machine\n",
+			noisy, noisy == 1 ? " is" : "es are", KS_OPPOST_NOISY_RATIO,
+			st->o->passes);
+	if (st->calib_missing)
+		fprintf(out, "kscope op: note: no roofline: this machine has no calibration "
+			"yet; make one with: kscope calibrate (or kscope calibrate --quick, a "
+			"few seconds)\n");
+}
+
 /* Why nothing was collected, for the user. */
 static void explain_nothing(const struct op_state *st, bool as_error)
 {
@@ -1287,6 +1404,7 @@ static void state_free(struct op_state *st)
 		free(st->launches[i].app_run);
 	}
 	free(st->launches);
+	free(st->counts);
 	ks_expr_free(st->flops);
 	ks_op_filter_free(st->name_filter);
 	free(st->prog);
@@ -1463,6 +1581,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		progress_clear(&st);
 		fprintf(stderr, "kscope op: 0 kernel(s) collected (replay mode %s)\n",
 			mode_choices[st.o->mode]);
+		print_counts(stderr, &st);
 		ks_rundir_discard(&st.rd);
 		restore_signals(&st);
 		state_free(&st);
@@ -1486,6 +1605,8 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	progress_clear(&st);
 	print_summary(stderr, &st);
+	print_counts(stderr, &st);
+	print_notes(stderr, &st);
 	fflush(stderr);
 	/* kscope's own failure wins over the program's status (cli.h). */
 	if (st.write_failed)

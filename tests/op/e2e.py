@@ -286,6 +286,44 @@ def check_collected(r, expected, passes=None):
     return out
 
 
+def check_counts(r, rows):
+    """rows: {name: (matched, collected, skipped)} as the summary's
+    launches-per-kernel table prints them ("2+" is at least 2)."""
+    summary = summary_of(r)
+    check("kscope op: launches per " in summary,
+          "the summary has no launches-per-kernel table" + r.why())
+    for name, (m, c, k) in rows.items():
+        check(re.search(rf"^  {re.escape(name)} +{re.escape(str(m))} +{re.escape(str(c))}"
+                        rf" +{re.escape(str(k))}$", summary, re.M),
+              f"the summary does not count {name} as matched {m}, collected {c}, "
+              f"skipped {k}:\n{summary}")
+    check(("(+: at least;" in summary) == any("+" in str(v) for t in rows.values()
+                                               for v in t),
+          "the summary's '+: at least' line does not match its counts:\n" + summary)
+
+
+def check_notes(r, calibrated):
+    """The calibration note appears once exactly when there is none; each
+    summary.csv row is `noisy` exactly when its p80_p20 is above 1.5, and
+    the note advising --replay-count appears exactly when one is."""
+    summary = summary_of(r)
+    n = r.stderr.count("make one with: kscope calibrate")
+    check(n == (0 if calibrated else 1),
+          f"the no-calibration note appears {n} times" + r.why())
+    header, rows = read_csv(os.path.join(r.rundir, "summary.csv"))
+    ratio = column("summary.csv", header, rows, "p80_p20")
+    status = column("summary.csv", header, rows, "status")
+    noisy = 0
+    for row in rows:
+        check(row[status] in ("ok", "noisy"), f"summary.csv: status {row[status]}")
+        check((row[status] == "noisy") == (row[ratio] != "" and float(row[ratio]) > 1.5),
+              f"summary.csv: status {row[status]} with p80_p20 {row[ratio]!r}")
+        noisy += row[status] == "noisy"
+    check(("launch is noisy" in summary or "launches are noisy" in summary) == (noisy > 0)
+          and ("--replay-count" in summary) == (noisy > 0),
+          f"{noisy} noisy launches, but the summary's note says otherwise:\n{summary}")
+
+
 def launches(*names_indexes):
     """{"name_index": (name, index)} from ("name", index) pairs."""
     return {f"{n}_{i}": (n, i) for n, i in names_indexes}
@@ -307,7 +345,10 @@ def example_all(prog, args, expected, opts=()):
 def out_vadd():
     # Each launch reads the previous one's result: a replay that did not
     # restore what it wrote would change the checksum.
-    example_all("vadd", [], launches(*[("vadd", i) for i in range(4)]))
+    r, _ = example_all("vadd", [], launches(*[("vadd", i) for i in range(4)]))
+    # All four launches asked for: every one was reported, none skipped.
+    check_counts(r, {"vadd": (4, 4, 0)})
+    check_notes(r, calibrated=False)
 
 
 def out_matmul():
@@ -381,6 +422,7 @@ def filtered(prog, args, opts, expected):
     split_output(r, nat)
     program_ok(r.stdout, prog)
     check_collected(r, expected)
+    return r
 
 
 def filter_skip():
@@ -394,8 +436,11 @@ def filter_skip():
 def filter_count():
     filtered("matmul", ["64"], ["--launch-count", "3"],
              launches(("mm_naive", 0), ("mm_tiled", 1), ("mm_naive", 2)))
-    filtered("vadd", ["65536"], ["--kernel-name", "vadd", "--launch-count", "2"],
-             launches(("vadd", 0), ("vadd", 1)))
+    r = filtered("vadd", ["65536"], ["--kernel-name", "vadd", "--launch-count", "2"],
+                 launches(("vadd", 0), ("vadd", 1)))
+    # The third launch was passed over with `final`: from then on the
+    # runtime reports nothing, so matched and skipped are lower bounds.
+    check_counts(r, {"vadd": ("3+", 2, "1+")})
 
 
 def filter_name():
@@ -633,6 +678,7 @@ def roofline():
           f"{flops / (float(row['median_us']) * 1e3)}")
     check(row["roofline"] == "yes" and row["binding_ceiling"],
           f"{p}: roofline {row['roofline']!r}, binding ceiling {row['binding_ceiling']!r}")
+    check_notes(r, calibrated=True)
 
     vb = os.path.join(d, "visualize_data.bin")
     q = subprocess.run([KSCOPE, "inspect", "--format", "json", vb], stdout=subprocess.PIPE,
@@ -662,6 +708,9 @@ def nomatch():
     check(not r.collected(), f"nomatch: collected {sorted(r.collected())}")
     check("nomatch_xyz" in r.stderr and re.search(r"\bvadd\b", r.stderr),
           "nomatch: the message does not name the filter and the kernel seen" + r.why())
+    check_counts(r, {"vadd": (0, 0, 0)})
+    check("make one with: kscope calibrate" not in r.stderr,
+          "nomatch: a calibration note although nothing was collected" + r.why())
 
 
 def noopencl():

@@ -58,6 +58,13 @@ struct ks_oppost_opts {
 	void *warn_ctx;
 };
 
+/* A launch whose replay succeeded is `noisy` rather than `ok` when it has
+ * at least KS_OPPOST_NOISY_MIN_PASSES measured passes and the 80th
+ * percentile of their times is above KS_OPPOST_NOISY_RATIO times the 20th
+ * (nearest rank; docs/op.md, "Noisy timings"). */
+#define KS_OPPOST_NOISY_RATIO 1.5
+#define KS_OPPOST_NOISY_MIN_PASSES 5
+
 /* One collected launch as the summary shows it.  Unknown numbers are NaN. */
 struct ks_oppost_result {
 	char dir[320];           /* relative to the run directory */
@@ -69,9 +76,10 @@ struct ks_oppost_result {
 	size_t passes;           /* measured passes with a time */
 	double min_us, median_us, mean_us, max_us;
 	double spread_pct;       /* (max - min) / median, in percent */
+	double p80_p20;          /* 80th / 20th percentile; NaN: too few passes */
 	double gbps;             /* (bytes read + written) / median */
 	double gflops;           /* FLOPs / median */
-	char status[32];         /* ok, failed, incomplete, no measurement */
+	char status[32];         /* ok, noisy, failed, incomplete, no measurement */
 };
 
 /* Writes the deliverables of the launch in <run->path>/<rel> from its raw

@@ -295,7 +295,7 @@ int ks_oppost_summary(struct ks_rundir *run, const struct ks_oppost_result *r,
 		return rc;
 	ks_text_printf(&t, "#,pid,kernel,launch_index,directory,global_size,"
 			  "replay_mode,passes,median_us,min_us,max_us,mean_us,spread_pct,"
-			  "bandwidth_gbps,gflops,status\n");
+			  "p80_p20,bandwidth_gbps,gflops,status\n");
 	for (size_t i = 0; i < n; i++) {
 		ks_text_printf(&t, "%zu", i + 1);
 		ks_csv_int(&t, r[i].pid);
@@ -310,6 +310,7 @@ int ks_oppost_summary(struct ks_rundir *run, const struct ks_oppost_result *r,
 		ks_csv_num(&t, r[i].max_us, 3);
 		ks_csv_num(&t, r[i].mean_us, 3);
 		ks_csv_num(&t, r[i].spread_pct, 2);
+		ks_csv_num(&t, r[i].p80_p20, 3);
 		ks_csv_num(&t, r[i].gbps, 3);
 		ks_csv_num(&t, r[i].gflops, 3);
 		ks_csv_str(&t, false, r[i].status);

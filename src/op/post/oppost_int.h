@@ -93,7 +93,7 @@ struct op_launch {
 	/* measure.json */
 	bool have_measure;
 	char mode[16];
-	char status[32];         /* ok, failed, incomplete, no measurement */
+	char status[32];         /* ok, noisy, failed, incomplete, no measurement */
 	char message[512];
 	long long warmup, passes_asked;
 	int flush;               /* 1, 0, -1 unknown */
@@ -114,6 +114,7 @@ struct op_launch {
 	/* derived */
 	size_t nmeasured;        /* measured passes with a time */
 	double min_us, median_us, mean_us, max_us, spread_pct;
+	double p80_p20;          /* NaN under KS_OPPOST_NOISY_MIN_PASSES */
 	double bytes_read, bytes_written; /* NaN unknown */
 	bool bytes_partial;      /* some buffer's counts were unknown */
 	double gbps;

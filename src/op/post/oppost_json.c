@@ -232,6 +232,13 @@ static json_t *advice(const struct op_launch *l, bool *bad)
 			 "well; use the median, or more passes.", l->spread_pct);
 		push(a, ks_json_text(msg), bad);
 	}
+	if (strcmp(l->status, "noisy") == 0) {
+		snprintf(msg, sizeof(msg), "The timing is noisy: the 80th percentile of the "
+			 "passes is %.2f times the 20th (the bound is %.1f): raise "
+			 "--replay-count, lock the clocks, or profile on an idle machine.",
+			 l->p80_p20, KS_OPPOST_NOISY_RATIO);
+		push(a, ks_json_text(msg), bad);
+	}
 	if (l->flush == 0) {
 		snprintf(msg, sizeof(msg), "The cache was not flushed between passes: the "
 			 "times are warm-cache times.");

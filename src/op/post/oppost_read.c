@@ -651,6 +651,7 @@ static int derive_times(struct op_launch *l)
 			v[n++] = l->pass[i].dur_us;
 	l->nmeasured = n;
 	l->min_us = l->median_us = l->mean_us = l->max_us = l->spread_pct = NAN;
+	l->p80_p20 = NAN;
 	if (n) {
 		qsort(v, n, sizeof(*v), cmp_double);
 		for (size_t i = 0; i < n; i++)
@@ -661,6 +662,14 @@ static int derive_times(struct op_launch *l)
 		l->mean_us = sum / (double)n;
 		if (l->median_us > 0)
 			l->spread_pct = (l->max_us - l->min_us) / l->median_us * 100;
+		/* The 80th over the 20th percentile (nearest rank): one slow or
+		 * fast pass at either end does not move it. */
+		if (n >= KS_OPPOST_NOISY_MIN_PASSES) {
+			double p20 = v[(n * 20 + 99) / 100 - 1], p80 = v[(n * 80 + 99) / 100 - 1];
+
+			if (p20 > 0)
+				l->p80_p20 = p80 / p20;
+		}
 	}
 	free(v);
 	return 0;
@@ -956,6 +965,9 @@ int ks_oppost_read(int dirfd, const char *rel, const struct ks_oppost_opts *o,
 	/* In this order: FLOP/s and intensity need the times and bytes. */
 	if (derive_times(l))
 		return ks_err_set(err, -ENOMEM, "%s: out of memory", rel);
+	if (strcmp(l->status, "ok") == 0 && isfinite(l->p80_p20) &&
+	    l->p80_p20 > KS_OPPOST_NOISY_RATIO)
+		snprintf(l->status, sizeof(l->status), "noisy");
 	derive_bytes(l);
 	if (derive_flops(l, o))
 		return ks_err_set(err, -ENOMEM, "%s: out of memory", rel);

@@ -442,6 +442,7 @@ static void test_full_launch(void **state)
 	assert_true(res.median_us == 1000 && res.min_us == 900 && res.max_us == 1200);
 	assert_true(fabs(res.mean_us - 1040) < 1e-9);
 	assert_true(fabs(res.spread_pct - 30) < 1e-9);
+	assert_true(fabs(res.p80_p20 - 1100.0 / 900) < 1e-9);
 	assert_true(fabs(res.gbps - 786432 / 1e6) < 1e-12);
 	assert_true(fabs(res.gflops - 33554432 / 1e6) < 1e-12);
 
@@ -822,6 +823,39 @@ static void test_empty_measure(void **state)
 	assert_string_equal(res.status, "incomplete");
 }
 
+/* Passes whose 80th percentile is 2x their 20th: `noisy`, with the ratio
+ * in summary.csv and the advice in visualize_data.bin's basic info. */
+static void test_noisy(void **state)
+{
+	struct fx *f = *state;
+	const char *rel = "4242/mm_tiled_3";
+	struct ks_oppost_opts o = { 0 };
+	struct ks_oppost_result res;
+	struct ks_err err;
+	struct csv c;
+	json_t *j, *ns;
+
+	install(f, "mm", rel);
+	j = json_load_file(path_of(f, rel, "measure.json"), 0, NULL);
+	assert_non_null(j);
+	ns = json_pack("[IIIII]", (json_int_t)1000000, (json_int_t)1000000,
+		       (json_int_t)2000000, (json_int_t)2000000, (json_int_t)2100000);
+	assert_int_equal(json_object_set_new(j, "pass_ns", ns), 0);
+	assert_int_equal(json_dump_file(j, path_of(f, rel, "measure.json"), 0), 0);
+	json_decref(j);
+	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
+	assert_string_equal(res.status, "noisy");
+	assert_true(fabs(res.p80_p20 - 2.0) < 1e-9);
+	csv_read(path_of(f, rel, "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "status"), "noisy");
+	csv_free(&c);
+	assert_int_equal(ks_oppost_summary(&f->run, &res, 1, &err), 0);
+	csv_read(path_of(f, ".", "summary.csv"), &c);
+	assert_string_equal(cell(&c, 1, "p80_p20"), "2.000");
+	assert_string_equal(cell(&c, 1, "status"), "noisy");
+	csv_free(&c);
+}
+
 static void test_missing_dir_and_replace(void **state)
 {
 	struct fx *f = *state;
@@ -867,6 +901,7 @@ int main(void)
 		cmocka_unit_test(test_dirname),
 		cmocka_unit_test_setup_teardown(test_full_launch, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_no_calibration, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_noisy, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_context, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_missing_source, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_failed_replay, fx_setup, fx_teardown),
