@@ -67,7 +67,7 @@ struct op_opts {
 	int flush, kill, mstx;  /* index into on_off: 0 on, 1 off */
 	char *mstx_include;
 	int64_t timeout;        /* minutes; 0 when not given */
-	char *flops;
+	struct ks_strlist flops; /* EXPR or KERNEL=EXPR, repeatable */
 	char *output;
 	/* --simulate */
 	bool simulate;
@@ -135,12 +135,13 @@ static const struct ks_opt op_opts[] = {
 	  .help = "stop the program after MINUTES (SIGTERM, then SIGKILL 5 s "
 		  "later; default: no limit)",
 	  OPT(timeout), .min = 1, .max = 2880 },
-	{ .name = "flops", .type = KS_OPT_STRING, .metavar = "EXPR",
+	{ .name = "flops", .type = KS_OPT_STRING, .metavar = "[KERNEL=]EXPR",
 	  .env = "KSCOPE_OP_FLOPS",
 	  .help = "floating-point operations per launch, an expression over the "
 		  "kernel's scalar arguments by name and gx gy gz lx ly lz, "
-		  "e.g. 2*M*N*K",
-	  OPT(flops), .max_len = KS_EXPR_MAX_LEN },
+		  "e.g. 2*M*N*K; KERNEL=EXPR gives one kernel its own, a bare "
+		  "EXPR is for the others",
+	  OPT(flops), .flags = KS_OPT_REPEAT, .max_len = KS_EXPR_MAX_LEN + 256 },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -227,13 +228,21 @@ struct op_run {
 	size_t timed;                 /* targets timed in this run */
 };
 
+/* --flops KERNEL=EXPR. */
+struct op_kflops {
+	char name[256];
+	struct ks_expr *expr;
+};
+
 struct op_state {
 	const struct op_opts *o;
 	char **argv;                  /* the program and its arguments */
 	char *prog;                   /* its resolved path */
 	char runtime[PATH_MAX];
 	char token[KS_OP_TOKEN_LEN + 1];
-	struct ks_expr *flops;
+	struct ks_expr *flops;        /* --flops EXPR: for every kernel without its own */
+	struct op_kflops *kflops;     /* --flops KERNEL=EXPR */
+	size_t nkflops;
 	struct ks_op_filter *name_filter;
 	struct ks_calib calib;
 	bool calib_tried;      /* load_calibration ran (on the first build) */
@@ -363,6 +372,79 @@ static int check_filter(const char *opt, const char *value, struct ks_op_filter 
 	return 0;
 }
 
+/* The length of a kernel name that value starts with, followed by '=';
+ * 0 when it has none (a bare expression: expressions have no '='). */
+static size_t flops_kernel_len(const char *value)
+{
+	size_t n = 0;
+
+	if (!((value[0] >= 'A' && value[0] <= 'Z') || (value[0] >= 'a' && value[0] <= 'z') ||
+	      value[0] == '_'))
+		return 0;
+	while ((value[n] >= 'A' && value[n] <= 'Z') || (value[n] >= 'a' && value[n] <= 'z') ||
+	       (value[n] >= '0' && value[n] <= '9') || value[n] == '_')
+		n++;
+	return value[n] == '=' && n < sizeof(((struct op_kflops *)0)->name) ? n : 0;
+}
+
+/* One --flops value: EXPR, for every kernel without its own, or
+ * KERNEL=EXPR. */
+static int check_flops(struct op_state *st, const char *value, struct ks_err *err)
+{
+	size_t kn = flops_kernel_len(value);
+	const char *text = kn ? value + kn + 1 : value;
+	char origin[128], q[400];
+	struct ks_expr *x = NULL;
+	struct ks_err e;
+	int rc;
+
+	origin_of("flops", value, origin, sizeof(origin));
+	ks_quote(q, sizeof(q), value, strlen(value));
+	if (!kn && st->flops)
+		return ks_err_set(err, -EINVAL, "%s: '%s': an expression for every kernel is "
+				  "given twice; accepted: one EXPR, and KERNEL=EXPR for each kernel "
+				  "that needs its own", origin, q);
+	for (size_t i = 0; kn && i < st->nkflops; i++)
+		if (strlen(st->kflops[i].name) == kn && !memcmp(st->kflops[i].name, value, kn))
+			return ks_err_set(err, -EINVAL, "%s: '%s': kernel %.*s has an "
+					  "expression already; accepted: one KERNEL=EXPR per "
+					  "kernel", origin, q, (int)kn, value);
+	rc = ks_expr_parse(text, &x, &e);
+	if (rc == -ENOMEM)
+		return ks_err_set(err, rc, "out of memory");
+	if (rc)
+		return ks_err_set(err, rc, "%s: '%s' is not an expression: %s; "
+				  "accepted: numbers and names with + - * / and "
+				  "parentheses, e.g. 2*M*N*K, or KERNEL=EXPR", origin, q, e.msg);
+	if (!kn) {
+		st->flops = x;
+		return 0;
+	}
+	{
+		struct op_kflops *v = realloc(st->kflops, (st->nkflops + 1) * sizeof(*v));
+
+		if (!v) {
+			ks_expr_free(x);
+			return ks_err_set(err, -ENOMEM, "out of memory");
+		}
+		st->kflops = v;
+		memcpy(v[st->nkflops].name, value, kn);
+		v[st->nkflops].name[kn] = '\0';
+		v[st->nkflops].expr = x;
+		st->nkflops++;
+	}
+	return 0;
+}
+
+/* The --flops expression of a kernel: its own, else the one for all. */
+static const struct ks_expr *flops_of(const struct op_state *st, const char *kernel)
+{
+	for (size_t i = 0; i < st->nkflops; i++)
+		if (!strcmp(st->kflops[i].name, kernel))
+			return st->kflops[i].expr;
+	return st->flops;
+}
+
 static int check_options(struct op_state *st, struct ks_err *err)
 {
 	const struct op_opts *o = st->o;
@@ -380,25 +462,12 @@ static int check_options(struct op_state *st, struct ks_err *err)
 		return ks_err_set(err, -EINVAL, "option --replay-mode range needs --mstx on "
 				  "(the ranges come from the program's "
 				  "kscope_range_start/end calls)");
-	if (o->flops) {
-		struct ks_err e;
-		char q[400];
-
-		rc = ks_expr_parse(o->flops, &st->flops, &e);
-		if (rc == -ENOMEM)
-			return ks_err_set(err, rc, "out of memory");
-		if (rc) {
-			char origin[128];
-
-			ks_quote(q, sizeof(q), o->flops, strlen(o->flops));
-			origin_of("flops", o->flops, origin, sizeof(origin));
-			return ks_err_set(err, rc, "%s: '%s' is not an expression: %s; "
-					  "accepted: numbers and names with + - * / and "
-					  "parentheses, e.g. 2*M*N*K", origin, q, e.msg);
-		}
-	}
+	for (size_t i = 0; i < o->flops.n; i++)
+		if ((rc = check_flops(st, o->flops.v[i], err)))
+			return rc;
 	return 0;
 }
+
 
 /* This machine's ceilings, for the roofline; their absence is not an error. */
 static void load_calibration(struct op_state *st)
@@ -682,7 +751,7 @@ static const struct ks_calib *calibration(struct op_state *st)
 static void build(struct op_state *st, struct launch_rec *l, bool replace)
 {
 	struct ks_oppost_opts po = {
-		.flops = st->flops,
+		.flops = flops_of(st, l->name),
 		.calib = calibration(st),
 		.calib_why = st->calib_why,
 		.status = !l->collected ? "incomplete" : l->failed ? "failed" : NULL,
@@ -1406,6 +1475,9 @@ static void state_free(struct op_state *st)
 	free(st->launches);
 	free(st->counts);
 	ks_expr_free(st->flops);
+	for (size_t i = 0; i < st->nkflops; i++)
+		ks_expr_free(st->kflops[i].expr);
+	free(st->kflops);
 	ks_op_filter_free(st->name_filter);
 	free(st->prog);
 	free(st->in);
