@@ -110,9 +110,10 @@ struct block {
 
 /* The blocks freed last in a shard, newest at grave_next - 1: the reports
  * name the lines of a block the program freed before it ended by them
- * (rt_heap_find_freed). */
+ * (heap_lookup). */
 #define GRAVE_N 32u
 
+/* A block as the lookups give it, and as a shard keeps the ones freed. */
 struct grave {
 	uintptr_t start;
 	size_t size;
@@ -267,8 +268,11 @@ static void heap_remove(void *p)
 	}
 }
 
-bool rt_heap_find_freed(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
-			size_t *align)
+/* The block holding a, live or (freed) among the last GRAVE_N freed in
+ * its shard, newest first, into *out.  A block lives in the shard of its
+ * start: the big blocks', a's own, or the one before (a small block may
+ * start up to BIG below a). */
+static bool heap_lookup(uintptr_t a, bool freed, struct grave *out)
 {
 	struct shard *cand[3] = { &shards[NSHARDS], shard_of(a, 0),
 				  shard_of(a - (uintptr_t)BIG, 0) };
@@ -280,48 +284,25 @@ bool rt_heap_find_freed(uintptr_t a, uintptr_t *start, size_t *size, struct rt_c
 		if (k == 2 && cand[2] == cand[1])
 			break;
 		rt_lock_take(&sh->lock);
-		for (uint32_t i = 0; i < GRAVE_N && i < sh->grave_next && !found; i++) {
+		if (!freed) {
+			const struct block *b = block_pred(sh, a);
+
+			if ((found = holds(b, a))) {
+				out->start = b->start;
+				out->size = b->size;
+				out->ctx = b->ctx;
+				out->align = b->align;
+			}
+		}
+		for (uint32_t i = 0; freed && i < GRAVE_N && i < sh->grave_next && !found; i++) {
 			const struct grave *g = &sh->grave[(sh->grave_next - 1 - i) % GRAVE_N];
 
-			if (a >= g->start && a - g->start < (g->size ? g->size : 1)) {
-				*start = g->start;
-				*size = g->size;
-				*ctx = g->ctx;
-				*align = g->align;
-				found = true;
-			}
+			if ((found = a >= g->start && a - g->start < (g->size ? g->size : 1)))
+				*out = *g;
 		}
 		rt_lock_give(&sh->lock);
 	}
 	return found;
-}
-
-bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
-		  size_t *align)
-{
-	struct shard *cand[3] = { &shards[NSHARDS], shard_of(a, 0),
-				  shard_of(a - (uintptr_t)BIG, 0) };
-
-	for (int k = 0; k < 3; k++) {
-		struct block *b;
-		bool found;
-
-		if (k == 2 && cand[2] == cand[1])
-			break;
-		rt_lock_take(&cand[k]->lock);
-		b = block_pred(cand[k], a);
-		found = holds(b, a);
-		if (found) {
-			*start = b->start;
-			*size = b->size;
-			*ctx = b->ctx;
-			*align = b->align;
-		}
-		rt_lock_give(&cand[k]->lock);
-		if (found)
-			return true;
-	}
-	return false;
 }
 
 void rt_heap_stats(struct rt_heap_stats *s)
@@ -557,26 +538,34 @@ static struct rt_obj *obj_get(const struct rt_obj *tmpl)
 	return o;
 }
 
+/* The object of heap block g: one per allocation context (blocks made
+ * before any stack was known share key 0), made if new. */
+static struct rt_obj *heap_obj(const struct grave *g)
+{
+	struct rt_obj tmpl;
+
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.key = (uintptr_t)g->ctx;
+	tmpl.heap = true;
+	tmpl.addr = g->start;
+	tmpl.size = g->size;
+	tmpl.align = g->align;
+	tmpl.alloc = g->ctx;
+	return obj_get(&tmpl);
+}
+
 struct rt_obj *rt_obj_of(uintptr_t a)
 {
 	struct rt_obj tmpl;
-	struct rt_ctx *ctx;
+	struct grave g;
 	uintptr_t start;
-	size_t size, align;
+	size_t size;
 	const char *name, *objname;
 
-	memset(&tmpl, 0, sizeof(tmpl));
-	if (rt_heap_find(a, &start, &size, &ctx, &align)) {
-		/* Blocks made before any stack was known share key 0. */
-		tmpl.key = (uintptr_t)ctx;
-		tmpl.heap = true;
-		tmpl.addr = start;
-		tmpl.size = size;
-		tmpl.align = align;
-		tmpl.alloc = ctx;
-		return obj_get(&tmpl);
-	}
+	if (heap_lookup(a, false, &g))
+		return heap_obj(&g);
 	if (rt_sym_data(a, &start, &size, &name, &objname)) {
+		memset(&tmpl, 0, sizeof(tmpl));
 		tmpl.key = start | 1;
 		tmpl.addr = start;
 		tmpl.size = size;
@@ -589,7 +578,8 @@ struct rt_obj *rt_obj_of(uintptr_t a)
 
 struct rt_obj *rt_obj_of_line(uintptr_t a)
 {
-	struct rt_obj *o = rt_obj_of(a), tmpl;
+	struct rt_obj *o = rt_obj_of(a);
+	struct grave g;
 
 	if (o)
 		return o;
@@ -597,13 +587,7 @@ struct rt_obj *rt_obj_of_line(uintptr_t a)
 		if (a >= o->addr && a - o->addr < (o->size ? o->size : 1))
 			return o;
 	/* A block freed since, among the last ones of its shard. */
-	memset(&tmpl, 0, sizeof(tmpl));
-	if (rt_heap_find_freed(a, &tmpl.addr, &tmpl.size, &tmpl.alloc, &tmpl.align)) {
-		tmpl.key = (uintptr_t)tmpl.alloc;
-		tmpl.heap = true;
-		return obj_get(&tmpl);
-	}
-	return NULL;
+	return heap_lookup(a, true, &g) ? heap_obj(&g) : NULL;
 }
 
 void rt_obj_for_each(void (*fn)(void *arg, struct rt_obj *o), void *arg)

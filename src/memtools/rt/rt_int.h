@@ -397,16 +397,6 @@ struct rt_heap_stats {
 	uint64_t allocs, frees, bytes, in_use_bytes, in_use_blocks;
 };
 
-/* The live block holding a: its start, size and allocation context.
- * Whether there is one. */
-/* The live block holding a: its start, size, allocation context and the
- * alignment the program asked for (0: malloc's). */
-bool rt_heap_find(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
-		  size_t *align);
-/* The same of a block freed since, among the last 32 freed in its shard
- * (newest first). */
-bool rt_heap_find_freed(uintptr_t a, uintptr_t *start, size_t *size, struct rt_ctx **ctx,
-			size_t *align);
 void rt_heap_stats(struct rt_heap_stats *s);
 void rt_heap_lock_all(void);
 void rt_heap_unlock_all(void);

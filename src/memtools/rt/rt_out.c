@@ -318,22 +318,19 @@ static enum line_fate line_fate(const struct ks_mt_line_info *li)
 	return li->verdict == KS_MT_READ_MOSTLY ? LINE_READ_MOSTLY : LINE_REPORTED;
 }
 
-/* The objects of a line's touched words, in address order, their var
- * records written; returns how many (the line's "var" is the first,
- * where its lowest touched word is). */
-static unsigned line_objects(struct rt_out *o, const struct ks_mt_line_info *li,
-			     struct rt_obj *obs[64])
+/* The objects of the n words of step bytes from base (those whose bit is
+ * set in *touched, or all when touched is NULL), in address order, at
+ * most 64, their var records written; returns how many. */
+static unsigned objects_at(struct rt_out *o, uintptr_t base, unsigned step, unsigned n,
+			   const uint64_t *touched, struct rt_obj *obs[64])
 {
-	uint64_t touched = 0;
 	unsigned nobs = 0;
 
-	for (unsigned i = 0; i < li->nthreads; i++)
-		touched |= li->threads[i].rmask | li->threads[i].wmask;
-	for (unsigned w = 0; w < 64 && nobs < 64; w++) {
-		uintptr_t a = li->line_addr + (uintptr_t)w * li->word_size;
+	for (unsigned w = 0; w < n && nobs < 64; w++) {
+		uintptr_t a = base + (uintptr_t)w * step;
 		struct rt_obj *x;
 
-		if (!(touched >> w & 1))
+		if (touched && !(*touched >> w & 1))
 			continue;
 		if (nobs && a >= obs[nobs - 1]->addr &&
 		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
@@ -344,6 +341,18 @@ static unsigned line_objects(struct rt_out *o, const struct ks_mt_line_info *li,
 		}
 	}
 	return nobs;
+}
+
+/* The objects of a line's touched words (the line's "var" is the first,
+ * where its lowest touched word is). */
+static unsigned line_objects(struct rt_out *o, const struct ks_mt_line_info *li,
+			     struct rt_obj *obs[64])
+{
+	uint64_t touched = 0;
+
+	for (unsigned i = 0; i < li->nthreads; i++)
+		touched |= li->threads[i].rmask | li->threads[i].wmask;
+	return objects_at(o, li->line_addr, li->word_size, 64, &touched, obs);
 }
 
 /* "var":N,"vars":[...], for a line's objects. */
@@ -460,21 +469,10 @@ static void cline_out(void *arg, uintptr_t line, uint64_t misses, uint64_t inval
 {
 	struct rt_out *o = arg;
 	struct rt_obj *obs[64];
-	unsigned nobs = 0;
-
 	/* Which words the threads touched is not kept for contention:
 	 * every object of the line, looked up every 8 bytes. */
-	for (uintptr_t a = line; a < line + rt.line_size && nobs < 64; a += 8) {
-		struct rt_obj *x;
+	unsigned nobs = objects_at(o, line, 8, rt.line_size / 8, NULL, obs);
 
-		if (nobs && a >= obs[nobs - 1]->addr &&
-		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
-			continue;
-		if ((x = rt_obj_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
-			var_out(o, x);
-			obs[nobs++] = x;
-		}
-	}
 	rt_out_printf(o, "{\"rec\":\"cline\",\"addr\":\"0x%lx\",", (unsigned long)line);
 	line_vars_out(o, obs, nobs);
 	rt_out_printf(o, "\"misses\":%llu,\"invalidations\":%llu}\n", (unsigned long long)misses,

@@ -206,23 +206,31 @@ static struct object *object_get(UWord key, Bool *fresh)
 	return o;
 }
 
+/* The object of heap block b: one per allocation context, made if new
+ * (with the first block seen). */
+static struct object *heap_object(const struct kst_block *b)
+{
+	Bool fresh;
+	struct object *o = object_get((UWord)b->alloc_ec, &fresh);
+
+	if (fresh) {
+		o->heap = True;
+		o->addr = b->start;
+		o->size = b->size;
+		o->align = b->align;
+		o->alloc_ec = b->alloc_ec;
+	}
+	return o;
+}
+
 static struct object *object_of(Addr a)
 {
 	struct kst_block *b = kst_heap_find_live(a);
 	struct object *o;
 	Bool fresh;
 
-	if (b) {
-		o = object_get((UWord)b->alloc_ec, &fresh);
-		if (!fresh)
-			return o;
-		o->heap = True;
-		o->addr = b->start;
-		o->size = b->size;
-		o->align = b->align;
-		o->alloc_ec = b->alloc_ec;
-		return o;
-	}
+	if (b)
+		return heap_object(b);
 	{
 		DiEpoch ep = VG_(current_DiEpoch)();
 		const HChar *name;
@@ -259,18 +267,7 @@ static struct object *object_of_line(Addr a)
 	{
 		/* A block freed since, among the last ones. */
 		struct kst_block *b = kst_heap_find_freed(a);
-		Bool fresh;
-		if (!b)
-			return NULL;
-		o = object_get((UWord)b->alloc_ec, &fresh);
-		if (fresh) {
-			o->heap = True;
-			o->addr = b->start;
-			o->size = b->size;
-			o->align = b->align;
-			o->alloc_ec = b->alloc_ec;
-		}
-		return o;
+		return b ? heap_object(b) : NULL;
 	}
 }
 
@@ -742,20 +739,18 @@ static enum line_fate line_fate(const struct ks_mt_line_info *li)
 	return li->verdict == KS_MT_READ_MOSTLY ? LINE_READ_MOSTLY : LINE_REPORTED;
 }
 
-/* The objects of a line's touched words, in address order, their var
- * records written; returns how many (the line's "var" is the first,
- * where its lowest touched word is). */
-static unsigned line_objects(const struct ks_mt_line_info *li, struct object *obs[64])
+/* The objects of the n words of step bytes from base (those whose bit is
+ * set in *touched, or all when touched is NULL), in address order, at
+ * most 64, their var records written; returns how many. */
+static unsigned objects_at(Addr base, unsigned step, unsigned n, const uint64_t *touched,
+			   struct object *obs[64])
 {
-	uint64_t touched = 0;
 	unsigned i, nobs = 0;
 
-	for (i = 0; i < li->nthreads; i++)
-		touched |= li->threads[i].rmask | li->threads[i].wmask;
-	for (i = 0; i < 64 && nobs < 64; i++) {
-		Addr a = li->line_addr + (Addr)i * li->word_size;
+	for (i = 0; i < n && nobs < 64; i++) {
+		Addr a = base + (Addr)i * step;
 		struct object *x;
-		if (!(touched >> i & 1))
+		if (touched && !(*touched >> i & 1))
 			continue;
 		if (nobs && a >= obs[nobs - 1]->addr &&
 		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
@@ -766,6 +761,18 @@ static unsigned line_objects(const struct ks_mt_line_info *li, struct object *ob
 		}
 	}
 	return nobs;
+}
+
+/* The objects of a line's touched words (the line's "var" is the first,
+ * where its lowest touched word is). */
+static unsigned line_objects(const struct ks_mt_line_info *li, struct object *obs[64])
+{
+	uint64_t touched = 0;
+	unsigned i;
+
+	for (i = 0; i < li->nthreads; i++)
+		touched |= li->threads[i].rmask | li->threads[i].wmask;
+	return objects_at(li->line_addr, li->word_size, 64, &touched, obs);
 }
 
 /* "var":N,"vars":[...], for a line's objects. */
@@ -876,22 +883,11 @@ static void line_out(void *arg, const struct ks_mt_line_info *li)
 static void cline_out(void *arg, uintptr_t line, uint64_t misses, uint64_t invals)
 {
 	struct object *obs[64];
-	unsigned nobs = 0;
-	Addr a;
-
-	(void)arg;
 	/* Which words the threads touched is not kept for contention:
 	 * every object of the line, looked up every 8 bytes. */
-	for (a = line; a < line + kst_clo.line_size && nobs < 64; a += 8) {
-		struct object *x;
-		if (nobs && a >= obs[nobs - 1]->addr &&
-		    a < obs[nobs - 1]->addr + (obs[nobs - 1]->size ? obs[nobs - 1]->size : 1))
-			continue;
-		if ((x = object_of_line(a)) && (!nobs || obs[nobs - 1] != x)) {
-			write_var(x);
-			obs[nobs++] = x;
-		}
-	}
+	unsigned nobs = objects_at(line, 8, kst_clo.line_size / 8, NULL, obs);
+
+	(void)arg;
 	kst_out_printf("{\"rec\":\"cline\",\"addr\":\"%#lx\",", (Addr)line);
 	line_vars_out(obs, nobs);
 	kst_out_printf("\"misses\":%llu,\"invalidations\":%llu}\n", (ULong)misses,
