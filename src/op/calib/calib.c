@@ -1,12 +1,12 @@
 /*
  * The calibration as a whole: ks_calib_measure runs the memory sweep and
- * the CPU FLOP/s on a team of pinned threads, then the OpenCL device, and
- * dates the result.  Also the small helpers the measurement files share
+ * the CPU FLOP/s on a team of pinned threads, then the OpenCL device and
+ * the CUDA device, and dates the result.  Also the small helpers the measurement files share
  * (progress, notes, byte counts).
  *
  * The CPU parts run first and with the team alone on the CPUs; the team
  * is stopped before OpenCL starts, since a CPU OpenCL device runs its own
- * threads on the same cores.
+ * threads on the same cores; CUDA comes last, one device after the other.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -96,6 +96,7 @@ int ks_calib_measure(const struct ks_calib_opts *o, struct ks_calib *c,
 	c->threads = plan.threads;
 	c->nmem = c->ncompute = 0;
 	c->have_opencl = 0;
+	c->have_cuda = false;
 
 	rc = ks_calib_team_start(&team, plan.threads, err);
 	if (rc)
@@ -114,6 +115,11 @@ int ks_calib_measure(const struct ks_calib_opts *o, struct ks_calib *c,
 		if (ks_calib_ocl_measure(o, &plan, ks_calib_llc_total(&c->machine), c,
 					 &e) != 0)
 			ks_calib_note(o, false, "OpenCL not measured: %s", e.msg);
+	}
+	if (o->cuda) {
+		ks_err_clear(&e);
+		if (ks_calib_cuda_measure(o, &plan, c, &e) != 0)
+			ks_calib_note(o, false, "CUDA: not measured: %s", e.msg);
 	}
 
 	now = time(NULL);

@@ -5,8 +5,9 @@
  * The cache file is $XDG_CACHE_HOME/kscope/calibration-<key>.json
  * ($HOME/.cache when XDG_CACHE_HOME is unset), where <key> is 16 hex
  * digits hashing what identifies the machine (CPU model, logical CPUs,
- * cache sizes, memory size, and the OpenCL devices' names and driver
- * versions).  Its JSON:
+ * cache sizes, memory size, the OpenCL devices' names and driver
+ * versions, and the NVIDIA GPUs' names and driver version when the NVIDIA
+ * driver is loaded).  Its JSON:
  *
  *   { "kscope_calibration": 1, "created": "2026-11-22T10:00:00Z",
  *     "machine": { "key": "...", "cpu": "...", "cpus": 2,
@@ -16,22 +17,43 @@
  *                 { "name": "DRAM", ... } ],      (fastest first)
  *     "compute": [ { "name": "CPU FP32 FMA", "flops_per_s": F,
  *                    "how": "C, AVX2 FMA, 2 threads" }, ...
- *                  { "name": "OpenCL FP32 (<device>)", ... } ],
+ *                  { "name": "OpenCL FP32 (<device>)", ... },
+ *                  { "name": "CUDA FP32 FMA (<device>)", ... },
+ *                  { "name": "CUDA FP16 FMA (<device>)", ... },
+ *                  { "name": "CUDA BF16 FMA (<device>)", ... } ],
  *     "opencl": { "device": "...", "bytes_per_s": B, "flops_per_s": F }
- *               or null when no OpenCL device was usable }
+ *               or null when no OpenCL device was usable,
+ *     "cuda": { "device": "NVIDIA H200", "driver": "580.159.04, CUDA 13.0",
+ *               "compute_capability": "9.0", "sms": 132,
+ *               "bytes_per_s": B, "bytes_how": "...",
+ *               "fp32_flops_per_s": F, "fp32_how": "...",
+ *               "fp16_flops_per_s": F, "fp16_how": "...",
+ *               "bf16_flops_per_s": F, "bf16_how": "..." }
+ *             or null when no CUDA device was measured }
+ *
+ * The CUDA device's read bandwidth is not in "memory": that list is the
+ * CPU's hierarchy, which a CPU kernel's roofline draws in full; kscope op
+ * takes a CUDA kernel's memory ceiling from "cuda" instead.
  *
  * Keys added since (readers ignore keys they do not know; all optional
  * when reading): "quick": true when measured by `kscope calibrate --quick`;
  * "threads": the CPU threads the measurement used; in "machine", each
  * cache's "type" ("Data" or "Unified") and "shared_cpus", and
  * "opencl_devices" (the "name | driver" strings the key hashes); in each
- * memory ceiling, "how"; in "opencl", "driver".
+ * memory ceiling, "how"; in "opencl", "driver"; "cuda" and, in
+ * "machine", "cuda_devices" (the "name | driver" strings the key hashes;
+ * absent or empty when the machine has no NVIDIA driver loaded, whose key
+ * is then what it was before CUDA was measured).  In "cuda", "device",
+ * "bytes_per_s" and "fp32_flops_per_s" are required; a missing
+ * "bf16_flops_per_s" means BF16 was not measured (a device before sm_80).
  *
  * The first part (path, load) is what `kscope op` needs.  The second part
  * (probe, prepare, measure, save) is `kscope calibrate`'s.  Probing the
  * machine lists its OpenCL devices, and measuring uses one: both run in a
- * short-lived child process (fork; libOpenCL.so.1 is opened there, never
- * in the caller), which the call waits for by its pid.  So call these
+ * short-lived child process (fork; libOpenCL.so.1, and libcuda.so.1 for
+ * the CUDA measurement, are opened there, never in the caller), which the
+ * call waits for by its pid.  The CUDA devices of the key are read from
+ * /proc/driver/nvidia, without starting the driver.  So call these
  * from kscope itself, never from a program under test, and not while a
  * SIGCHLD handler or a waitpid(-1) loop of the caller could reap that
  * child.  Listing the devices takes a few tens of milliseconds.
@@ -48,7 +70,7 @@
 #define KS_CALIB_MAX 16
 #define KS_CALIB_VERSION 1
 #define KS_CALIB_MAX_CACHES 8   /* data and unified cache levels kept */
-#define KS_CALIB_MAX_DEVICES 8  /* OpenCL devices the key hashes */
+#define KS_CALIB_MAX_DEVICES 8  /* OpenCL (and CUDA) devices the key hashes */
 
 struct ks_calib_ceiling {
 	char name[96];
@@ -76,6 +98,20 @@ struct ks_calib_machine {
 	uint64_t memory_bytes;
 	size_t ndevices;
 	char devices[KS_CALIB_MAX_DEVICES][256]; /* "name | driver version" */
+	size_t ncuda;
+	char cuda_devices[KS_CALIB_MAX_DEVICES][256]; /* NVIDIA GPUs, "name |
+							* driver version" */
+};
+
+/* The CUDA device kscope calibrate measured (device 0). */
+struct ks_calib_cuda {
+	char device[128];    /* cuDeviceGetName */
+	char driver[128];    /* "580.159.04, CUDA 13.0", or "" */
+	char cc[16];         /* compute capability, "9.0", or "" */
+	int sms;             /* multiprocessors, 0 if not known */
+	double bytes_per_s;  /* DRAM read bandwidth */
+	double fp32, fp16, bf16; /* FMA FLOP/s; bf16 0: not measured */
+	char bytes_how[96], fp32_how[96], fp16_how[96], bf16_how[96];
 };
 
 struct ks_calib {
@@ -93,6 +129,8 @@ struct ks_calib {
 	int threads;         /* CPU threads used, 0 if not known */
 	char opencl_driver[128];
 	struct ks_calib_machine machine;
+	bool have_cuda;
+	struct ks_calib_cuda cuda;
 };
 
 /* The cache file's path for this machine, into path (size bytes). */
@@ -120,8 +158,9 @@ struct ks_calib_opts {
 	bool quick;          /* a reduced sweep of a few seconds */
 	int threads;         /* CPU threads; 0: one per CPU kscope may use */
 	bool opencl;         /* also measure the first OpenCL GPU or CPU device */
-	/* Called as the measurement advances: phase is "memory", "compute"
-	 * or "opencl", what the current step measures, step of steps. */
+	bool cuda;           /* also measure CUDA device 0 */
+	/* Called as the measurement advances: phase is "memory", "compute",
+	 * "opencl" or "cuda", what the current step measures, step of steps. */
 	void (*progress)(void *arg, const char *phase, const char *what,
 			 int step, int steps);
 	/* Something the user should hear (why OpenCL was not measured, a
@@ -132,9 +171,9 @@ struct ks_calib_opts {
 };
 
 /* Measures the ceilings into c (after ks_calib_prepare): memory
- * bandwidth per cache level and DRAM, peak CPU FLOP/s, and the OpenCL
- * device's.  Fails only when the CPU measurement itself fails; a missing
- * OpenCL is a note. */
+ * bandwidth per cache level and DRAM, peak CPU FLOP/s, the OpenCL
+ * device's and the CUDA device's.  Fails only when the CPU measurement
+ * itself fails; a missing OpenCL or CUDA is a note. */
 int ks_calib_measure(const struct ks_calib_opts *o, struct ks_calib *c,
 		     struct ks_err *err);
 

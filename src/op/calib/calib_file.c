@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -206,6 +207,68 @@ static int read_ceilings(json_t *root, const char *array, const char *rate,
 	return 0;
 }
 
+/* An optional "how" text of o into out: absent leaves out empty. */
+static bool get_how(json_t *o, const char *key, char *out, size_t size)
+{
+	return !json_object_get(o, key) || get_text(o, key, out, size);
+}
+
+/* The "cuda" object, when it is not null. */
+static int read_cuda(json_t *cu, struct ks_calib *c, struct ks_err *err)
+{
+	const char *path = c->path;
+	struct ks_calib_cuda *d = &c->cuda;
+	static const struct {
+		const char *rate, *how;
+		bool need;
+		size_t rate_off, how_off;
+	} rates[] = {
+		{ "bytes_per_s", "bytes_how", true, offsetof(struct ks_calib_cuda, bytes_per_s),
+		  offsetof(struct ks_calib_cuda, bytes_how) },
+		{ "fp32_flops_per_s", "fp32_how", true, offsetof(struct ks_calib_cuda, fp32),
+		  offsetof(struct ks_calib_cuda, fp32_how) },
+		{ "fp16_flops_per_s", "fp16_how", false, offsetof(struct ks_calib_cuda, fp16),
+		  offsetof(struct ks_calib_cuda, fp16_how) },
+		{ "bf16_flops_per_s", "bf16_how", false, offsetof(struct ks_calib_cuda, bf16),
+		  offsetof(struct ks_calib_cuda, bf16_how) },
+	};
+	json_t *v;
+
+	if (!json_is_object(cu))
+		return damaged(err, path, "\"cuda\" is neither null nor an object");
+	if (!get_text(cu, "device", d->device, sizeof(d->device)))
+		return damaged(err, path, "cuda.device is not a name of 1 to %zu printable "
+			       "characters", sizeof(d->device) - 1);
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		double *rate = (double *)((char *)d + rates[i].rate_off);
+		char *how = (char *)d + rates[i].how_off;
+
+		if ((rates[i].need || json_object_get(cu, rates[i].rate)) &&
+		    !get_rate(cu, rates[i].rate, rate))
+			return damaged(err, path, "cuda.%s is not a positive finite number",
+				       rates[i].rate);
+		if (!get_how(cu, rates[i].how, how, sizeof(d->bytes_how)))
+			return damaged(err, path, "cuda.%s is not a text of 1 to %zu "
+				       "printable characters", rates[i].how,
+				       sizeof(d->bytes_how) - 1);
+	}
+	if (!get_how(cu, "driver", d->driver, sizeof(d->driver)))
+		return damaged(err, path, "cuda.driver is not a text of 1 to %zu printable "
+			       "characters", sizeof(d->driver) - 1);
+	if (!get_how(cu, "compute_capability", d->cc, sizeof(d->cc)))
+		return damaged(err, path, "cuda.compute_capability is not a text of 1 to "
+			       "%zu printable characters", sizeof(d->cc) - 1);
+	v = json_object_get(cu, "sms");
+	if (v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 1 << 20)
+			return damaged(err, path, "cuda.sms is not a positive integer");
+		d->sms = (int)json_integer_value(v);
+	}
+	c->have_cuda = true;
+	return 0;
+}
+
 static int read_doc(json_t *root, struct ks_calib *c, struct ks_err *err)
 {
 	const char *path = c->path;
@@ -265,6 +328,12 @@ static int read_doc(json_t *root, struct ks_calib *c, struct ks_err *err)
 				       "%zu printable characters",
 				       sizeof(c->opencl_driver) - 1);
 		c->have_opencl = 1;
+	}
+	v = json_object_get(root, "cuda");
+	if (v && !json_is_null(v)) {
+		rc = read_cuda(v, c, err);
+		if (rc)
+			return rc;
 	}
 	v = json_object_get(root, "quick");
 	if (v && !json_is_boolean(v))
@@ -446,7 +515,7 @@ static json_t *calib_json(const struct ks_calib *c)
 {
 	const struct ks_calib_machine *m = &c->machine;
 	json_t *root = json_object(), *jm = json_object(), *caches = json_array(),
-	       *devs = json_array(), *ocl = json_null();
+	       *devs = json_array(), *ocl = json_null(), *cu = json_null(), *cudevs = NULL;
 	bool ok = true;
 
 	for (size_t i = 0; i < m->ncaches; i++) {
@@ -466,6 +535,13 @@ static json_t *calib_json(const struct ks_calib *c)
 	put(jm, "caches", caches, &ok);
 	put(jm, "memory_bytes", json_integer((json_int_t)m->memory_bytes), &ok);
 	put(jm, "opencl_devices", devs, &ok);
+	/* Only where the key hashes some, as the key itself. */
+	if (m->ncuda > 0) {
+		cudevs = json_array();
+		for (size_t i = 0; i < m->ncuda; i++)
+			append(cudevs, json_string(m->cuda_devices[i]), &ok);
+		put(jm, "cuda_devices", cudevs, &ok);
+	}
 	if (c->have_opencl) {
 		ocl = json_object();
 		put(ocl, "device", json_string(c->opencl_device), &ok);
@@ -473,6 +549,33 @@ static json_t *calib_json(const struct ks_calib *c)
 			put(ocl, "driver", json_string(c->opencl_driver), &ok);
 		put(ocl, "bytes_per_s", json_real(c->opencl_bytes_per_s), &ok);
 		put(ocl, "flops_per_s", json_real(c->opencl_flops_per_s), &ok);
+	}
+
+	if (c->have_cuda) {
+		const struct ks_calib_cuda *d = &c->cuda;
+
+		cu = json_object();
+		put(cu, "device", json_string(d->device), &ok);
+		if (d->driver[0])
+			put(cu, "driver", json_string(d->driver), &ok);
+		if (d->cc[0])
+			put(cu, "compute_capability", json_string(d->cc), &ok);
+		if (d->sms > 0)
+			put(cu, "sms", json_integer(d->sms), &ok);
+		put(cu, "bytes_per_s", json_real(d->bytes_per_s), &ok);
+		if (d->bytes_how[0])
+			put(cu, "bytes_how", json_string(d->bytes_how), &ok);
+		put(cu, "fp32_flops_per_s", json_real(d->fp32), &ok);
+		if (d->fp32_how[0])
+			put(cu, "fp32_how", json_string(d->fp32_how), &ok);
+		if (d->fp16 > 0)
+			put(cu, "fp16_flops_per_s", json_real(d->fp16), &ok);
+		if (d->fp16 > 0 && d->fp16_how[0])
+			put(cu, "fp16_how", json_string(d->fp16_how), &ok);
+		if (d->bf16 > 0)
+			put(cu, "bf16_flops_per_s", json_real(d->bf16), &ok);
+		if (d->bf16 > 0 && d->bf16_how[0])
+			put(cu, "bf16_how", json_string(d->bf16_how), &ok);
 	}
 
 	put(root, "kscope_calibration", json_integer(KS_CALIB_VERSION), &ok);
@@ -485,6 +588,7 @@ static json_t *calib_json(const struct ks_calib *c)
 	put(root, "compute", ceilings_json(c->compute, c->ncompute, "flops_per_s", &ok),
 	    &ok);
 	put(root, "opencl", ocl, &ok);
+	put(root, "cuda", cu, &ok);
 	if (!ok) {
 		json_decref(root);
 		return NULL;

@@ -1,7 +1,8 @@
 /*
  * Private to src/op/calib: what the calibration's files share.  The team
  * of pinned threads that runs a kernel on every CPU at once, the memory
- * and compute kernels and measurements, the OpenCL part, the host chip's
+ * and compute kernels and measurements, the child processes that talk to
+ * GPU drivers, the OpenCL and CUDA parts, the host chip's
  * kernels and figures, and small helpers (among them writing kscope's
  * private files).  The tests of src/op/calib include it too, to test the
  * level assignment and each kernel on its own.
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "calib.h"
 
@@ -228,6 +230,34 @@ int ks_calib_chip_build(const struct ks_calib_opts *o, const struct ks_calib_mac
 			const struct ks_calib_chip_figures *f, struct ks_calib_chip *h,
 			struct ks_err *err);
 
+/* ---- the machine's key (calib_machine.c) ---- */
+
+/* Sets m->key: the 64-bit FNV-1a hash of m's identifying facts as text.
+ * Without CUDA devices (m->ncuda 0) the text, and so the key, is what it
+ * was before kscope measured CUDA devices: old files stay valid. */
+void ks_calib_machine_key(struct ks_calib_machine *m);
+
+/* ---- child processes for GPU drivers (calib_child.c) ---- */
+
+typedef void ks_calib_child_fn(void *arg, int fd);
+
+/* Runs fn(arg, fd) in a child process (the caller's signal handlers, mask
+ * and other descriptors dropped) that writes its answers to fd and exits
+ * with _exit; *rfd is the read end of its pipe, *pid the child. */
+int ks_calib_child_start(ks_calib_child_fn *fn, void *arg, pid_t *pid, int *rfd,
+			 struct ks_err *err);
+/* One whole message of size bytes (at most PIPE_BUF) to fd. */
+void ks_calib_child_write(int fd, const void *m, size_t size);
+/* Reads one whole message before deadline (ks_calib_now() seconds): 1, 0
+ * at end of file, or a negative code (-ETIMEDOUT). */
+int ks_calib_child_read(int fd, void *buf, size_t size, double deadline);
+/* Closes fd and waits for the child, killing it first if asked; returns
+ * its wait status. */
+int ks_calib_child_end(pid_t pid, int fd, bool kill_it);
+/* Why the child ended without an answer (rc from ks_calib_child_read,
+ * status from ks_calib_child_end, timeout the limit in seconds), into err. */
+int ks_calib_child_failed(int rc, int status, int timeout, struct ks_err *err);
+
 /* ---- OpenCL (calib_ocl.c) ---- */
 
 /* The OpenCL devices' "name | driver version", for the machine key; none
@@ -240,5 +270,45 @@ size_t ks_calib_ocl_device_ids(char ids[][256], size_t max);
 int ks_calib_ocl_measure(const struct ks_calib_opts *o,
 			 const struct ks_calib_plan *plan, uint64_t llc_total,
 			 struct ks_calib *c, struct ks_err *err);
+
+/* ---- CUDA (calib_cuda.c, calib_cuda_ptx.c) ---- */
+
+/* The NVIDIA GPUs' "name | driver version", for the machine key, read from
+ * root (/proc/driver/nvidia: gpus/<PCI address>/information and version)
+ * in PCI order, without loading libcuda or starting the driver; none when
+ * root is missing (no NVIDIA driver loaded). */
+size_t ks_calib_cuda_device_ids(const char *root, char ids[][256], size_t max);
+/* Measures CUDA device 0's read bandwidth and FP32, FP16 and BF16 FMA
+ * FLOP/s into c->cuda and three compute ceilings.  Returns 0 and sets
+ * c->have_cuda, or a negative code with why in err (no driver, the
+ * toolkit's stub library, no device, a call that failed): never fatal to
+ * the calibration.  A skipped BF16 (a device before sm_80) is a note. */
+int ks_calib_cuda_measure(const struct ks_calib_opts *o,
+			  const struct ks_calib_plan *plan, struct ks_calib *c,
+			  struct ks_err *err);
+
+/* The calibration's PTX kernels, each a module of one entry point. */
+enum ks_calib_ptx {
+	KS_CALIB_PTX_READ,     /* ks_read: the sum of a buffer */
+	KS_CALIB_PTX_FP32,     /* ks_fma_fp32: fma.rn.f32 chains */
+	KS_CALIB_PTX_FP16,     /* ks_fma_fp16: fma.rn.f16x2 chains */
+	KS_CALIB_PTX_BF16,     /* ks_fma_bf16: fma.rn.bf16x2 chains (sm_80) */
+	KS_CALIB_NPTX
+};
+#define KS_CALIB_PTX_BLOCK 256     /* threads per block, every kernel */
+#define KS_CALIB_PTX_CHAINS 8      /* independent chains per thread */
+#define KS_CALIB_PTX_UNROLL 16     /* fma of each chain per loop round */
+#define KS_CALIB_PTX_READ_UNROLL 4 /* 16-byte loads per thread per round */
+struct ks_calib_ptx_info {
+	const char *entry;     /* "ks_read", "ks_fma_fp32", ... */
+	const char *target;    /* "sm_75" or "sm_80": the oldest it runs on */
+	int lanes;             /* values per register: 1 (f32) or 2 (x2) */
+};
+extern const struct ks_calib_ptx_info ks_calib_ptx_info[KS_CALIB_NPTX];
+/* The PTX text of kernel k, NUL-terminated, into buf (size bytes);
+ * returns its length, or -ENOSPC when buf is too small (KS_CALIB_PTX_MAX
+ * bytes is enough for each). */
+#define KS_CALIB_PTX_MAX 16384
+int ks_calib_ptx_text(enum ks_calib_ptx k, char *buf, size_t size);
 
 #endif

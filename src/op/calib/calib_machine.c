@@ -3,8 +3,8 @@
  *
  * A calibration holds for one machine: the same CPU model and number of
  * logical CPUs, the same caches, about the same memory and the same
- * OpenCL devices and drivers.  The key is a 64-bit FNV-1a hash of those
- * facts written out as text, so a change to any of them (a new driver, a
+ * OpenCL devices and drivers, and the same NVIDIA GPUs and driver.  The
+ * key is a 64-bit FNV-1a hash of those facts written out as text, so a change to any of them (a new driver, a
  * VM resized) leads to a new file and a new measurement, while the facts
  * that vary from boot to boot (free memory, the exact MemTotal) are left
  * out or rounded.  The caches come from sysfs as seen by CPU 0; the
@@ -173,20 +173,10 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 	return h;
 }
 
-int ks_calib_machine_probe(struct ks_calib_machine *m, struct ks_err *err)
+void ks_calib_machine_key(struct ks_calib_machine *m)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 	uint64_t h = 0xcbf29ce484222325ull;
 	char buf[512];
-
-	(void)err;
-	memset(m, 0, sizeof(*m));
-	probe_cpu(m);
-	m->cpus = cpus > 0 ? (int)cpus : 1;
-	probe_caches(m);
-	m->memory_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-	m->ndevices = ks_calib_ocl_device_ids(m->devices, KS_CALIB_MAX_DEVICES);
 
 	snprintf(buf, sizeof(buf), "cpu=%s\ncpus=%d\n", m->cpu, m->cpus);
 	h = fnv1a(h, buf);
@@ -204,6 +194,29 @@ int ks_calib_machine_probe(struct ks_calib_machine *m, struct ks_err *err)
 		snprintf(buf, sizeof(buf), "opencl=%s\n", m->devices[i]);
 		h = fnv1a(h, buf);
 	}
+	/* Last, and only when there are some: a machine without NVIDIA GPUs
+	 * keeps the key it had before CUDA devices were hashed. */
+	for (size_t i = 0; i < m->ncuda; i++) {
+		snprintf(buf, sizeof(buf), "cuda=%s\n", m->cuda_devices[i]);
+		h = fnv1a(h, buf);
+	}
 	snprintf(m->key, sizeof(m->key), "%016" PRIx64, h);
+}
+
+int ks_calib_machine_probe(struct ks_calib_machine *m, struct ks_err *err)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+	(void)err;
+	memset(m, 0, sizeof(*m));
+	probe_cpu(m);
+	m->cpus = cpus > 0 ? (int)cpus : 1;
+	probe_caches(m);
+	m->memory_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+	m->ndevices = ks_calib_ocl_device_ids(m->devices, KS_CALIB_MAX_DEVICES);
+	m->ncuda = ks_calib_cuda_device_ids("/proc/driver/nvidia", m->cuda_devices,
+					    KS_CALIB_MAX_DEVICES);
+	ks_calib_machine_key(m);
 	return 0;
 }

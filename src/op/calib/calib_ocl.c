@@ -12,7 +12,7 @@
  * or hang; in a child, none of that reaches kscope (a crash or a hang
  * becomes a note, after a time limit), kscope op keeps no driver threads
  * in the process that starts the program, and the sanitizer build does
- * not check the driver's memory.
+ * not check the driver's memory.  (calib_child.c runs the child.)
  *
  * The device runs two kernels built from source here, timed with the
  * queue's profiling events (best of a few launches):
@@ -29,14 +29,10 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define CL_TARGET_OPENCL_VERSION 120
@@ -555,125 +551,6 @@ struct ocl_ids {
 _Static_assert(sizeof(struct ocl_msg) < 4096 && sizeof(struct ocl_ids) < 4096,
 	       "a message must fit in one atomic pipe write (PIPE_BUF)");
 
-typedef void child_fn(void *arg, int fd);
-
-static void write_msg(int fd, const void *m, size_t size)
-{
-	/* A failed write shows as a missing answer in the parent. */
-	while (write(fd, m, size) < 0 && errno == EINTR)
-		;
-}
-
-/* Closes every descriptor above 2 but keep. */
-static void close_other_fds(int keep)
-{
-	long max = sysconf(_SC_OPEN_MAX);
-
-	if (keep > 3 && close_range(3, (unsigned)keep - 1, 0) != 0)
-		for (int fd = 3; fd < keep; fd++)
-			close(fd);
-	if (close_range((unsigned)keep + 1, ~0u, 0) != 0)
-		for (long fd = keep + 1; fd < (max > 0 ? max : 1024); fd++)
-			close((int)fd);
-}
-
-/* Runs fn(arg, fd) in a child process that writes its answers to fd and
- * exits; *rfd is the read end of its pipe. */
-static int child_start(child_fn *fn, void *arg, pid_t *pid, int *rfd,
-		       struct ks_err *err)
-{
-	int p[2];
-
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return ks_err_set(err, -errno, "cannot create a pipe: %s",
-				  strerror(errno));
-	*pid = fork();
-	if (*pid < 0) {
-		int e = errno;
-
-		close(p[0]);
-		close(p[1]);
-		return ks_err_set(err, -e, "cannot fork: %s", strerror(e));
-	}
-	if (*pid == 0) {
-		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT,
-					    SIGCHLD, SIGPIPE, SIGALRM };
-		sigset_t none;
-
-		/* The caller's handlers, blocked signals (kscope op takes
-		 * signals through a signalfd) and descriptors (its channel)
-		 * are not the child's business. */
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		close(p[0]);
-		close_other_fds(p[1]);
-		fn(arg, p[1]);
-		/* _exit: no atexit handlers, no stdio buffers of the parent's
-		 * flushed twice, no leak check of the driver's memory. */
-		_exit(0);
-	}
-	close(p[1]);
-	*rfd = p[0];
-	return 0;
-}
-
-/* Reads one whole message before deadline: 1, 0 at end of file, or a
- * negative code (-ETIMEDOUT). */
-static int child_read(int fd, void *buf, size_t size, double deadline)
-{
-	size_t got = 0;
-
-	while (got < size) {
-		double left = deadline - ks_calib_now();
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		n = poll(&pfd, 1, (int)(left * 1000) + 1);
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n <= 0)
-			continue;
-		n = read(fd, (char *)buf + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return got ? -EPROTO : 0;
-		got += (size_t)n;
-	}
-	return 1;
-}
-
-/* Waits for the child, killing it first if asked; its wait status. */
-static int child_end(pid_t pid, int fd, bool kill_it)
-{
-	int status = 0;
-
-	close(fd);
-	if (kill_it)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
-}
-
-/* Why the measuring child ended without an answer. */
-static int child_failed(int rc, int status, int timeout, struct ks_err *err)
-{
-	if (rc == -ETIMEDOUT)
-		return ks_err_set(err, -ETIMEDOUT, "the driver did not finish within "
-				  "%d s; stopped", timeout);
-	if (WIFSIGNALED(status))
-		return ks_err_set(err, -EIO, "the driver crashed (%s)",
-				  strsignal(WTERMSIG(status)));
-	return ks_err_set(err, -EIO, "the measurement ended without an answer");
-}
-
 /* ---------------------------------------------------------------------
  * The device list (for the key) and the measurement
  * --------------------------------------------------------------------- */
@@ -700,7 +577,7 @@ static void child_list(void *arg, int fd)
 		snprintf(ids.ids[i], sizeof(ids.ids[i]), "%s | %s", name, driver);
 	}
 	ids.n = (unsigned)n;
-	write_msg(fd, &ids, sizeof(ids));
+	ks_calib_child_write(fd, &ids, sizeof(ids));
 }
 
 size_t ks_calib_ocl_device_ids(char ids[][256], size_t max)
@@ -709,12 +586,12 @@ size_t ks_calib_ocl_device_ids(char ids[][256], size_t max)
 	pid_t pid;
 	int fd, rc;
 
-	if (child_start(child_list, NULL, &pid, &fd, NULL) != 0)
+	if (ks_calib_child_start(child_list, NULL, &pid, &fd, NULL) != 0)
 		return 0;
-	rc = child_read(fd, &got, sizeof(got), ks_calib_now() + LIST_TIMEOUT);
+	rc = ks_calib_child_read(fd, &got, sizeof(got), ks_calib_now() + LIST_TIMEOUT);
 	/* A crash or a hang lists no device: the key is then that of a
 	 * machine without OpenCL, and calibrate says why it found none. */
-	child_end(pid, fd, rc != 1);
+	ks_calib_child_end(pid, fd, rc != 1);
 	if (rc != 1)
 		return 0;
 	if (got.n > KS_CALIB_MAX_DEVICES)
@@ -740,7 +617,7 @@ static void progress(int fd, const char *what, int step, int steps)
 	m.step = step;
 	m.steps = steps;
 	snprintf(m.what, sizeof(m.what), "%s", what);
-	write_msg(fd, &m, sizeof(m));
+	ks_calib_child_write(fd, &m, sizeof(m));
 }
 
 static void child_measure(void *arg, int fd)
@@ -786,7 +663,7 @@ static void child_measure(void *arg, int fd)
 	m.units = r.units;
 	m.width = r.width;
 	m.fused = r.fused;
-	write_msg(fd, &m, sizeof(m));
+	ks_calib_child_write(fd, &m, sizeof(m));
 }
 
 int ks_calib_ocl_measure(const struct ks_calib_opts *o,
@@ -800,17 +677,17 @@ int ks_calib_ocl_measure(const struct ks_calib_opts *o,
 	pid_t pid;
 	int fd, rc, status;
 
-	rc = child_start(child_measure, &a, &pid, &fd, err);
+	rc = ks_calib_child_start(child_measure, &a, &pid, &fd, err);
 	if (rc)
 		return rc;
-	while ((rc = child_read(fd, &m, sizeof(m), deadline)) == 1 &&
+	while ((rc = ks_calib_child_read(fd, &m, sizeof(m), deadline)) == 1 &&
 	       m.kind == MSG_PROGRESS) {
 		m.what[sizeof(m.what) - 1] = '\0';
 		ks_calib_progress(o, "opencl", m.what, m.step, m.steps);
 	}
-	status = child_end(pid, fd, rc != 1);
+	status = ks_calib_child_end(pid, fd, rc != 1);
 	if (rc != 1 || m.kind != MSG_DONE)
-		return child_failed(rc, status, MEASURE_TIMEOUT, err);
+		return ks_calib_child_failed(rc, status, MEASURE_TIMEOUT, err);
 	m.error[sizeof(m.error) - 1] = '\0';
 	m.name[sizeof(m.name) - 1] = '\0';
 	m.driver[sizeof(m.driver) - 1] = '\0';

@@ -101,6 +101,19 @@ static bool cu_why_unusable(char *buf, size_t size)
 	return true;
 }
 
+static bool cu_exit_note(char *buf, size_t size)
+{
+	unsigned long captured = atomic_load(&ks_cu_captured_launches);
+	unsigned long graphs = atomic_load(&ks_cu_graph_launches);
+
+	if (!captured && !graphs)
+		return false;
+	snprintf(buf, size, "%lu kernel launch%s captured into CUDA graphs and %lu graph "
+		 "launch%s: kernels that CUDA graphs run are not collected (docs/op.md, CUDA)",
+		 captured, captured == 1 ? " was" : "es were", graphs, graphs == 1 ? "" : "es");
+	return true;
+}
+
 const struct ks_oprt_backend ks_oprt_cuda_backend = {
 	.name = "cuda",
 	.init = cu_init,
@@ -120,5 +133,7 @@ const struct ks_oprt_backend ks_oprt_cuda_backend = {
 	.rep_describe = ks_cu_rep_describe,
 	.rep_program = ks_cu_rep_program,
 	.rep_free = ks_cu_rep_free,
+	.rep_hw = ks_cu_rep_hw,
 	.why_unusable = cu_why_unusable,
+	.exit_note = cu_exit_note,
 };

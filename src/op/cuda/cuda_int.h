@@ -15,8 +15,10 @@
  *   cuda_objects.c  the records: allocations (cuda_allocs.c's map),
  *                   kernel names and parameter layouts
  *   cuda_replay.c   the operations of the backend table (capture,
- *                   backups, timing with events): written, NOT YET RUN on
- *                   a GPU (docs/op.md)
+ *                   backups, the flush, timing with events after a hold
+ *                   kernel), kscope's own kernels in cuda_ptx.h
+ *   cuda_cupti.c    hardware counters of a replay (CUPTI range profiler)
+ *   cuda_nvml.c     the GPU's clocks and driver version (NVML)
  *   cuda_backend.c  the operations table, and what to say at exit when
  *                   the program is a CUDA program that CUDA never reached
  *   cuda_logic.h    what needs no driver: names, the allocation map,
@@ -77,7 +79,9 @@ typedef CUresult (*ks_cu_getproc_v1_fn)(const char *symbol, void **pfn, int vers
 	X(cuLaunchKernelEx, cuLaunchKernelEx) \
 	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx) \
 	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel) \
-	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel)
+	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel) \
+	X(cuGraphLaunch, cuGraphLaunch) \
+	X(cuGraphLaunch_ptsz, cuGraphLaunch)
 
 /* Entry points the backend calls itself, not wrapped.  The ones marked
  * optional in cuda_real.c may be missing from an older driver. */
@@ -87,7 +91,8 @@ typedef CUresult (*ks_cu_getproc_v1_fn)(const char *symbol, void **pfn, int vers
 	X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
 	X(cuMemcpyDtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemsetD8_v2) \
 	X(cuMemGetAddressRange_v2) X(cuFuncGetName) X(cuFuncGetParamInfo) \
-	X(cuKernelGetName) X(cuKernelGetParamInfo)
+	X(cuKernelGetName) X(cuKernelGetParamInfo) X(cuCtxGetCurrent) X(cuDeviceTotalMem_v2) \
+	X(cuDeviceGetPCIBusId) X(cuModuleGetFunction) X(cuStreamIsCapturing)
 
 struct ks_cu_real {
 #define KS_CU_PTR_W(sym, decl) __typeof__(decl) *sym;
@@ -97,6 +102,7 @@ struct ks_cu_real {
 #undef KS_CU_PTR_W
 #undef KS_CU_PTR_C
 	ks_cu_getproc_v1_fn getproc_v1;     /* cuGetProcAddress (a macro for _v2) */
+	__typeof__(cuStreamIsCapturing) *cuStreamIsCapturing_ptsz;
 };
 
 extern struct ks_cu_real ks_cu_real;
@@ -201,6 +207,33 @@ void ks_cu_rep_program(void *rep, const char **file, const void **data, size_t *
 void ks_cu_rep_free(void *rep);
 /* At exit: frees the replays' device buffers that outlive a replay. */
 void ks_cu_replay_fini(void);
+
+/* Launches that went into a stream being captured into a CUDA graph
+ * (forwarded, never collected), and graph launches (cuda_wrap.c). */
+extern atomic_ulong ks_cu_captured_launches, ks_cu_graph_launches;
+
+/* The device's clocks and the driver's version from NVML
+ * (cuda_nvml.c); false without NVML or when it does not know d. */
+struct ks_cu_clocks {
+	bool have_sm, have_mem, have_sm_max, have_mem_max;
+	unsigned sm_mhz, mem_mhz, sm_max_mhz, mem_max_mhz;
+	char driver[80];
+};
+bool ks_cu_nvml_read(CUdevice d, struct ks_cu_clocks *c);
+
+/* Hardware counters through CUPTI's range profiler (cuda_cupti.c). */
+#define KS_CU_HW_NMETRICS 4
+extern const char *ks_cu_hw_metrics[KS_CU_HW_NMETRICS];
+struct ks_cu_hw {
+	bool have;
+	double value[KS_CU_HW_NMETRICS];  /* as ks_cu_hw_metrics names them */
+	char source[600];
+	char why[400];
+};
+/* Calls launch(arg) once, in the current context, under the range
+ * profiler; 0, or -1 with hw->why. */
+int ks_cu_hw_measure(int (*launch)(void *), void *arg, struct ks_cu_hw *hw);
+int ks_cu_rep_hw(void *rep, struct ks_oprt_hw *hw);
 
 /* What cuInit returned the first time (cuda_wrap.c): 0 before. */
 extern int ks_cu_init_status;

@@ -46,9 +46,13 @@ static bool source_name(const char **p, const char **id, size_t *len)
 /* Skips a <template-args> (I ... E) at *p.  Inside, what can hold an E
  * of its own is skipped as a unit: source names (by their length),
  * literals (L ... E), substitutions (S_, S0_, St) and template
- * parameters (T_, T0_); I, N and X open a level that E closes. */
+ * parameters (T_, T0_); I, N, X, local names (Z <encoding> E), external
+ * names in literals (L_Z <encoding> E) and lambda types (Ul <types> E
+ * [<number>] _) open a level that E closes; unnamed types (Ut [<number>]
+ * _) are a unit. */
 static bool skip_template_args(const char **p)
 {
+	char open[64];                    /* what opened each level */
 	int depth = 0;
 
 	do {
@@ -64,10 +68,30 @@ static bool skip_template_args(const char **p)
 			continue;
 		}
 		(*p)++;
-		if (c == 'I' || c == 'N' || c == 'X') {
-			depth++;
+		if (c == 'I' || c == 'N' || c == 'X' || c == 'Z' ||
+		    (c == 'U' && **p == 'l') || (c == 'L' && (*p)[0] == '_' && (*p)[1] == 'Z')) {
+			if (depth == (int)sizeof(open))
+				return false;
+			if (c == 'U' || c == 'L')
+				*p += c == 'U' ? 1 : 2;
+			open[depth++] = c;
 		} else if (c == 'E') {
-			depth--;
+			if (depth == 0)
+				return false;
+			if (open[--depth] == 'U') {
+				while (isdigit((unsigned char)**p))
+					(*p)++;
+				if (**p != '_')
+					return false;
+				(*p)++;
+			}
+		} else if (c == 'U' && **p == 't') {
+			(*p)++;
+			while (isdigit((unsigned char)**p))
+				(*p)++;
+			if (**p != '_')
+				return false;
+			(*p)++;
 		} else if (c == 'L') {
 			while (**p && **p != 'E')
 				(*p)++;

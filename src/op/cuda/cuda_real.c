@@ -43,6 +43,8 @@ static void resolve(void)
 #undef KS_CU_SYM_W
 #undef KS_CU_SYM_C
 	r->getproc_v1 = (ks_cu_getproc_v1_fn)ks_cu_real_dlsym(driver, "cuGetProcAddress");
+	r->cuStreamIsCapturing_ptsz = (__typeof__(r->cuStreamIsCapturing_ptsz))ks_cu_real_dlsym(
+		driver, "cuStreamIsCapturing_ptsz");
 	usable = r->cuInit && r->cuGetErrorName && r->cuDriverGetVersion && r->cuCtxGetDevice &&
 		 r->cuDeviceGetName && r->cuDeviceGetAttribute && r->cuCtxSynchronize &&
 		 r->cuStreamSynchronize && r->cuEventCreate && r->cuEventRecord &&

@@ -4,18 +4,14 @@
  * capturing a launch (its packed parameter image, copied from the
  * program's kernelParams or `extra` buffer, and the allocations its
  * parameters point into), backups of those allocations in device memory,
- * the L2 flush, timed passes with CUDA events, and counting the bytes a
- * pass wrote.
- *
- * NOT YET RUN ON A GPU: this file was written and compiled on a machine
- * without one (docs/op.md, "CUDA").  What is known to hold is what the
- * driver API documents; the first GPU run (tests/gpu/run.sh) is what
- * will say whether it works.
+ * the L2 flush, timed passes with CUDA events, counting the bytes a
+ * pass wrote, and one more run under CUPTI's counters (cuda_cupti.c).
+ * Checked against ncu on an H200 by tests/gpu/run.sh (docs/performance.md).
  *
  * Simplifications, each said in docs/op.md: every allocation a parameter
  * points into is taken as read and possibly written (CUDA tells nothing
- * of access); times come from CUDA events (resolution about 0.5 us) and
- * each pass's start is the host's clock; the program's memory and the
+ * of access); times come from CUDA events (resolution about 0.5 us)
+ * queued behind a hold kernel, and each pass's start is the host's clock; the program's memory and the
  * replays use the program's current context and the launch's stream,
  * and a pass waits for the whole context (cuCtxSynchronize) before it
  * starts, as a replay must run alone.
@@ -27,6 +23,7 @@
 #include <string.h>
 
 #include "cuda_int.h"
+#include "cuda_ptx.h"
 
 #define R ks_cu_real
 
@@ -88,8 +85,60 @@ int ks_cu_quiesce(void *launch, struct ks_err *err)
 	return r == CUDA_SUCCESS ? 0 : cu_fail(err, "cuCtxSynchronize", r);
 }
 
-/* Events around the launch on its stream; *ns from cuEventElapsedTime
- * (milliseconds as a float, about 0.5 us resolution). */
+/* The hold: a one-thread kernel that spins on the GPU's global timer for
+ * HOLD_NS, launched before a pass's first event so that the event, the
+ * launch and the last event are all queued before the GPU reaches them.
+ * Without it the first event completes at once on an idle stream and the
+ * pass includes the host's time to submit the launch: on an H200, passes
+ * read about 5 us above ncu's gpu__time_duration without it, and 1.1 to
+ * 1.7 us above with it (docs/performance.md).  PTX (cuda_ptx.h),
+ * compiled by the driver for the device in the program's context. */
+#define HOLD_NS 50000u
+
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+enum { K_HOLD, K_FLUSH_READ, K_N };
+static const char *const kernel_names[K_N] = { "ks_hold", "ks_flush_read" };
+static CUcontext hold_ctx;
+static CUfunction hold_fns[K_N];
+
+/* kscope's kernel `which` in the current context; NULL when it cannot be
+ * had (a pass is then timed without the hold, the flush only writes). */
+static CUfunction hold_kernel(int which)
+{
+	CUcontext ctx = NULL;
+	CUmodule m = NULL;
+	CUfunction f;
+
+	if (!R.cuCtxGetCurrent || !R.cuModuleGetFunction ||
+	    R.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+		return NULL;
+	pthread_mutex_lock(&hold_lock);
+	if (ctx != hold_ctx) {
+		hold_ctx = ctx;
+		memset(hold_fns, 0, sizeof(hold_fns));
+		if (R.cuModuleLoadData(&m, ks_cu_ptx) == CUDA_SUCCESS)
+			for (int k = 0; k < K_N; k++)
+				if (R.cuModuleGetFunction(&hold_fns[k], m, kernel_names[k]) !=
+				    CUDA_SUCCESS)
+					hold_fns[k] = NULL;
+	}
+	f = hold_fns[which];
+	pthread_mutex_unlock(&hold_lock);
+	return f;
+}
+
+static bool hold(CUstream stream, bool ptsz)
+{
+	CUfunction f = hold_kernel(K_HOLD);
+	unsigned long long ns = HOLD_NS;
+	void *args[] = { &ns };
+
+	return f && (ptsz ? R.cuLaunchKernel_ptsz : R.cuLaunchKernel)(
+			    f, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL) == CUDA_SUCCESS;
+}
+
+/* Events around the launch on its stream, behind the hold; *ns from
+ * cuEventElapsedTime (milliseconds as a float, about 0.5 us resolution). */
 int ks_cu_launch_original(void *launch, bool timed, uint64_t *ns, bool *have_ns)
 {
 	const struct ks_cu_launch *l = launch;
@@ -100,7 +149,7 @@ int ks_cu_launch_original(void *launch, bool timed, uint64_t *ns, bool *have_ns)
 	*have_ns = false;
 	if (!timed || R.cuEventCreate(&e0, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
 	    R.cuEventCreate(&e1, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
-	    R.cuEventRecord(e0, l->stream) != CUDA_SUCCESS) {
+	    (hold(l->stream, l->ptsz), R.cuEventRecord(e0, l->stream) != CUDA_SUCCESS)) {
 		r = ks_cu_forward(l);
 		goto out;
 	}
@@ -128,12 +177,16 @@ static CUdeviceptr flush_buf;
 static uint64_t flush_bytes;
 static unsigned char flush_value;
 
-/* Writes twice the device's L2 (at least 64 MiB) with a value that
- * changes every pass, so that no line of the program's data is left in
- * L2.  The buffer is made once and kept. */
+/* Reads three times the device's L2 (at least 64 MiB) with
+ * ks_flush_read, so that no line of the program's data is left in L2 and
+ * what is left is clean: a pass then neither finds its data in L2 nor
+ * pays for writing back lines it did not write, as after ncu's cache
+ * control.  The buffer is made once (filled with one byte) and kept;
+ * without kscope's kernels, the flush writes it instead. */
 int ks_cu_flush(void *launch, uint64_t *bytes, struct ks_err *err)
 {
 	CUdevice dev;
+	CUfunction f;
 	CUresult r;
 	int l2 = 0, rc = 0;
 
@@ -146,7 +199,7 @@ int ks_cu_flush(void *launch, uint64_t *bytes, struct ks_err *err)
 			rc = cu_fail(err, "cuDeviceGetAttribute(L2_CACHE_SIZE)", r);
 			goto out;
 		}
-		flush_bytes = 2 * (uint64_t)l2;
+		flush_bytes = 3 * (uint64_t)l2;
 		if (flush_bytes < (64u << 20))
 			flush_bytes = 64u << 20;
 		if ((r = R.cuMemAlloc_v2(&flush_buf, flush_bytes)) != CUDA_SUCCESS) {
@@ -154,10 +207,23 @@ int ks_cu_flush(void *launch, uint64_t *bytes, struct ks_err *err)
 			rc = cu_fail(err, "cuMemAlloc (the flush buffer)", r);
 			goto out;
 		}
+		flush_value = 0x5a;
+		if ((r = R.cuMemsetD8_v2(flush_buf, flush_value, flush_bytes)) != CUDA_SUCCESS) {
+			rc = cu_fail(err, "cuMemsetD8 (the flush buffer)", r);
+			goto out;
+		}
 	}
-	if ((r = R.cuMemsetD8_v2(flush_buf, ++flush_value, flush_bytes)) != CUDA_SUCCESS ||
-	    (r = R.cuCtxSynchronize()) != CUDA_SUCCESS) {
-		rc = cu_fail(err, "cuMemsetD8 (the flush)", r);
+	if ((f = hold_kernel(K_FLUSH_READ))) {
+		CUdeviceptr buf = flush_buf;
+		unsigned long long n = flush_bytes / 16;
+		void *args[] = { &buf, &n };
+
+		r = R.cuLaunchKernel(f, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+	} else {
+		r = R.cuMemsetD8_v2(flush_buf, ++flush_value, flush_bytes);
+	}
+	if (r != CUDA_SUCCESS || (r = R.cuCtxSynchronize()) != CUDA_SUCCESS) {
+		rc = cu_fail(err, "the flush", r);
 		goto out;
 	}
 	*bytes = flush_bytes;
@@ -441,6 +507,7 @@ int ks_cu_rep_run(void *rep_, uint64_t *start_ns, uint64_t *dur_ns, struct ks_er
 			rep->ev[k] = NULL;
 			return cu_fail(err, "cuEventCreate", r);
 		}
+	hold(rep->l[0].stream, rep->l[0].ptsz);
 	*start_ns = ks_oprt_now();
 	if ((r = R.cuEventRecord(rep->ev[0], rep->l[0].stream)) != CUDA_SUCCESS)
 		return cu_fail(err, "cuEventRecord", r);
@@ -457,6 +524,45 @@ int ks_cu_rep_run(void *rep_, uint64_t *start_ns, uint64_t *dur_ns, struct ks_er
 	    (r = R.cuEventElapsedTime(&ms, rep->ev[0], rep->ev[1])) != CUDA_SUCCESS)
 		return cu_fail(err, "timing with events", r);
 	*dur_ns = (uint64_t)((double)ms * 1e6);
+	return 0;
+}
+
+/* rep's one launch, waited for (ks_cu_hw_measure's callback). */
+static int hw_launch(void *arg)
+{
+	const struct rep *rep = arg;
+
+	if (run_one(&rep->l[0]) != CUDA_SUCCESS)
+		return -1;
+	return R.cuCtxSynchronize() == CUDA_SUCCESS ? 0 : -1;
+}
+
+int ks_cu_rep_hw(void *rep_, struct ks_oprt_hw *hw)
+{
+	struct rep *rep = rep_;
+	struct ks_cu_hw h;
+
+	const char *off = getenv("KSCOPE_OP_CUDA_HW");
+
+	if (off && strcmp(off, "0") == 0) {
+		snprintf(hw->why, sizeof(hw->why), "turned off (KSCOPE_OP_CUDA_HW=0)");
+		return -1;
+	}
+	if (rep->nl != 1) {
+		snprintf(hw->why, sizeof(hw->why), "not measured for ranges of several launches");
+		return -1;
+	}
+	if (ks_cu_hw_measure(hw_launch, rep, &h) != 0) {
+		snprintf(hw->why, sizeof(hw->why), "%s", h.why);
+		return -1;
+	}
+	hw->have = true;
+	snprintf(hw->source, sizeof(hw->source), "%s", h.source);
+	hw->n = KS_CU_HW_NMETRICS;
+	for (size_t i = 0; i < KS_CU_HW_NMETRICS; i++) {
+		hw->names[i] = ks_cu_hw_metrics[i];
+		hw->values[i] = h.value[i];
+	}
 	return 0;
 }
 
@@ -482,16 +588,18 @@ static const char *alloc_kind_name(enum ks_cu_alloc_kind k)
 static void describe_launch(const struct rlaunch *rl, struct ks_oprt_json *j)
 {
 	char hex[32];
+	int dim = rl->grid[2] * rl->block[2] > 1 ? 3 : rl->grid[1] * rl->block[1] > 1 ? 2 : 1;
 
+	/* OpenCL's shape: as many sizes as dimensions (cuda.grid and
+	 * cuda.block below keep all three). */
 	ks_oprt_json_obj_open(j, "work");
-	ks_oprt_json_u64(j, "dim", rl->grid[2] * rl->block[2] > 1 ? 3
-				   : rl->grid[1] * rl->block[1] > 1 ? 2 : 1);
+	ks_oprt_json_u64(j, "dim", (uint64_t)dim);
 	ks_oprt_json_arr_open(j, "global");
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < dim; k++)
 		ks_oprt_json_u64(j, NULL, (uint64_t)rl->grid[k] * rl->block[k]);
 	ks_oprt_json_arr_close(j);
 	ks_oprt_json_arr_open(j, "local");
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < dim; k++)
 		ks_oprt_json_u64(j, NULL, rl->block[k]);
 	ks_oprt_json_arr_close(j);
 	ks_oprt_json_obj_close(j);
@@ -543,25 +651,92 @@ static void describe_launch(const struct rlaunch *rl, struct ks_oprt_json *j)
 	ks_oprt_json_arr_close(j);
 }
 
-void ks_cu_rep_describe(void *rep_, bool range, struct ks_oprt_json *j)
+static int dev_attr(CUdevice d, CUdevice_attribute a)
 {
-	struct rep *rep = rep_;
-	char dev[256] = "unknown device";
-	CUdevice d;
-	int v = 0;
+	int v = -1;
 
-	if (R.cuCtxGetDevice(&d) != CUDA_SUCCESS ||
-	    R.cuDeviceGetName(dev, (int)sizeof(dev), d) != CUDA_SUCCESS)
+	return R.cuDeviceGetAttribute(&v, a, d) == CUDA_SUCCESS ? v : -1;
+}
+
+/* platform and device: the names, the compute capability as the device's
+ * version, its size and clocks (NVML's current and maximum clocks when
+ * NVML is there: the clocks the passes ran at, within the driver's own
+ * changes). */
+static void describe_device(struct ks_oprt_json *j)
+{
+	char dev[256] = "unknown device", ver[32];
+	struct ks_cu_clocks c;
+	size_t mem = 0;
+	CUdevice d;
+	int v = 0, major, minor, n;
+	bool have_dev;
+
+	have_dev = R.cuCtxGetDevice(&d) == CUDA_SUCCESS;
+	if (!have_dev || R.cuDeviceGetName(dev, (int)sizeof(dev), d) != CUDA_SUCCESS)
 		snprintf(dev, sizeof(dev), "unknown device");
-	R.cuDriverGetVersion(&v);
 	ks_oprt_json_obj_open(j, "platform");
 	ks_oprt_json_str(j, "name", "NVIDIA CUDA");
-	ks_oprt_json_u64(j, "version", (uint64_t)v);
+	if (R.cuDriverGetVersion(&v) == CUDA_SUCCESS) {
+		snprintf(ver, sizeof(ver), "CUDA %d.%d", v / 1000, v % 1000 / 10);
+		ks_oprt_json_str(j, "version", ver);
+	}
 	ks_oprt_json_obj_close(j);
 	ks_oprt_json_obj_open(j, "device");
 	ks_oprt_json_str(j, "name", dev);
 	ks_oprt_json_str(j, "vendor", "NVIDIA");
 	ks_oprt_json_str(j, "type", "GPU");
+	if (!have_dev) {
+		ks_oprt_json_obj_close(j);
+		return;
+	}
+	major = dev_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+	minor = dev_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+	if (major >= 0 && minor >= 0) {
+		snprintf(ver, sizeof(ver), "sm_%d%d", major, minor);
+		ks_oprt_json_str(j, "version", ver);
+	}
+	if ((n = dev_attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)) > 0)
+		ks_oprt_json_u64(j, "compute_units", (uint64_t)n);
+	if (R.cuDeviceTotalMem_v2 && R.cuDeviceTotalMem_v2(&mem, d) == CUDA_SUCCESS)
+		ks_oprt_json_u64(j, "global_mem_bytes", mem);
+	if ((n = dev_attr(d, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)) > 0)
+		ks_oprt_json_u64(j, "global_mem_cache_bytes", (uint64_t)n);
+	if ((n = dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)) > 0)
+		ks_oprt_json_u64(j, "local_mem_bytes", (uint64_t)n);
+	if (ks_cu_nvml_read(d, &c)) {
+		if (c.driver[0])
+			ks_oprt_json_str(j, "driver_version", c.driver);
+		if (c.have_sm_max)
+			ks_oprt_json_u64(j, "max_clock_mhz", c.sm_max_mhz);
+		ks_oprt_json_obj_open(j, "clocks");
+		ks_oprt_json_str(j, "source", "NVML");
+		if (c.have_sm)
+			ks_oprt_json_u64(j, "sm_mhz", c.sm_mhz);
+		if (c.have_mem)
+			ks_oprt_json_u64(j, "mem_mhz", c.mem_mhz);
+		if (c.have_sm_max)
+			ks_oprt_json_u64(j, "sm_max_mhz", c.sm_max_mhz);
+		if (c.have_mem_max)
+			ks_oprt_json_u64(j, "mem_max_mhz", c.mem_max_mhz);
+		ks_oprt_json_obj_close(j);
+	} else {
+		ks_oprt_json_obj_open(j, "clocks");
+		ks_oprt_json_str(j, "source", "none: NVML (libnvidia-ml.so.1) not usable");
+		ks_oprt_json_obj_close(j);
+	}
+	ks_oprt_json_obj_close(j);
+}
+
+void ks_cu_rep_describe(void *rep_, bool range, struct ks_oprt_json *j)
+{
+	struct rep *rep = rep_;
+
+	describe_device(j);
+	ks_oprt_json_obj_open(j, "timing");
+	ks_oprt_json_str(j, "method", hold_kernel(K_HOLD)
+				? "CUDA events around the launches, queued behind a hold kernel"
+				: "CUDA events around the launches (no hold kernel: the time "
+				  "includes the host's submission of the launch)");
 	ks_oprt_json_obj_close(j);
 	if (!range) {
 		if (rep->nl)

@@ -335,6 +335,23 @@ static struct ks_cu_func *func_of(CUfunction f)
 	return last;
 }
 
+atomic_ulong ks_cu_captured_launches, ks_cu_graph_launches;
+
+/* Whether cl goes into a stream that is being captured into a graph: the
+ * launch then runs nothing (the graph runs it later), and the context
+ * must not be synchronized (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and
+ * the capture is invalidated). */
+static bool capturing(const struct ks_cu_launch *cl)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	__typeof__(cuStreamIsCapturing) *is = cl->ptsz ? R.cuStreamIsCapturing_ptsz
+						      : R.cuStreamIsCapturing;
+
+	if (!is || is(cl->stream, &st) != CUDA_SUCCESS)
+		return false;
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 static CUresult launch(struct ks_cu_launch *cl)
 {
 	struct ks_oprt_launch l;          /* not zeroed: this is the hot path */
@@ -350,12 +367,16 @@ static CUresult launch(struct ks_cu_launch *cl)
 		return r;
 	}
 	cl->func = func_of(cl->f);
-	if (!cl->func) {
+	if (cl->func)
+		announce();
+	if (!cl->func || capturing(cl)) {
+		if (cl->func)
+			atomic_fetch_add_explicit(&ks_cu_captured_launches, 1,
+						  memory_order_relaxed);
 		r = ks_cu_forward(cl);
 		ks_oprt_shared_unlock();
 		return r;
 	}
-	announce();
 	l.be = cl;
 	l.name = cl->func->name;
 	l.dim = cl->grid[2] * cl->block[2] > 1 ? 3 : cl->grid[1] * cl->block[1] > 1 ? 2 : 1;
@@ -454,4 +475,20 @@ CUresult ks_cuw_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 					       unsigned shmem, CUstream s, void **params)
 {
 	return launch_coop(true, f, gx, gy, gz, bx, by, bz, shmem, s, params);
+}
+
+/* Graph launches run kernels kscope does not see one by one: counted, so
+ * that the run says so. */
+CUresult ks_cuw_cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+	if (ks_oprt_active())
+		atomic_fetch_add_explicit(&ks_cu_graph_launches, 1, memory_order_relaxed);
+	return R.cuGraphLaunch(g, s);
+}
+
+CUresult ks_cuw_cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+	if (ks_oprt_active())
+		atomic_fetch_add_explicit(&ks_cu_graph_launches, 1, memory_order_relaxed);
+	return R.cuGraphLaunch_ptsz(g, s);
 }

@@ -139,7 +139,8 @@ int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
 	ks_csv_int(&t, l->backup_bytes);
 	ks_csv_num(&t, l->bytes_read, 0);
 	ks_csv_num(&t, l->bytes_written, 0);
-	ks_csv_str(&t, false, !isfinite(l->bytes_read) ? "" : l->bytes_partial ?
+	ks_csv_str(&t, false, !isfinite(l->bytes_read) ? "" : l->bytes_measured ?
+		"measured: DRAM bytes from the hardware counters (CUPTI)" : l->bytes_partial ?
 		"partial: some buffers' counts are unknown" : "per buffer, see Memory.csv");
 	ks_csv_num(&t, l->gbps, 3);
 	ks_csv_num(&t, l->flops, 0);

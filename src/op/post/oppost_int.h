@@ -117,6 +117,11 @@ struct op_launch {
 	double p80_p20;          /* NaN under KS_OPPOST_NOISY_MIN_PASSES */
 	double bytes_read, bytes_written; /* NaN unknown */
 	bool bytes_partial;      /* some buffer's counts were unknown */
+	bool bytes_measured;     /* from the hardware's DRAM counters */
+	/* measure.json "hardware" (CUDA: CUPTI) */
+	int hw_supported;        /* 1, 0, -1 not asked */
+	char hw_source[600], hw_reason[400];
+	double hw_read, hw_written, hw_occupancy_pct; /* NaN unknown */
 	double gbps;
 	double flops, gflops, intensity;
 	char flops_why[600];     /* why FLOPs are unknown */
@@ -140,6 +145,9 @@ void ks_oppost_warnf(const struct ks_oppost_opts *o, const char *fmt, ...)
 int ks_oppost_read(int dirfd, const char *rel, const struct ks_oppost_opts *o,
 		   struct op_launch *l, struct ks_err *err);
 void ks_oppost_launch_free(struct op_launch *l);
+/* Whether the launch ran on a CUDA device (its context's platform is
+ * "NVIDIA CUDA", as src/op/cuda writes it). */
+bool ks_oppost_is_cuda(const struct op_launch *l);
 
 /* "1024x1024x1" from n sizes ("-" when n is 0). */
 void ks_oppost_sizes(char *out, size_t size, const uint64_t *v, int n);

@@ -463,19 +463,37 @@ static json_t *roofline(const struct op_launch *l, const struct ks_calib *c, boo
 		*bad = true;
 		return NULL;
 	}
-	for (size_t i = 0; i < c->nmem && i < KS_CALIB_MAX; i++)
+	/* A CUDA kernel's chart has the GPU's DRAM and the GPU's compute
+	 * ceilings only; a CPU or OpenCL kernel's never a CUDA device's. */
+	bool cuda = ks_oppost_is_cuda(l);
+
+	if (cuda)
+		push(lines, roofline_entry(l->mem_ceiling_gbps, l->mem_ceiling_name,
+					   l->compute_ceiling_gflops,
+					   l->compute_ceiling_name, l, bad), bad);
+	for (size_t i = 0; !cuda && i < c->nmem && i < KS_CALIB_MAX; i++)
 		if (c->mem[i].per_s > 0)
 			push(lines, roofline_entry(c->mem[i].per_s / 1e9, c->mem[i].name,
 						   l->compute_ceiling_gflops,
 						   l->compute_ceiling_name, l, bad), bad);
-	for (size_t i = 0; i < c->ncompute && i < KS_CALIB_MAX; i++)
-		if (c->compute[i].per_s > 0 &&
-		    strcmp(c->compute[i].name, l->compute_ceiling_name) != 0)
+	for (size_t i = 0; i < c->ncompute && i < KS_CALIB_MAX; i++) {
+		const char *name = c->compute[i].name;
+		/* "CUDA FP16 FMA (NVIDIA H200)" belongs to "NVIDIA H200". */
+		const char *open = strchr(name, '(');
+		bool cuda_line = strncmp(name, "CUDA ", 5) == 0;
+		bool this_device = cuda_line && open &&
+				   strncmp(open + 1, l->device_name, strlen(l->device_name)) == 0 &&
+				   strcmp(open + 1 + strlen(l->device_name), ")") == 0;
+
+		if (c->compute[i].per_s > 0 && cuda_line == cuda && (!cuda || this_device) &&
+		    strcmp(name, l->compute_ceiling_name) != 0)
 			push(lines, roofline_entry(l->mem_ceiling_gbps, l->mem_ceiling_name,
-						   c->compute[i].per_s / 1e9,
-						   c->compute[i].name, l, bad), bad);
-	snprintf(title, sizeof(title), "%s (OpenCL)",
-		 l->device_name[0] ? l->device_name : "unknown device");
+						   c->compute[i].per_s / 1e9, name, l, bad),
+			     bad);
+	}
+	snprintf(title, sizeof(title), "%s (%s)",
+		 l->device_name[0] ? l->device_name : "unknown device",
+		 cuda ? "CUDA" : "OpenCL");
 	put(chart, "title", ks_json_text(title), bad);
 	put(chart, "rooflines", lines, bad);
 	put(chart, "binding", ks_json_text(l->binding), bad);

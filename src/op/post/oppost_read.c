@@ -439,6 +439,34 @@ static int add_pass(struct op_launch *l, const struct op_pass *p)
 	return 0;
 }
 
+/* "hardware": the platform's counters of one more run (CUDA: CUPTI). */
+static void read_hardware(struct src *s, json_t *h, struct op_launch *l)
+{
+	json_t *m;
+
+	l->hw_supported = -1;
+	l->hw_read = l->hw_written = l->hw_occupancy_pct = NAN;
+	if (!h || json_is_null(h))
+		return;
+	if (!json_is_object(h)) {
+		problem(s, "\"hardware\" is not an object");
+		return;
+	}
+	l->hw_supported = get_bool(s, h, "supported");
+	get_str(s, h, "source", l->hw_source, sizeof(l->hw_source));
+	get_str(s, h, "reason", l->hw_reason, sizeof(l->hw_reason));
+	m = json_object_get(h, "metrics");
+	if (l->hw_supported != 1 || !json_is_object(m))
+		return;
+	if (json_is_number(json_object_get(m, "dram__bytes_read.sum")))
+		l->hw_read = json_number_value(json_object_get(m, "dram__bytes_read.sum"));
+	if (json_is_number(json_object_get(m, "dram__bytes_write.sum")))
+		l->hw_written = json_number_value(json_object_get(m, "dram__bytes_write.sum"));
+	if (json_is_number(json_object_get(m, "sm__warps_active.avg.pct_of_peak_sustained_active")))
+		l->hw_occupancy_pct = json_number_value(
+			json_object_get(m, "sm__warps_active.avg.pct_of_peak_sustained_active"));
+}
+
 static int read_counters(struct src *s, json_t *c, struct op_launch *l)
 {
 	json_t *per, *first, *v;
@@ -600,6 +628,7 @@ static int read_measure(int dirfd, struct op_launch *l, const struct ks_oppost_o
 	n = get_int(&s, j, "replay_wall_ns");
 	l->replay_wall_ms = n >= 0 ? (double)n / 1e6 : NAN;
 	l->backup_bytes = get_int(&s, j, "backup_bytes");
+	read_hardware(&s, json_object_get(j, "hardware"), l);
 	v = json_object_get(j, "counters");
 	if ((rc = read_counters(&s, v, l)) || (rc = read_buffers(&s, json_object_get(j, "buffers"), l)) ||
 	    (rc = build_passes(&s, j, l)))
@@ -679,6 +708,17 @@ static void derive_bytes(struct op_launch *l)
 {
 	l->bytes_read = l->bytes_written = NAN;
 	l->gbps = NAN;
+	l->bytes_measured = false;
+	if (l->have_measure && l->hw_supported == 1 && isfinite(l->hw_read) &&
+	    isfinite(l->hw_written)) {
+		/* Measured DRAM traffic beats what the arguments suggest. */
+		l->bytes_read = l->hw_read;
+		l->bytes_written = l->hw_written;
+		l->bytes_measured = true;
+		if (isfinite(l->median_us) && l->median_us > 0)
+			l->gbps = (l->bytes_read + l->bytes_written) / (l->median_us * 1e3);
+		return;
+	}
 	if (!l->have_measure || !l->nbufs)
 		return;
 	l->bytes_read = l->bytes_written = 0;
@@ -786,18 +826,61 @@ unknown:
 	return 0;
 }
 
-/* The compute ceiling for this launch's device: the calibration's OpenCL
- * figure when it was measured on the same device, else the highest. */
-static void pick_ceilings(struct op_launch *l, const struct ks_calib *c)
+bool ks_oppost_is_cuda(const struct op_launch *l)
+{
+	return strcmp(l->platform_name, "NVIDIA CUDA") == 0;
+}
+
+/* The name kscope calibrate gives a CUDA compute ceiling. */
+static bool is_cuda_ceiling(const char *name)
+{
+	return strncmp(name, "CUDA ", 5) == 0;
+}
+
+/* A CUDA launch's ceilings: the calibration's CUDA read bandwidth and
+ * FP32 FMA peak when it measured this device.  Never the CPU's: a GPU
+ * kernel against the host's DRAM would be a wrong answer, so a device the
+ * calibration did not measure gets no roofline, and false with why. */
+static bool pick_cuda_ceilings(struct op_launch *l, const struct ks_calib *c)
+{
+	const struct ks_calib_cuda *d = &c->cuda;
+
+	if (!c->have_cuda || !l->device_name[0] || strcmp(d->device, l->device_name) != 0 ||
+	    !(d->bytes_per_s > 0) || !(d->fp32 > 0)) {
+		snprintf(l->roofline_why, sizeof(l->roofline_why),
+			 "the calibration has no ceilings for the CUDA device '%.200s' "
+			 "(%s%.200s%s); run 'kscope calibrate' on the machine with that "
+			 "device", l->device_name[0] ? l->device_name : "unknown",
+			 c->have_cuda ? "it measured '" : "it measured no CUDA device",
+			 c->have_cuda ? d->device : "", c->have_cuda ? "'" : "");
+		return false;
+	}
+	l->mem_ceiling_gbps = d->bytes_per_s / 1e9;
+	snprintf(l->mem_ceiling_name, sizeof(l->mem_ceiling_name), "CUDA DRAM (%.80s)",
+		 d->device);
+	l->compute_ceiling_gflops = d->fp32 / 1e9;
+	snprintf(l->compute_ceiling_name, sizeof(l->compute_ceiling_name),
+		 "CUDA FP32 FMA (%.70s)", d->device);
+	return true;
+}
+
+/* The ceilings for this launch's device, or false with l->roofline_why.
+ * A CUDA launch: pick_cuda_ceilings.  Otherwise the CPU's DRAM, and as
+ * compute ceiling the calibration's OpenCL figure when it was measured
+ * on the same device, else the highest that is not a CUDA device's. */
+static bool pick_ceilings(struct op_launch *l, const struct ks_calib *c)
 {
 	bool same = c->have_opencl && l->device_name[0] &&
 		    strcmp(c->opencl_device, l->device_name) == 0 && c->opencl_flops_per_s > 0;
 
 	size_t nmem = c->nmem < KS_CALIB_MAX ? c->nmem : KS_CALIB_MAX, dram = nmem;
 
+	l->mem_ceiling_gbps = l->compute_ceiling_gflops = NAN;
+	if (ks_oppost_is_cuda(l))
+		return pick_cuda_ceilings(l, c);
+
 	/* The kernel's buffers live in main memory: the "DRAM" ceiling, or
 	 * the slowest (the last) when none is named so. */
-	l->mem_ceiling_gbps = l->compute_ceiling_gflops = NAN;
 	for (size_t i = 0; i < nmem; i++)
 		if (strcmp(c->mem[i].name, "DRAM") == 0)
 			dram = i;
@@ -818,15 +901,16 @@ static void pick_ceilings(struct op_launch *l, const struct ks_calib *c)
 				snprintf(l->compute_ceiling_name,
 					 sizeof(l->compute_ceiling_name), "%s",
 					 c->compute[i].name);
-		return;
+		return true;
 	}
 	for (size_t i = 0; i < c->ncompute && i < KS_CALIB_MAX; i++)
-		if (c->compute[i].per_s > 0 &&
+		if (c->compute[i].per_s > 0 && !is_cuda_ceiling(c->compute[i].name) &&
 		    !(c->compute[i].per_s / 1e9 <= l->compute_ceiling_gflops)) {
 			l->compute_ceiling_gflops = c->compute[i].per_s / 1e9;
 			snprintf(l->compute_ceiling_name, sizeof(l->compute_ceiling_name),
 				 "%s", c->compute[i].name);
 		}
+	return true;
 }
 
 static void derive_roofline(struct op_launch *l, const struct ks_oppost_opts *o)
@@ -842,7 +926,8 @@ static void derive_roofline(struct op_launch *l, const struct ks_oppost_opts *o)
 			 : "run 'kscope calibrate'");
 		return;
 	}
-	pick_ceilings(l, c);
+	if (!pick_ceilings(l, c))
+		return;
 	if (isfinite(l->gbps) && l->mem_ceiling_gbps > 0)
 		l->peak_ratio_pct = l->gbps / l->mem_ceiling_gbps * 100;
 	if (!isfinite(l->flops)) {
@@ -934,6 +1019,8 @@ int ks_oppost_read(int dirfd, const char *rel, const struct ks_oppost_opts *o,
 	l->flush_bytes = l->backup_bytes = -1;
 	l->original_us = l->replay_wall_ms = NAN;
 	l->counters_supported = -1;
+	l->hw_supported = -1;
+	l->hw_read = l->hw_written = l->hw_occupancy_pct = NAN;
 	rc = read_context(dirfd, l, o);
 	if (!rc)
 		rc = read_measure(dirfd, l, o);

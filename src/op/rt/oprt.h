@@ -167,6 +167,19 @@ struct ks_oprt_buf {
 	const char *read_basis, *write_basis;
 };
 
+/* A replay's hardware counters (the CUDA backend's CUPTI figures): what
+ * measure.json's "hardware" holds. */
+#define KS_OPRT_HW_MAX 8
+struct ks_oprt_hw {
+	bool tried;                       /* the backend was asked */
+	bool have;                        /* values measured */
+	char source[600];                 /* have: what measured them */
+	char why[400];                    /* !have: why not */
+	size_t n;
+	const char *names[KS_OPRT_HW_MAX]; /* static strings */
+	double values[KS_OPRT_HW_MAX];
+};
+
 /* The operations of one accelerator runtime.  Every int-returning
  * operation returns 0, or a negative value with err saying what failed
  * (naming the runtime call and its error, e.g. "clEnqueueNDRangeKernel
@@ -228,6 +241,14 @@ struct ks_oprt_backend {
 	 * backend: whether it tried this runtime and could not use it (no
 	 * driver, no device), with why in buf, one line. */
 	bool (*why_unusable)(char *buf, size_t size);
+	/* Optional.  Runs rep's launches once more under the platform's
+	 * hardware counters (the buffers restored and the caches flushed
+	 * before), filling hw; 0, or -1 with hw->why. */
+	int (*rep_hw)(void *rep, struct ks_oprt_hw *hw);
+	/* Optional.  At exit, for the backend the process used: whether
+	 * something the user should know was not profiled (kernels run by
+	 * CUDA graphs), with what in buf, one line. */
+	bool (*exit_note)(char *buf, size_t size);
 };
 
 /* ------------------------------------------------------------------ */

@@ -229,6 +229,7 @@ struct ks_oprt_measure {
 	bool range;                       /* buffers carry their launch */
 	struct ks_oprt_counters ctr;
 	uint64_t *ctr_values;             /* KS_OPRT_NCOUNTERS per pass */
+	struct ks_oprt_hw hw;
 };
 
 /* Allocates the arrays for warmup and passes.  -ENOMEM. */

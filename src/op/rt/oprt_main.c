@@ -129,6 +129,22 @@ static void oprt_report_unusable(void)
 	}
 }
 
+/* At exit: `note text=T` from the process's backend, when it has one. */
+static void oprt_exit_note(void)
+{
+	const struct ks_oprt_backend *be = atomic_load(&ks_oprt.be);
+	struct ks_op_msg *m;
+	char text[400];
+
+	if (!be || !be->exit_note || !be->exit_note(text, sizeof(text)))
+		return;
+	m = ks_oprt_chan_begin("note");
+	if (!m)
+		return;
+	ks_op_msg_add(m, "text", text);
+	ks_oprt_chan_send();
+}
+
 void ks_oprt_runtime_used(const char *platform, const char *device, const char *driver)
 {
 	struct ks_op_msg *m;
@@ -192,6 +208,7 @@ __attribute__((destructor)) static void oprt_fini(void)
 		return;
 	ks_oprt_range_atexit();
 	oprt_report_unusable();
+	oprt_exit_note();
 	if (ks_oprt_chan_begin("bye"))
 		ks_oprt_chan_send();
 	/* From here every wrapper only forwards (the program's own

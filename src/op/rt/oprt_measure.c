@@ -111,5 +111,19 @@ void ks_oprt_measure_json(const struct ks_oprt_measure *m, struct ks_oprt_json *
 		ks_oprt_json_arr_close(j);
 	}
 	ks_oprt_json_obj_close(j);
+	if (m->hw.tried) {
+		ks_oprt_json_obj_open(j, "hardware");
+		ks_oprt_json_bool(j, "supported", m->hw.have);
+		if (m->hw.have) {
+			ks_oprt_json_str(j, "source", m->hw.source);
+			ks_oprt_json_obj_open(j, "metrics");
+			for (size_t i = 0; i < m->hw.n; i++)
+				ks_oprt_json_num(j, m->hw.names[i], m->hw.values[i]);
+			ks_oprt_json_obj_close(j);
+		} else {
+			ks_oprt_json_str(j, "reason", m->hw.why);
+		}
+		ks_oprt_json_obj_close(j);
+	}
 	ks_oprt_json_obj_close(j);
 }

@@ -158,6 +158,26 @@ static int write_measure(const char *dir, struct ks_oprt_measure *m, struct ks_e
 	return rc;
 }
 
+/* One more run of rep under the hardware counters, from the state before
+ * the launch and with flushed caches, as the passes ran.  A failure is
+ * the counters' own ("not available: why"), not the replay's. */
+static void hardware(void *rep, struct ks_oprt_measure *m)
+{
+	const struct ks_oprt_backend *be = ks_oprt_be();
+	struct ks_err err;
+	uint64_t bytes;
+
+	m->hw.tried = true;
+	ks_err_clear(&err);
+	if (be->rep_restore(rep, KS_OPRT_SLOT_BEFORE, &err) != 0 ||
+	    (m->flush && be->rep_flush(rep, &bytes, &err) != 0)) {
+		snprintf(m->hw.why, sizeof(m->hw.why), "preparing the run: %.300s", err.msg);
+		return;
+	}
+	if (be->rep_hw(rep, &m->hw) != 0)
+		m->hw.have = false;
+}
+
 int ks_oprt_collect(struct ks_oprt_launch *l, const char *rel)
 {
 	const struct ks_oprt_backend *be = ks_oprt_be();
@@ -246,6 +266,8 @@ int ks_oprt_collect(struct ks_oprt_launch *l, const char *rel)
 	ks_oprt_counters_open(&m.ctr);
 	if (replay_passes(rep, &m, rel, &err) != 0)
 		fail(&m, "", &err);
+	else if (be->rep_hw)
+		hardware(rep, &m);
 
 original:
 	if (backed_up && be->rep_restore(rep, KS_OPRT_SLOT_BEFORE, &werr) != 0) {

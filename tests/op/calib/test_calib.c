@@ -2,7 +2,9 @@
  * Unit tests of the calibration library (src/op/calib): the cache file's
  * path, writing and reading it back, every kind of damage the reader
  * must report (with the file and the problem named), the cache
- * directory's safety check, the machine key, the assignment of sweep
+ * directory's safety check, the machine key (unchanged without CUDA
+ * devices, changed by them) and the NVIDIA GPUs read for it, the "cuda"
+ * object, the CUDA calibration's PTX texts, the assignment of sweep
  * points to cache levels on a made-up machine, each instruction set's
  * kernels on this CPU, and the thread team.  Files live in a temporary
  * directory that XDG_CACHE_HOME points to.
@@ -195,6 +197,52 @@ static void test_save_load(void **state)
 	assert_true(r.opencl_flops_per_s == 1.25e11);
 	assert_true(r.quick);
 	assert_int_equal(r.threads, 2);
+	assert_false(r.have_cuda);
+
+	/* With a CUDA device: its object and ceilings come back. */
+	c.have_cuda = true;
+	snprintf(c.cuda.device, sizeof(c.cuda.device), "NVIDIA H200");
+	snprintf(c.cuda.driver, sizeof(c.cuda.driver), "580.159.04, CUDA 13.0");
+	snprintf(c.cuda.cc, sizeof(c.cuda.cc), "9.0");
+	c.cuda.sms = 132;
+	c.cuda.bytes_per_s = 4.25e12;
+	c.cuda.fp32 = 6.5e13;
+	c.cuda.fp16 = 1.25e14;
+	c.cuda.bf16 = 1.5e14;
+	snprintf(c.cuda.bytes_how, sizeof(c.cuda.bytes_how), "PTX, read");
+	snprintf(c.cuda.fp32_how, sizeof(c.cuda.fp32_how), "PTX, f32");
+	snprintf(c.cuda.fp16_how, sizeof(c.cuda.fp16_how), "PTX, f16x2");
+	snprintf(c.cuda.bf16_how, sizeof(c.cuda.bf16_how), "PTX, bf16x2");
+	snprintf(c.compute[2].name, sizeof(c.compute[2].name), "CUDA FP32 FMA (NVIDIA H200)");
+	c.compute[2].per_s = 6.5e13;
+	c.ncompute = 3;
+	assert_int_equal(ks_calib_save(&c, &e), 0);
+	memset(&r, 0xa5, sizeof(r));
+	assert_int_equal(ks_calib_load(&r, &e), 0);
+	assert_true(r.have_cuda);
+	assert_string_equal(r.cuda.device, "NVIDIA H200");
+	assert_string_equal(r.cuda.driver, "580.159.04, CUDA 13.0");
+	assert_string_equal(r.cuda.cc, "9.0");
+	assert_int_equal(r.cuda.sms, 132);
+	assert_true(r.cuda.bytes_per_s == 4.25e12);
+	assert_true(r.cuda.fp32 == 6.5e13);
+	assert_true(r.cuda.fp16 == 1.25e14);
+	assert_true(r.cuda.bf16 == 1.5e14);
+	assert_string_equal(r.cuda.bytes_how, "PTX, read");
+	assert_string_equal(r.cuda.fp32_how, "PTX, f32");
+	assert_string_equal(r.cuda.fp16_how, "PTX, f16x2");
+	assert_string_equal(r.cuda.bf16_how, "PTX, bf16x2");
+	assert_int_equal(r.ncompute, 3);
+	assert_string_equal(r.compute[2].name, "CUDA FP32 FMA (NVIDIA H200)");
+	/* Not measured BF16 (a device before sm_80): absent, read as 0. */
+	c.cuda.bf16 = 0;
+	assert_int_equal(ks_calib_save(&c, &e), 0);
+	assert_int_equal(ks_calib_load(&r, &e), 0);
+	assert_true(r.have_cuda);
+	assert_true(r.cuda.bf16 == 0);
+	assert_string_equal(r.cuda.bf16_how, "");
+	c.have_cuda = false;
+	c.ncompute = 2;
 
 	/* Saving again replaces the file; without OpenCL it is null. */
 	c.have_opencl = 0;
@@ -210,6 +258,7 @@ static void test_save_load(void **state)
 		assert_non_null(text);
 		text[n] = '\0';
 		assert_non_null(strstr(text, "\"opencl\": null"));
+		assert_non_null(strstr(text, "\"cuda\": null"));
 		free(text);
 	}
 	/* No temporary file is left next to it. */
@@ -276,7 +325,8 @@ enum damage {
 	D_BAD_KEY, D_MEM_OBJECT, D_MEM_EMPTY, D_MEM_TOO_MANY, D_NEGATIVE,
 	D_ZERO, D_STRING_RATE, D_EMPTY_NAME, D_LONG_NAME, D_CONTROL_NAME,
 	D_NO_COMPUTE, D_COMPUTE_NOT_OBJECT, D_OPENCL_NUMBER, D_OPENCL_NEGATIVE,
-	D_QUICK_TEXT, D_THREADS_ZERO, D_WORKING_SET, D_HUGE, D_COUNT
+	D_QUICK_TEXT, D_THREADS_ZERO, D_WORKING_SET, D_HUGE, D_CUDA_NUMBER,
+	D_CUDA_NO_DEVICE, D_CUDA_NO_FP32, D_CUDA_NEGATIVE_BF16, D_CUDA_SMS, D_COUNT
 };
 
 /* What the message must say for each damage. */
@@ -305,6 +355,11 @@ static const char *const damage_msg[D_COUNT] = {
 	[D_THREADS_ZERO] = "\"threads\" is not a positive integer",
 	[D_WORKING_SET] = "memory[0].working_set is not a positive integer",
 	[D_HUGE] = "larger than 1048576 bytes",
+	[D_CUDA_NUMBER] = "\"cuda\" is neither null nor an object",
+	[D_CUDA_NO_DEVICE] = "cuda.device is not a name",
+	[D_CUDA_NO_FP32] = "cuda.fp32_flops_per_s is not a positive finite number",
+	[D_CUDA_NEGATIVE_BF16] = "cuda.bf16_flops_per_s is not a positive finite number",
+	[D_CUDA_SMS] = "cuda.sms is not a positive integer",
 };
 
 static char *damaged_text(enum damage d, const char *key)
@@ -399,6 +454,29 @@ static char *damaged_text(enum damage d, const char *key)
 	case D_WORKING_SET:
 		json_object_set_new(m0, "working_set", json_integer(-1));
 		break;
+	case D_CUDA_NUMBER:
+		json_object_set_new(doc, "cuda", json_integer(5));
+		break;
+	case D_CUDA_NO_DEVICE:
+		json_object_set_new(doc, "cuda", json_pack("{s:f, s:f}", "bytes_per_s", 1e12,
+							   "fp32_flops_per_s", 1e13));
+		break;
+	case D_CUDA_NO_FP32:
+		json_object_set_new(doc, "cuda", json_pack("{s:s, s:f}", "device", "d",
+							   "bytes_per_s", 1e12));
+		break;
+	case D_CUDA_NEGATIVE_BF16:
+		json_object_set_new(doc, "cuda",
+				    json_pack("{s:s, s:f, s:f, s:f}", "device", "d",
+					      "bytes_per_s", 1e12, "fp32_flops_per_s", 1e13,
+					      "bf16_flops_per_s", -1.0));
+		break;
+	case D_CUDA_SMS:
+		json_object_set_new(doc, "cuda",
+				    json_pack("{s:s, s:f, s:f, s:s}", "device", "d",
+					      "bytes_per_s", 1e12, "fp32_flops_per_s", 1e13,
+					      "sms", "many"));
+		break;
 	case D_COUNT:
 		break;
 	}
@@ -454,6 +532,8 @@ static void test_damaged(void **state)
 		assert_true(c.mem[0].per_s == 1e12);
 		assert_int_equal(c.have_opencl, 0);
 		assert_int_equal(c.threads, 0);
+		/* A file of before CUDA, without the key: valid, no CUDA. */
+		assert_false(c.have_cuda);
 	}
 
 	/* A directory where the file should be. */
@@ -463,6 +543,135 @@ static void test_damaged(void **state)
 	assert_non_null(strstr(e.msg, "not a regular file"));
 	ks_test_rmtree(dir);
 	free(dir);
+}
+
+/* ---------------------------------------------------------------------
+ * The machine key and CUDA
+ * --------------------------------------------------------------------- */
+
+/* The key of a made-up machine.  The expected values were computed from
+ * the key's text as kscope wrote it before CUDA devices were hashed
+ * (FNV-1a of "cpu=Test CPU\ncpus=2\ncache=L1 Data 32768 1\n..."): a
+ * machine without NVIDIA GPUs must keep its key, or every calibration
+ * file made before would be measured again. */
+static void test_machine_key(void **state)
+{
+	struct ks_calib_machine m, g;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.cpu, sizeof(m.cpu), "Test CPU");
+	m.cpus = 2;
+	m.ncaches = 3;
+	m.caches[0] = (struct ks_calib_cache){ 1, "Data", 32 * KIB, 1 };
+	m.caches[1] = (struct ks_calib_cache){ 2, "Unified", 1 * MIB, 1 };
+	m.caches[2] = (struct ks_calib_cache){ 3, "Unified", 36 * MIB, 2 };
+	m.memory_bytes = 8 * 1024 * MIB;
+	ks_calib_machine_key(&m);
+	assert_string_equal(m.key, "d0ea389cd0e3fb42");
+	m.ndevices = 1;
+	snprintf(m.devices[0], sizeof(m.devices[0]), "dev | 1.0");
+	ks_calib_machine_key(&m);
+	assert_string_equal(m.key, "89416625bbe5f194");
+
+	/* A GPU gives another key; another driver another again. */
+	g = m;
+	g.ncuda = 1;
+	snprintf(g.cuda_devices[0], sizeof(g.cuda_devices[0]), "NVIDIA H200 | 580.159.04");
+	ks_calib_machine_key(&g);
+	assert_string_not_equal(g.key, m.key);
+	{
+		char first[17];
+
+		memcpy(first, g.key, sizeof(first));
+		snprintf(g.cuda_devices[0], sizeof(g.cuda_devices[0]),
+			 "NVIDIA H200 | 580.160.01");
+		ks_calib_machine_key(&g);
+		assert_string_not_equal(g.key, first);
+	}
+
+	/* This machine's probe agrees with its facts (no NVIDIA driver
+	 * here: the key is the one of before). */
+	{
+		struct ks_calib_machine p, q;
+		struct ks_err e;
+
+		assert_int_equal(ks_calib_machine_probe(&p, &e), 0);
+		q = p;
+		ks_calib_machine_key(&q);
+		assert_string_equal(q.key, p.key);
+		if (access("/proc/driver/nvidia/gpus", F_OK) != 0) {
+			assert_int_equal(p.ncuda, 0);
+		} else {
+			q.ncuda = 0;
+			ks_calib_machine_key(&q);
+			assert_true(p.ncuda == 0 || strcmp(q.key, p.key) != 0);
+		}
+	}
+}
+
+/* The NVIDIA GPUs of a made-up /proc/driver/nvidia. */
+static void test_cuda_device_ids(void **state)
+{
+	char *dir = ks_test_tmpdir(), path[4200], ids[KS_CALIB_MAX_DEVICES][256];
+
+	(void)state;
+	assert_int_equal(ks_calib_cuda_device_ids(dir, ids, KS_CALIB_MAX_DEVICES), 0);
+	snprintf(path, sizeof(path), "mkdir -p '%s/gpus/0000:1a:00.0' "
+		 "'%s/gpus/0000:05:00.0' '%s/gpus/0000:06:00.0'", dir, dir, dir);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/gpus/0000:1a:00.0/information", dir);
+	ks_test_write_file(path, "Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\n", 0600);
+	snprintf(path, sizeof(path), "%s/gpus/0000:05:00.0/information", dir);
+	ks_test_write_file(path, "Model: \t\t NVIDIA H100 80GB HBM3\n", 0600);
+	/* 0000:06:00.0 has no information: left out. */
+	snprintf(path, sizeof(path), "%s/version", dir);
+	ks_test_write_file(path, "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+			   "580.159.04  Release Build  (dvs-builder@U22)  Thu Oct  9 2025\n"
+			   "GCC version:  gcc version 12.2.0\n", 0600);
+	assert_int_equal(ks_calib_cuda_device_ids(dir, ids, KS_CALIB_MAX_DEVICES), 2);
+	/* PCI order, whatever the directory's. */
+	assert_string_equal(ids[0], "NVIDIA H100 80GB HBM3 | 580.159.04");
+	assert_string_equal(ids[1], "NVIDIA H200 | 580.159.04");
+	assert_int_equal(ks_calib_cuda_device_ids(dir, ids, 1), 1);
+	/* No version file: the GPUs still count. */
+	unlink(path);
+	assert_int_equal(ks_calib_cuda_device_ids(dir, ids, KS_CALIB_MAX_DEVICES), 2);
+	assert_string_equal(ids[1], "NVIDIA H200 | unknown driver");
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
+/* The PTX texts: complete, one entry point each, of the target the
+ * kernel needs (ptxas checks them in op/calib_cuda_ptx where the CUDA
+ * toolkit is installed). */
+static void test_ptx_texts(void **state)
+{
+	static char buf[KS_CALIB_PTX_MAX];
+	char want[128];
+
+	(void)state;
+	for (int k = 0; k < KS_CALIB_NPTX; k++) {
+		int n = ks_calib_ptx_text((enum ks_calib_ptx)k, buf, sizeof(buf));
+
+		assert_true(n > 0 && (size_t)n < sizeof(buf));
+		assert_int_equal(strlen(buf), (size_t)n);
+		snprintf(want, sizeof(want), ".visible .entry %s(", ks_calib_ptx_info[k].entry);
+		assert_non_null(strstr(buf, want));
+		snprintf(want, sizeof(want), ".target %s\n", ks_calib_ptx_info[k].target);
+		assert_non_null(strstr(buf, want));
+		assert_non_null(strstr(buf, ".version 7.0\n"));
+		/* Too small a buffer is refused, not cut. */
+		assert_int_equal(ks_calib_ptx_text((enum ks_calib_ptx)k, buf, 100), -ENOSPC);
+	}
+	assert_string_equal(ks_calib_ptx_info[KS_CALIB_PTX_BF16].target, "sm_80");
+	assert_int_equal(ks_calib_ptx_text(KS_CALIB_PTX_BF16, buf, sizeof(buf)) > 0, 1);
+	assert_non_null(strstr(buf, "fma.rn.bf16x2 "));
+	assert_int_equal(ks_calib_ptx_text(KS_CALIB_PTX_FP16, buf, sizeof(buf)) > 0, 1);
+	assert_non_null(strstr(buf, "fma.rn.f16x2 "));
+	assert_int_equal(ks_calib_ptx_text(KS_CALIB_PTX_READ, buf, sizeof(buf)) > 0, 1);
+	assert_non_null(strstr(buf, "ld.global.v4.u32 "));
+	assert_non_null(strstr(buf, "atom.global.add.u64 "));
 }
 
 /* ---------------------------------------------------------------------
@@ -730,6 +939,9 @@ int main(void)
 		cmocka_unit_test(test_save_load),
 		cmocka_unit_test(test_prepare_unsafe_dir),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_machine_key),
+		cmocka_unit_test(test_cuda_device_ids),
+		cmocka_unit_test(test_ptx_texts),
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_pick),

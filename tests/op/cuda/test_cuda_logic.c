@@ -49,6 +49,20 @@ static void test_base_names(void **state)
 			    "vectorized_elementwise_kernel");
 	assert_string_equal(base("_ZNK1a1bEv"), "b");
 	assert_string_equal(base("_ZNSt3fooEv"), "foo");
+	/* PyTorch 2.11's kernels as an H200 run gave them: lambdas (Ul...E_),
+	 * local names (Z...E) in template arguments. */
+	assert_string_equal(base("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_"
+				 "impl_nocastINS0_15CUDAFunctor_addIfEEEEvRNS_18TensorIteratorBaseERK"
+				 "T_EUliE_EEviT1_"),
+			    "elementwise_kernel");
+	assert_string_equal(base("_ZN2at6native27unrolled_elementwise_kernelIZZZNS0_23direct_copy_"
+				 "kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE4_clEvEUl"
+				 "dE_St5arrayIPcLm2EELi4E23TrivialOffsetCalculatorILi1EjESB_NS0_6memo"
+				 "ry12LoadWithCastILi1EEENSC_13StoreWithCastILi1EEEEEviT_T0_"),
+			    "unrolled_elementwise_kernel");
+	/* An unnamed type (Ut_) and an external name in a literal (L_Z...E). */
+	assert_string_equal(base("_ZN2ns1kINS_Ut_EEEvv"), "k");
+	assert_string_equal(base("_ZN2ns1kIXadL_Z1fvEEEEvv"), "k");
 	/* Demangled names. */
 	assert_string_equal(base("void ns::mm_tiled<16>(float const*, float const*, float*, int)"),
 			    "mm_tiled");

@@ -2,7 +2,8 @@
  * Unit tests of kscope op's deliverables (src/op/post): the --flops
  * expression (syntax, precedence, division by zero, unknown names,
  * overflow), and the deliverables written from the raw-file fixtures in
- * tests/op/post/fixtures (a launch with everything, a corrupt
+ * tests/op/post/fixtures (a launch with everything, a CUDA launch of an
+ * H200 against CUDA ceilings or none, a corrupt
  * context.json, a missing kernel source, a failed replay, application and
  * range replay, an empty measure.json), checked column by column, with
  * visualize_data.bin read back through the container reader with every
@@ -575,6 +576,173 @@ static void test_full_launch(void **state)
 	ks_expr_free(flops);
 }
 
+/* test_calib() with a CUDA device measured: dev's ceilings, and the
+ * compute list kscope calibrate makes (a device whose name starts the
+ * same way too). */
+static struct ks_calib *cuda_calib(const char *dev)
+{
+	struct ks_calib *c = test_calib();
+
+	c->have_cuda = true;
+	snprintf(c->cuda.device, sizeof(c->cuda.device), "%s", dev);
+	c->cuda.bytes_per_s = 4.5e12;
+	c->cuda.fp32 = 6.5e13;
+	c->cuda.fp16 = 1.3e14;
+	snprintf(c->compute[2].name, sizeof(c->compute[2].name), "CUDA FP32 FMA (%s)", dev);
+	c->compute[2].per_s = 6.5e13;
+	snprintf(c->compute[3].name, sizeof(c->compute[3].name), "CUDA FP16 FMA (%s)", dev);
+	c->compute[3].per_s = 1.3e14;
+	snprintf(c->compute[4].name, sizeof(c->compute[4].name), "CUDA FP16 FMA (%s NVL)",
+		 dev);
+	c->compute[4].per_s = 1.2e14;
+	c->ncompute = 5;
+	return c;
+}
+
+/* A CUDA launch with CUPTI's counters (a real one of an H200,
+ * fixtures/cuda_mm_hw: mm_naive on 512x512 matrices): the bytes are the
+ * DRAM bytes CUPTI measured, not the arguments' sizes, and say so; the
+ * global size has the launch's two dimensions. */
+static void test_cuda_measured_bytes(void **state)
+{
+	struct fx *f = *state;
+	const char *rel = "1631/mm_naive_0";
+	struct ks_oppost_opts o = { 0 };
+	struct ks_oppost_result res;
+	struct ks_expr *flops;
+	struct ks_err err;
+	struct csv c;
+
+	install(f, "cuda_mm_hw", rel);
+	assert_int_equal(ks_expr_parse("2*gx*gy*gx", &flops, &err), 0);
+	o.flops = flops;
+	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
+	if (strstr(f->warnings, "left out") || strstr(f->warnings, "FLOPs unknown"))
+		fail_msg("warnings: %s", f->warnings);
+	csv_read(path_of(f, rel, "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "global_size"), "512x512");
+	assert_string_equal(cell(&c, 1, "bytes_read"), "2103808");
+	assert_string_equal(cell(&c, 1, "bytes_written"), "0");
+	assert_string_equal(cell(&c, 1, "bytes_basis"),
+			    "measured: DRAM bytes from the hardware counters (CUPTI)");
+	assert_string_equal(cell(&c, 1, "flops"), "268435456");
+	assert_string_equal(cell(&c, 1, "median_us"), "58.129");
+	assert_true(fabs(strtod(cell(&c, 1, "arithmetic_intensity"), NULL) -
+			 268435456.0 / 2103808) < 1e-3);
+	assert_true(fabs(strtod(cell(&c, 1, "bandwidth_gbps"), NULL) - 2103808 / 58129.0) < 1e-3);
+	csv_free(&c);
+	ks_expr_free(flops);
+}
+
+/* A CUDA launch (a real one of an H200, fixtures/cuda_vadd): placed
+ * against the calibration's CUDA ceilings when it measured that device;
+ * with no roofline, and no CPU ceiling, when it did not. */
+static void test_cuda_roofline(void **state)
+{
+	struct fx *f = *state;
+	const char *rel = "769/vadd_0";
+	struct ks_oppost_opts o = { .calib = cuda_calib("NVIDIA H200") };
+	struct ks_oppost_result res;
+	struct ks_expr *flops;
+	struct ks_err err;
+	struct csv c;
+	char types[64];
+	json_t *j, *e;
+	/* One add per element: 1048576 FLOPs, over 12582912 bytes
+	 * read and 2611894 written, in a median of 8.015 us. */
+	double intensity = 1048576.0 / (12582912 + 2611894), attainable = intensity * 4500;
+
+	install(f, "cuda_vadd", rel);
+	/* The fixture is verbatim, and this context.json's "work" (three
+	 * sizes for one dimension) is not read: the FLOPs are a number. */
+	assert_int_equal(ks_expr_parse("1048576", &flops, &err), 0);
+	o.flops = flops;
+	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
+	if (strstr(f->warnings, "FLOPs unknown") || strstr(f->warnings, "calibration"))
+		fail_msg("warnings: %s", f->warnings);
+	csv_read(path_of(f, rel, "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "platform"), "NVIDIA CUDA");
+	assert_string_equal(cell(&c, 1, "device"), "NVIDIA H200");
+	assert_string_equal(cell(&c, 1, "roofline"), "yes");
+	assert_string_equal(cell(&c, 1, "memory_ceiling"), "CUDA DRAM (NVIDIA H200)");
+	assert_string_equal(cell(&c, 1, "memory_ceiling_gbps"), "4500.000");
+	assert_string_equal(cell(&c, 1, "compute_ceiling"), "CUDA FP32 FMA (NVIDIA H200)");
+	assert_string_equal(cell(&c, 1, "compute_ceiling_gflops"), "65000.000");
+	assert_string_equal(cell(&c, 1, "binding_ceiling"), "memory: CUDA DRAM (NVIDIA H200)");
+	assert_true(fabs(strtod(cell(&c, 1, "attainable_gflops"), NULL) - attainable) < 1e-3);
+	assert_true(fabs(strtod(cell(&c, 1, "arithmetic_intensity"), NULL) - intensity) < 1e-6);
+	assert_true(fabs(strtod(cell(&c, 1, "peak_bandwidth_pct"), NULL) -
+			 15194806 / 8.015e3 / 4500 * 100) < 0.01);
+	csv_free(&c);
+	/* The chart: the GPU's DRAM under its FP32, and its FP16 over the
+	 * DRAM; no CPU ceiling, no other device's. */
+	viz_types(path_of(f, rel, "visualize_data.bin"), types, sizeof(types));
+	assert_string_equal(types, "05 08 09 0d");
+	j = viz_block(path_of(f, rel, "visualize_data.bin"), KS_VB_ROOFLINE);
+	e = json_array_get(json_object_get(j, "multiple_rooflines"), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "title")), "NVIDIA H200 (CUDA)");
+	e = json_object_get(e, "rooflines");
+	assert_int_equal(json_array_size(e), 2);
+	assert_true(json_number_value(json_object_get(json_array_get(e, 0), "bw")) == 4500);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(e, 0), "bw_name")),
+			    "CUDA DRAM (NVIDIA H200)");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(e, 1),
+							      "computility_name")),
+			    "CUDA FP16 FMA (NVIDIA H200)");
+	json_decref(j);
+
+	/* A calibration of another GPU: no roofline, and why; the CPU's
+	 * DRAM is no ceiling for a GPU's kernel. */
+	install(f, "cuda_vadd", "769/vadd_1");
+	o.calib = cuda_calib("NVIDIA H100 80GB HBM3");
+	assert_int_equal(run_post(f, "769/vadd_1", &o, &res, &err), 0);
+	csv_read(path_of(f, "769/vadd_1", "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "roofline"),
+			    "no: the calibration has no ceilings for the CUDA device "
+			    "'NVIDIA H200' (it measured 'NVIDIA H100 80GB HBM3'); run "
+			    "'kscope calibrate' on the machine with that device");
+	assert_string_equal(cell(&c, 1, "memory_ceiling"), "");
+	assert_string_equal(cell(&c, 1, "compute_ceiling"), "");
+	assert_string_equal(cell(&c, 1, "peak_bandwidth_pct"), "");
+	assert_string_equal(cell(&c, 1, "attainable_gflops"), "");
+	csv_free(&c);
+	viz_types(path_of(f, "769/vadd_1", "visualize_data.bin"), types, sizeof(types));
+	assert_string_equal(types, "05 08 09");
+
+	/* A calibration without CUDA at all says so. */
+	install(f, "cuda_vadd", "769/vadd_2");
+	o.calib = test_calib();
+	assert_int_equal(run_post(f, "769/vadd_2", &o, &res, &err), 0);
+	csv_read(path_of(f, "769/vadd_2", "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "roofline"),
+			    "no: the calibration has no ceilings for the CUDA device "
+			    "'NVIDIA H200' (it measured no CUDA device); run 'kscope "
+			    "calibrate' on the machine with that device");
+	assert_string_equal(cell(&c, 1, "memory_ceiling"), "");
+	csv_free(&c);
+
+	/* And a CPU (OpenCL) kernel never gets a CUDA device's ceiling,
+	 * though it is the highest, nor CUDA lines on its chart. */
+	install(f, "mm", "4242/mm_tiled_3");
+	ks_expr_free(flops);
+	assert_int_equal(ks_expr_parse("2*M*N*K", &flops, &err), 0);
+	o.calib = cuda_calib("NVIDIA H200");
+	o.flops = flops;
+	assert_int_equal(run_post(f, "4242/mm_tiled_3", &o, &res, &err), 0);
+	csv_read(path_of(f, "4242/mm_tiled_3", "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "roofline"), "yes");
+	assert_string_equal(cell(&c, 1, "memory_ceiling"), "DRAM");
+	assert_string_equal(cell(&c, 1, "compute_ceiling"), "CPU FP32 FMA");
+	csv_free(&c);
+	j = viz_block(path_of(f, "4242/mm_tiled_3", "visualize_data.bin"), KS_VB_ROOFLINE);
+	e = json_array_get(json_object_get(j, "multiple_rooflines"), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "title")),
+			    "cpu-test-device (OpenCL)");
+	assert_int_equal(json_array_size(json_object_get(e, "rooflines")), 3);
+	json_decref(j);
+	ks_expr_free(flops);
+}
+
 static void test_no_calibration(void **state)
 {
 	struct fx *f = *state;
@@ -901,6 +1069,8 @@ int main(void)
 		cmocka_unit_test(test_dirname),
 		cmocka_unit_test_setup_teardown(test_full_launch, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_no_calibration, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_cuda_roofline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_cuda_measured_bytes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_noisy, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_context, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_missing_source, fx_setup, fx_teardown),
