@@ -65,6 +65,7 @@ struct op_opts {
 	int64_t warmup;
 	int64_t passes;
 	int flush, kill, mstx;  /* index into on_off: 0 on, 1 off */
+	int backup;             /* index into backup_choices */
 	char *mstx_include;
 	int64_t timeout;        /* minutes; 0 when not given */
 	struct ks_strlist flops; /* EXPR or KERNEL=EXPR, repeatable */
@@ -79,6 +80,8 @@ struct op_opts {
 enum { MODE_KERNEL, MODE_APPLICATION, MODE_RANGE };
 static const char *const mode_choices[] = { "kernel", "application", "range", NULL };
 static const char *const on_off[] = { "on", "off", NULL };
+enum { BACKUP_ARGS, BACKUP_ALL };
+static const char *const backup_choices[] = { "args", "all", NULL };
 #define ON 0
 
 #define OPT(field) .offset = offsetof(struct op_opts, field)
@@ -116,6 +119,11 @@ static const struct ks_opt op_opts[] = {
 	  .help = "stream through a buffer larger than the last-level cache "
 		  "before each pass",
 	  OPT(flush), .choices = on_off },
+	{ .name = "backup", .type = KS_OPT_ENUM, .metavar = "args|all", .def = "args",
+	  .env = "KSCOPE_OP_BACKUP",
+	  .help = "device memory a replay backs up and restores: what the arguments "
+		  "point into, or every live allocation (CUDA)",
+	  OPT(backup), .choices = backup_choices },
 	{ .name = "kill", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "off",
 	  .env = "KSCOPE_OP_KILL",
 	  .help = "stop the program once --launch-count launches are collected",
@@ -257,6 +265,7 @@ struct op_state {
 	struct ks_op_msg *in, *out;   /* 64 KiB each */
 	/* what the program did (run 0) */
 	bool saw_hello, used_opencl;
+	bool used_opencl_only;  /* run 0 used OpenCL, not CUDA */
 	char unusable[512];           /* `unusable`: a runtime the program tried
 	                                 and could not use ("cuda: why") */
 	char **kernels;
@@ -462,6 +471,10 @@ static int check_options(struct op_state *st, struct ks_err *err)
 		return ks_err_set(err, -EINVAL, "option --replay-mode range needs --mstx on "
 				  "(the ranges come from the program's "
 				  "kscope_range_start/end calls)");
+	if (o->backup == BACKUP_ALL && o->mode == MODE_APPLICATION)
+		return ks_err_set(err, -EINVAL, "option --backup all applies to kernel and range "
+				  "replay (application replay reruns the program and backs up "
+				  "nothing)");
 	for (size_t i = 0; i < o->flops.n; i++)
 		if ((rc = check_flops(st, o->flops.v[i], err)))
 			return rc;
@@ -623,6 +636,7 @@ static void on_hello(struct op_state *st, struct op_run *r)
 	ks_op_msg_addu(st->out, "passes", (unsigned long long)o->passes);
 	ks_op_msg_addu(st->out, "flush", o->flush == ON);
 	ks_op_msg_addu(st->out, "mstx", o->mstx == ON);
+	ks_op_msg_addu(st->out, "backup_all", o->backup == BACKUP_ALL);
 	if (o->kernel_name)
 		ks_op_msg_add(st->out, "kernel_name", o->kernel_name);
 	if (o->mstx_include)
@@ -929,8 +943,11 @@ static void handle_message(struct op_state *st, struct op_run *r)
 	}
 	if (strcmp(type, "hello") == 0)
 		on_hello(st, r);
-	else if (strcmp(type, "opencl") == 0 || strcmp(type, "cuda") == 0)
+	else if (strcmp(type, "opencl") == 0 || strcmp(type, "cuda") == 0) {
 		st->used_opencl |= r->no == 0;
+		if (r->no == 0)
+			st->used_opencl_only = strcmp(type, "opencl") == 0;
+	}
 	else if (strcmp(type, "unusable") == 0 && r->no == 0)
 		on_unusable(st);
 	else if (strcmp(type, "kernel") == 0)
@@ -1405,6 +1422,10 @@ static void print_notes(FILE *out, const struct op_state *st)
 			"%" PRId64 "), lock the clocks, or profile on an idle machine\n",
 			noisy, noisy == 1 ? " is" : "es are", KS_OPPOST_NOISY_RATIO,
 			st->o->passes);
+	if (st->o->backup == BACKUP_ALL && st->used_opencl_only)
+		fprintf(out, "kscope op: note: --backup all changes nothing for OpenCL: its "
+			"kernels reach memory through their arguments (shared virtual memory "
+			"aside), whose buffers are backed up in any case\n");
 	if (st->calib_missing)
 		fprintf(out, "kscope op: note: no roofline: this machine has no calibration "
 			"yet; make one with: kscope calibrate (or kscope calibrate --quick, a "
@@ -1506,7 +1527,7 @@ static void state_free(struct op_state *st)
  * one of the two only. */
 static const char *const onboard_only[] = {
 	"launch-skip-before-match", "launch-count", "replay-mode", "warm-up",
-	"replay-count", "cache-flush", "kill", "mstx", "mstx-include", "timeout",
+	"replay-count", "cache-flush", "backup", "kill", "mstx", "mstx-include", "timeout",
 	"flops", NULL
 };
 static const char *const simulate_only[] = {

@@ -102,6 +102,17 @@ for e in vadd matmul; do
 	log "application $e: kscope $arc, checksums equal: $same, collected $(find "$W/app_$e" -name measure.json 2>/dev/null | wc -l)"
 done
 
+# --- --backup all: every live allocation backed up -------------------------
+if ! late "backup all"; then
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/ball_structptr" --backup all \
+		--launch-count 2 -- ex/structptr > logs/ball_structptr.out 2> logs/ball_structptr.err); brc=$?
+	same=no
+	grep checksum "$W/logs/native_structptr.out" > "$W/n.txt" &&
+		grep checksum "$W/logs/ball_structptr.out" > "$W/o.txt" && cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || fail=1
+	log "backup all structptr: kscope $brc, checksums equal: $same, buffers: $(grep -ho '"backup_bytes": [0-9]*' "$W"/ball_structptr/*/*/*/measure.json | tr '\n' ' ') (args only: $(grep -ho '"backup_bytes": [0-9]*' "$W"/op_structptr/*/*/*/measure.json | tr '\n' ' '))"
+fi
+
 # --- side by side with ncu --------------------------------------------
 # ncu: every launch of the same programs, fixed clocks off, caches
 # flushed before each (kscope: --cache-flush on, its default).
@@ -206,14 +217,14 @@ torch.manual_seed(0)
 a = torch.randn(1024, 1024, device="cuda"); x = torch.randn(8, 16, 64, 64, device="cuda")
 conv = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
 torch.cuda.synchronize(); t = time.perf_counter()
-for _ in range(1000):
+for _ in range(3000):
     b = a @ a; y = conv(x)
 torch.cuda.synchronize()
 print("torch: checksum %.6e %.6e" % (b.double().sum().item(), y.double().sum().item()))
 print("torch: seconds %.4f" % (time.perf_counter() - t), file=sys.stderr)
 PY
 	{
-		for i in 1 2 3 4; do
+		for i in 1 2 3 4 5; do
 			(cd "$W" && timeout 45 python3 torch_loop.py 2>&1)
 			(cd "$W" && timeout 60 "$KSCOPE" op -o "$W/torch" --kernel-name nomatch_xyz -- python3 torch_loop.py 2>&1)
 		done
@@ -225,7 +236,7 @@ else
 fi
 
 # Files over 4 MB (memory backups) stay behind: what comes back is limited.
-(cd "$W" && find logs op_* hw_* app_* cal_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
+(cd "$W" && find logs op_* hw_* app_* cal_* ball_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
 tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail

@@ -4,8 +4,9 @@
  * A calibration holds for one machine: the same CPU model and number of
  * logical CPUs, the same caches, about the same memory and the same
  * OpenCL devices and drivers, and the same NVIDIA GPUs and driver.  The
- * key is a 64-bit FNV-1a hash of those facts written out as text, so a change to any of them (a new driver, a
- * VM resized) leads to a new file and a new measurement, while the facts
+ * key is a 64-bit FNV-1a hash of those facts written out as text, so a
+ * change to any of them (a new driver, a VM resized) leads to a new file
+ * and a new measurement, while the facts
  * that vary from boot to boot (free memory, the exact MemTotal) are left
  * out or rounded.  The caches come from sysfs as seen by CPU 0; the
  * memory sweep reads its levels from them.

@@ -164,6 +164,9 @@ extern atomic_uint ks_cu_funcs_gen;
 
 void ks_cu_alloc_note(uint64_t base, uint64_t size, enum ks_cu_alloc_kind kind);
 void ks_cu_alloc_forget(uint64_t base);
+/* A copy of the live allocations kscope saw (malloc'd into *out, the
+ * caller frees it); their number (0 when out of memory). */
+size_t ks_cu_alloc_snapshot(struct ks_cu_alloc **out);
 /* ks_cu_lookup_fn for the records: the map, then cuMemGetAddressRange. */
 bool ks_cu_alloc_lookup(void *ctx, uint64_t addr, uint64_t *base, uint64_t *size,
 			enum ks_cu_alloc_kind *kind);

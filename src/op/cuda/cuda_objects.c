@@ -46,6 +46,21 @@ void ks_cu_alloc_forget(uint64_t base)
 	pthread_mutex_unlock(&lock);
 }
 
+size_t ks_cu_alloc_snapshot(struct ks_cu_alloc **out)
+{
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	n = allocs.n;
+	*out = n ? malloc(n * sizeof(**out)) : NULL;
+	if (*out)
+		memcpy(*out, allocs.a, n * sizeof(**out));
+	else
+		n = 0;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
 bool ks_cu_alloc_lookup(void *ctx, uint64_t addr, uint64_t *base, uint64_t *size,
 			enum ks_cu_alloc_kind *kind)
 {

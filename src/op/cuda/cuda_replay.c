@@ -30,6 +30,7 @@
 static const char *const READ_ALL = "whole allocation (CUDA gives no access qualifiers)";
 static const char *const WRITE_MAYBE = "not measured (the replay stopped first)";
 static const char *const WRITE_CHANGED = "bytes changed by the launch";
+static const char *const READ_NOT_ARG = "not known: reached by no argument (--backup all)";
 
 /* One captured launch. */
 struct rlaunch {
@@ -310,6 +311,35 @@ static int add_buffer(struct rep *rep, const struct ks_cu_ptr *p, unsigned launc
 	return 0;
 }
 
+/* --backup all: every live allocation the arguments do not point into,
+ * backed up and restored like theirs, and diffed for the bytes written;
+ * none is counted as read. */
+static int add_others(struct rep *rep, unsigned launch)
+{
+	struct ks_cu_alloc *a = NULL;
+	size_t n = ks_cu_alloc_snapshot(&a);
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct ks_cu_ptr p = { .base = a[i].base, .size = a[i].size, .kind = a[i].kind };
+		size_t before = rep->nb;
+
+		rc = add_buffer(rep, &p, launch);
+		if (!rc && rep->nb > before) {
+			struct ks_oprt_buf *pub = &rep->pub[rep->nb - 1];
+
+			pub->not_arg = true;
+			pub->base = a[i].base;
+			pub->arg = 0;
+			pub->may_read = false;
+			pub->bytes_read = 0;
+			pub->read_basis = READ_NOT_ARG;
+		}
+	}
+	free(a);
+	return rc;
+}
+
 int ks_cu_rep_add(void *rep_, void *launch, uint64_t index, struct ks_err *err)
 {
 	struct rep *rep = rep_;
@@ -372,6 +402,8 @@ int ks_cu_rep_add(void *rep_, void *launch, uint64_t index, struct ks_err *err)
 	for (size_t i = 0; i < rl->nptrs; i++)
 		if (add_buffer(rep, &rl->ptrs[i], (unsigned)(rep->nl - 1)) != 0)
 			return ks_err_set(err, -ENOMEM, "out of memory");
+	if (ks_oprt_backup_all() && add_others(rep, (unsigned)(rep->nl - 1)) != 0)
+		return ks_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 

@@ -232,10 +232,15 @@ static void memory_row(struct ks_text *t, const struct op_launch *l,
 	double mine = NAN;
 	long long bytes = b && b->bytes >= 0 ? b->bytes : a ? a->buf_bytes : -1;
 
-	ks_text_printf(t, "%lld", b ? b->arg : a->index);
-	ks_csv_str(t, false, a ? a->name : "");
+	/* A buffer no argument reaches (--backup all): no index, its
+	 * address. */
+	bool other = b && b->arg < 0;
+
+	if (!other)
+		ks_text_printf(t, "%lld", b ? b->arg : a->index);
+	ks_csv_str(t, false, other ? "(not an argument)" : a ? a->name : "");
 	ks_csv_str(t, false, a ? a->type_name : "");
-	ks_csv_str(t, false, a ? a->address : "");
+	ks_csv_str(t, false, other ? b->base : a ? a->address : "");
 	ks_csv_int(t, bytes);
 	ks_csv_str(t, false, a ? a->flags : "");
 	ks_csv_str(t, false, !b || b->backed_up < 0 ? "" : b->backed_up ? "yes" : "no");

@@ -40,6 +40,7 @@ struct op_buf {
 	int backed_up;           /* 1, 0, -1 unknown */
 	long long read, written; /* -1 unknown */
 	char read_basis[160], write_basis[160];
+	char base[32];           /* arg -1 (--backup all): its address */
 };
 
 /* The work of one launch (ranges have one per launch inside). */

@@ -544,6 +544,7 @@ static int read_buffers(struct src *s, json_t *a, struct op_launch *l)
 		b->written = get_int(s, v, "bytes_written");
 		get_str(s, v, "read_basis", b->read_basis, sizeof(b->read_basis));
 		get_str(s, v, "write_basis", b->write_basis, sizeof(b->write_basis));
+		get_str(s, v, "base", b->base, sizeof(b->base));
 		l->nbufs++;
 	}
 	return 0;

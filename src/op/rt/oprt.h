@@ -159,6 +159,9 @@ struct ks_oprt_buf {
 	unsigned launch;                  /* the captured launch that uses it
 	                                     first (0 outside ranges) */
 	unsigned arg;                     /* its argument index there */
+	bool not_arg;                     /* reached by no argument: backed
+	                                     up for --backup all (arg unused) */
+	uint64_t base;                    /* not_arg: its device address */
 	uint64_t bytes;
 	bool may_read, may_write;
 	bool backed_up;
@@ -294,6 +297,10 @@ void ks_oprt_runtime_used(const char *platform, const char *device, const char *
  * replay launches must then fail as if the runtime had run out of
  * resources (tests/op/rt uses it to test failed replays). */
 bool ks_oprt_test_fail_replay(const char *kernel);
+
+/* Whether kscope op asked to back up every live allocation of the
+ * device (--backup all), not only those the arguments point into. */
+bool ks_oprt_backup_all(void);
 
 /* Monotonic clock, ns. */
 uint64_t ks_oprt_now(void);

@@ -74,6 +74,9 @@ int ks_oprt_config_parse(const struct ks_op_msg *m, struct ks_oprt_config *c,
 	if ((rc = get_uint(m, "mstx", 0, 1, 0, &v, err)))
 		return rc;
 	c->mstx = v;
+	if ((rc = get_uint(m, "backup_all", 0, 1, 0, &v, err)))
+		return rc;
+	c->backup_all = v;
 	if (!ks_op_msg_get(m, "dir", NULL, c->dir, sizeof(c->dir)) || c->dir[0] != '/')
 		return ks_err_set(err, -EINVAL, "config: dir= is missing or not absolute");
 	if ((rc = get_filter(m, "kernel_name", &c->kernel_name, err)) ||

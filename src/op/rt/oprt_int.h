@@ -42,6 +42,7 @@ struct ks_oprt_config {
 	unsigned long long skip;          /* launches (ranges) to skip */
 	unsigned warmup, passes;
 	bool flush, mstx;
+	bool backup_all;                  /* --backup all */
 	struct ks_op_filter *kernel_name; /* NULL: every kernel */
 	struct ks_op_filter *mstx_include;/* NULL: every range */
 	char dir[4096];                   /* the run directory (absolute) */

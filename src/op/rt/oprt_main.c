@@ -96,6 +96,11 @@ bool ks_oprt_profile_program_queues(void)
 	return ks_oprt.cfg.mode == KS_OPRT_MODE_APPLICATION;
 }
 
+bool ks_oprt_backup_all(void)
+{
+	return ks_oprt.cfg.backup_all;
+}
+
 bool ks_oprt_backend_use(const struct ks_oprt_backend *be)
 {
 	const struct ks_oprt_backend *cur =

@@ -6,6 +6,8 @@
  * warm-up (or the first pass when there is none).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,10 +84,21 @@ void ks_oprt_measure_json(const struct ks_oprt_measure *m, struct ks_oprt_json *
 		ks_oprt_json_obj_open(j, NULL);
 		if (m->range)
 			ks_oprt_json_u64(j, "launch", b->launch);
-		ks_oprt_json_u64(j, "arg", b->arg);
+		if (b->not_arg) {
+			char hex[24];
+
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, b->base);
+			ks_oprt_json_null(j, "arg");
+			ks_oprt_json_str(j, "base", hex);
+		} else {
+			ks_oprt_json_u64(j, "arg", b->arg);
+		}
 		ks_oprt_json_u64(j, "bytes", b->bytes);
 		ks_oprt_json_bool(j, "backed_up", b->backed_up);
-		ks_oprt_json_u64(j, "bytes_read", b->bytes_read);
+		if (b->not_arg)
+			ks_oprt_json_null(j, "bytes_read");
+		else
+			ks_oprt_json_u64(j, "bytes_read", b->bytes_read);
 		if (b->written_known || !b->may_write)
 			ks_oprt_json_u64(j, "bytes_written", b->bytes_written);
 		else

@@ -634,6 +634,42 @@ static void test_cuda_measured_bytes(void **state)
 	ks_expr_free(flops);
 }
 
+/* --backup all (fixtures/cuda_backup_all: cuda_mm_hw's launch, without
+ * its counters, with one more allocation as the runtime lists it): the
+ * allocation no argument reaches is a row of its own in Memory.csv, by
+ * address, with the bytes it changed and its reads unknown, and the
+ * totals say some counts are unknown. */
+static void test_cuda_backup_all(void **state)
+{
+	struct fx *f = *state;
+	const char *rel = "1631/mm_naive_0";
+	struct ks_oppost_opts o = { 0 };
+	struct ks_oppost_result res;
+	struct ks_err err;
+	struct csv c;
+
+	install(f, "cuda_backup_all", rel);
+	assert_int_equal(run_post(f, rel, &o, &res, &err), 0);
+	if (strstr(f->warnings, "left out"))
+		fail_msg("warnings: %s", f->warnings);
+	csv_read(path_of(f, rel, "Memory.csv"), &c);
+	assert_int_equal(c.nrows, 5);
+	assert_string_equal(cell(&c, 4, "arg"), "");
+	assert_string_equal(cell(&c, 4, "name"), "(not an argument)");
+	assert_string_equal(cell(&c, 4, "address"), "0x7f59cc800000");
+	assert_string_equal(cell(&c, 4, "bytes"), "4096");
+	assert_string_equal(cell(&c, 4, "backed_up"), "yes");
+	assert_string_equal(cell(&c, 4, "bytes_read"), "");
+	assert_string_equal(cell(&c, 4, "bytes_written"), "256");
+	assert_string_equal(cell(&c, 3, "arg"), "2");
+	assert_string_equal(cell(&c, 3, "bytes_written"), "502340");
+	csv_free(&c);
+	csv_read(path_of(f, rel, "OpBasicInfo.csv"), &c);
+	assert_string_equal(cell(&c, 1, "bytes_written"), "502596");
+	assert_string_equal(cell(&c, 1, "bytes_basis"), "partial: some buffers' counts are unknown");
+	csv_free(&c);
+}
+
 /* A CUDA launch (a real one of an H200, fixtures/cuda_vadd): placed
  * against the calibration's CUDA ceilings when it measured that device;
  * with no roofline, and no CPU ceiling, when it did not. */
@@ -1071,6 +1107,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_calibration, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cuda_roofline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cuda_measured_bytes, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_cuda_backup_all, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_noisy, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_context, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_missing_source, fx_setup, fx_teardown),
