@@ -620,15 +620,30 @@ def deliverables():
     if counters["supported"] is False:
         check(counters.get("reason"), "measure.json: counters unsupported without a reason")
 
+    may = [(bufs[a]["may_read"], bufs[a]["may_write"]) for a in (0, 1, 2)]
+    check(may == [(True, False), (True, False), (True, True)],
+          f"measure.json: may read, may write {may}")
+
+    # The deliverables count the extent (every byte of a buffer the kernel
+    # may write), the same for every launch, and keep the changed bytes
+    # beside it.
     p = os.path.join(d, "Memory.csv")
     header, rows = read_csv(p)
     acol = column(p, header, rows, "arg")
     wcol = column(p, header, rows, "bytes_written")
-    check(sorted((int(r_[acol]), int(r_[wcol])) for r_ in rows)
-          == [(0, 0), (1, 0), (2, changed)],
-          f"{p}: arguments and bytes written {[(r_[acol], r_[wcol]) for r_ in rows]}")
+    ccol = column(p, header, rows, "bytes_changed")
+    check(sorted((int(r_[acol]), int(r_[wcol]), int(r_[ccol])) for r_ in rows)
+          == [(0, 0, 0), (1, 0, 0), (2, 4 * n, changed)],
+          f"{p}: arguments, bytes written and changed "
+          f"{[(r_[acol], r_[wcol], r_[ccol]) for r_ in rows]}")
     p = os.path.join(d, "OpBasicInfo.csv")
     header, rows = read_csv(p)
+    row = dict(zip(header, rows[0]))
+    check((row["bytes_read"], row["bytes_written"], row["bytes_changed"])
+          == (str(12 * n), str(4 * n), str(changed)),
+          f"{p}: bytes read, written, changed {row['bytes_read']}, {row['bytes_written']}, "
+          f"{row['bytes_changed']}, expected {12 * n}, {4 * n}, {changed}")
+    check(row["bytes_basis"].startswith("extent:"), f"{p}: bytes basis {row['bytes_basis']!r}")
     check(float(rows[0][column(p, header, rows, "flops")]) == n,
           f"{p}: FLOPs {rows[0][column(p, header, rows, 'flops')]}, expected {n}")
     check(rows[0][column(p, header, rows, "launch_index")] == "2",
@@ -636,6 +651,40 @@ def deliverables():
     p = os.path.join(d, "Timing.csv")
     header, rows = read_csv(p)
     check(len(rows) == 5, f"{p}: {len(rows)} rows for 2 warm-ups and 3 passes")
+
+
+def traffic_repeat():
+    """Identical launches give identical traffic: matmul's two launches of
+    mm_naive compute the same C from the same A and B.  The second
+    changes no byte of C (it already holds the result), so the bytes
+    changed differ (all of C, then 0), but the bytes read and written,
+    the extent, and so the arithmetic intensity and the roofline's
+    x, are the same."""
+    argv = [example("matmul"), "64"]
+    nat = native(argv)
+    r = run_op(["--kernel-name", "mm_naive", "--launch-count", "2", "--flops", "2*M*N*K"],
+               argv)
+    split_output(r, nat)
+    got = r.collected()
+    check(sorted(got) == ["mm_naive_0", "mm_naive_2"], f"collected {sorted(got)}" + r.why())
+    rows = {}
+    for name, d in got.items():
+        p = os.path.join(d, "OpBasicInfo.csv")
+        header, rs = read_csv(p)
+        rows[name] = dict(zip(header, rs[0]))
+    first, second = rows["mm_naive_0"], rows["mm_naive_2"]
+    c_bytes = 4 * 64 * 64
+    # A and B are read whole; C is CL_MEM_WRITE_ONLY, written whole.
+    for key, want in (("bytes_read", 2 * c_bytes), ("bytes_written", c_bytes)):
+        check(first[key] == second[key] == str(want),
+              f"{key}: {first[key]} and {second[key]}, expected {want} for both")
+    check(first["arithmetic_intensity"] == second["arithmetic_intensity"]
+          and first["arithmetic_intensity"] != "",
+          f"arithmetic intensity {first['arithmetic_intensity']} and "
+          f"{second['arithmetic_intensity']}")
+    check(int(first["bytes_changed"]) > 0 and second["bytes_changed"] == "0",
+          f"bytes changed {first['bytes_changed']} and {second['bytes_changed']}: the "
+          f"second launch rewrites the values C already holds")
 
 
 def close(a, b, rel=1e-3, absolute=0.0):
@@ -793,6 +842,7 @@ SCENARIOS = {
     "filter_name": filter_name,
     "filter_mstx": filter_mstx,
     "mode_kernel": mode_kernel,
+    "traffic_repeat": traffic_repeat,
     "mode_application": mode_application,
     "mode_range": mode_range,
     "kill": kill,

@@ -65,14 +65,22 @@
  *       "replay_wall_ns": N,        (the whole replay, backup to restore)
  *       "backup_bytes": N,          (bytes backed up and restored per pass)
  *       "buffers": [ { "arg": 0, "bytes": N, "backed_up": true|false,
+ *                      "may_read": true|false, "may_write": true|false,
  *                      "launch": I (ranges: which recorded launch),
  *                      (bytes_written is null when it was not measured)
  *                      "bytes_read": N, "bytes_written": N,
+ *                      (bytes_written: the bytes the first pass changed)
  *                      "read_basis": "whole buffer (not write-only)"|...,
- *                      "write_basis": "bytes changed by the launch"|... } ],
+ *                      "write_basis": "bytes changed by the launch"|... },
+ *                    { "arg": null, "base": "0x...", "bytes_read": null, ...
+ *                      (--backup all: an allocation no argument reaches) } ],
  *       "counters": { "supported": false, "reason": "..." }
  *                or { "supported": true, "per_pass": [ {"instructions": N,
- *                     "cycles": N, ...}, ... ] } }
+ *                     "cycles": N, ...}, ... ] },
+ *       "hardware": (CUDA, after the passes: one more run under CUPTI)
+ *                { "supported": true, "source": "CUPTI range profiler (...)",
+ *                  "metrics": { "dram__bytes_read.sum": X, ... } }
+ *                or { "supported": false, "reason": "..." } }
  *
  * Files are written under a temporary name and renamed, so a file that
  * exists is complete.  `collected` is sent after the last rename.

@@ -82,7 +82,7 @@ static const char *const basic_columns[] = {
 	"build_options", "replay_mode", "warmups", "passes", "cache_flush",
 	"flush_bytes", "min_us", "median_us", "mean_us", "max_us", "spread_pct",
 	"original_us", "replay_wall_ms", "backup_bytes", "bytes_read",
-	"bytes_written", "bytes_basis", "bandwidth_gbps", "flops",
+	"bytes_written", "bytes_changed", "bytes_basis", "bandwidth_gbps", "flops",
 	"flops_expression", "gflops", "arithmetic_intensity", "memory_ceiling",
 	"memory_ceiling_gbps", "compute_ceiling", "compute_ceiling_gflops",
 	"binding_ceiling", "attainable_gflops", "peak_bandwidth_pct", "roofline",
@@ -139,9 +139,13 @@ int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
 	ks_csv_int(&t, l->backup_bytes);
 	ks_csv_num(&t, l->bytes_read, 0);
 	ks_csv_num(&t, l->bytes_written, 0);
+	ks_csv_num(&t, l->bytes_changed, 0);
 	ks_csv_str(&t, false, !isfinite(l->bytes_read) ? "" : l->bytes_measured ?
 		"measured: DRAM bytes from the hardware counters (CUPTI)" : l->bytes_partial ?
-		"partial: some buffers' counts are unknown" : "per buffer, see Memory.csv");
+		"partial: some buffers' counts are unknown" : l->bytes_extent ?
+		"extent: every byte of the buffers the kernel may read, and of those it may "
+		"write (per buffer in Memory.csv)" :
+		"bytes written are those the first pass changed (per buffer in Memory.csv)");
 	ks_csv_num(&t, l->gbps, 3);
 	ks_csv_num(&t, l->flops, 0);
 	ks_csv_str(&t, false, o->flops ? ks_expr_text(o->flops) : "");
@@ -231,6 +235,7 @@ static void memory_row(struct ks_text *t, const struct op_launch *l,
 	double total = l->bytes_read + l->bytes_written;
 	double mine = NAN;
 	long long bytes = b && b->bytes >= 0 ? b->bytes : a ? a->buf_bytes : -1;
+	long long written;
 
 	/* A buffer no argument reaches (--backup all): no index, its
 	 * address. */
@@ -246,10 +251,20 @@ static void memory_row(struct ks_text *t, const struct op_launch *l,
 	ks_csv_str(t, false, !b || b->backed_up < 0 ? "" : b->backed_up ? "yes" : "no");
 	ks_csv_int(t, b ? b->read : -1);
 	ks_csv_str(t, false, b ? b->read_basis : "");
-	ks_csv_int(t, b ? b->written : -1);
-	ks_csv_str(t, false, b ? b->write_basis : "");
-	if (b && b->read >= 0 && b->written >= 0)
-		mine = (double)b->read + (double)b->written;
+	if (b && l->bytes_extent) {
+		/* The extent: the whole buffer if the kernel may write it. */
+		written = b->may_write ? b->bytes : 0;
+		ks_csv_int(t, written);
+		ks_csv_str(t, false, b->may_write ? "whole buffer (the kernel may write it)"
+				   : b->write_basis);
+	} else {
+		written = b ? b->written : -1;
+		ks_csv_int(t, written);
+		ks_csv_str(t, false, b ? b->write_basis : "");
+	}
+	ks_csv_int(t, b && b->may_write != 0 ? b->written : b ? 0 : -1);
+	if (b && b->read >= 0 && written >= 0)
+		mine = (double)b->read + (double)written;
 	ks_csv_num(t, total > 0 ? mine / total * 100 : NAN, 2);
 	ks_csv_num(t, isfinite(l->median_us) && l->median_us > 0 ? mine / (l->median_us * 1e3)
 		: NAN, 3);
@@ -266,7 +281,7 @@ int ks_oppost_write_memory(struct ks_rundir *rd, const struct op_launch *l,
 	if (rc)
 		return rc;
 	ks_text_printf(&t, "arg,name,type,address,bytes,flags,backed_up,bytes_read,"
-			  "read_basis,bytes_written,write_basis,traffic_share_pct,"
+			  "read_basis,bytes_written,write_basis,bytes_changed,traffic_share_pct,"
 			  "bandwidth_gbps\n");
 	for (size_t i = 0; i < l->nbufs; i++)
 		memory_row(&t, l, arg_at(l, l->bufs[i].arg), &l->bufs[i]);

@@ -38,7 +38,8 @@ struct op_buf {
 	long long arg;
 	long long bytes;         /* -1 unknown */
 	int backed_up;           /* 1, 0, -1 unknown */
-	long long read, written; /* -1 unknown */
+	long long read, written; /* -1 unknown; written: bytes changed */
+	int may_read, may_write; /* 1, 0, -1 unknown (older raw files) */
 	char read_basis[160], write_basis[160];
 	char base[32];           /* arg -1 (--backup all): its address */
 };
@@ -119,6 +120,8 @@ struct op_launch {
 	double bytes_read, bytes_written; /* NaN unknown */
 	bool bytes_partial;      /* some buffer's counts were unknown */
 	bool bytes_measured;     /* from the hardware's DRAM counters */
+	bool bytes_extent;       /* bytes_written is the writable extent */
+	double bytes_changed;    /* bytes the first pass changed; NaN unknown */
 	/* measure.json "hardware" (CUDA: CUPTI) */
 	int hw_supported;        /* 1, 0, -1 not asked */
 	char hw_source[600], hw_reason[400];

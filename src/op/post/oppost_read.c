@@ -540,6 +540,8 @@ static int read_buffers(struct src *s, json_t *a, struct op_launch *l)
 		b->arg = get_int(s, v, "arg");
 		b->bytes = get_int(s, v, "bytes");
 		b->backed_up = get_bool(s, v, "backed_up");
+		b->may_read = get_bool(s, v, "may_read");
+		b->may_write = get_bool(s, v, "may_write");
 		b->read = get_int(s, v, "bytes_read");
 		b->written = get_int(s, v, "bytes_written");
 		get_str(s, v, "read_basis", b->read_basis, sizeof(b->read_basis));
@@ -705,11 +707,28 @@ static int derive_times(struct op_launch *l)
 	return 0;
 }
 
+/* The bytes a launch moves, by one definition (docs/op.md, "Traffic"):
+ * the DRAM bytes the hardware counted where it did (CUDA with CUPTI);
+ * else the extent, every byte of each buffer the kernel may read, and of
+ * each it may write, so that identical launches give identical figures;
+ * the bytes the first pass changed (a lower bound of what it wrote) are
+ * kept beside them.  Raw files older than the extent (no may_write) keep
+ * the changed bytes as written. */
 static void derive_bytes(struct op_launch *l)
 {
-	l->bytes_read = l->bytes_written = NAN;
+	bool extent = l->nbufs > 0;
+
+	l->bytes_read = l->bytes_written = l->bytes_changed = NAN;
 	l->gbps = NAN;
-	l->bytes_measured = false;
+	l->bytes_measured = l->bytes_extent = false;
+	for (size_t i = 0; i < l->nbufs; i++)
+		extent &= l->bufs[i].may_write >= 0 && l->bufs[i].bytes >= 0;
+	if (l->have_measure && l->nbufs) {
+		l->bytes_changed = 0;
+		for (size_t i = 0; i < l->nbufs && isfinite(l->bytes_changed); i++)
+			l->bytes_changed = l->bufs[i].written >= 0 ?
+				l->bytes_changed + (double)l->bufs[i].written : NAN;
+	}
 	if (l->have_measure && l->hw_supported == 1 && isfinite(l->hw_read) &&
 	    isfinite(l->hw_written)) {
 		/* Measured DRAM traffic beats what the arguments suggest. */
@@ -723,12 +742,15 @@ static void derive_bytes(struct op_launch *l)
 	if (!l->have_measure || !l->nbufs)
 		return;
 	l->bytes_read = l->bytes_written = 0;
+	l->bytes_extent = extent;
 	for (size_t i = 0; i < l->nbufs; i++) {
 		if (l->bufs[i].read >= 0)
 			l->bytes_read += (double)l->bufs[i].read;
 		else
 			l->bytes_partial = true;
-		if (l->bufs[i].written >= 0)
+		if (extent)
+			l->bytes_written += l->bufs[i].may_write ? (double)l->bufs[i].bytes : 0;
+		else if (l->bufs[i].written >= 0)
 			l->bytes_written += (double)l->bufs[i].written;
 		else
 			l->bytes_partial = true;

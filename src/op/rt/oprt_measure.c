@@ -95,6 +95,8 @@ void ks_oprt_measure_json(const struct ks_oprt_measure *m, struct ks_oprt_json *
 		}
 		ks_oprt_json_u64(j, "bytes", b->bytes);
 		ks_oprt_json_bool(j, "backed_up", b->backed_up);
+		ks_oprt_json_bool(j, "may_read", b->may_read);
+		ks_oprt_json_bool(j, "may_write", b->may_write);
 		if (b->not_arg)
 			ks_oprt_json_null(j, "bytes_read");
 		else
