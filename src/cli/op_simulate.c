@@ -417,6 +417,16 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
 				s->level_acc[i], s->level_miss[i],
 				100.0 * (double)(s->level_acc[i] - s->level_miss[i]) /
 					(double)s->level_acc[i]);
+	/* What the pipeline chart shows of the run. */
+	if (s->trace_blocks || s->trace_from[0])
+		fprintf(stderr, "  pipeline chart: %" PRIu64 " block executions %s, %.1f%% of "
+			"the simulated cycles%s\n", s->trace_blocks,
+			strcmp(s->trace_from, "main") == 0 ? "from main" :
+			strcmp(s->trace_from, "region") == 0 ? "in the region" :
+			strcmp(s->trace_from, "never") == 0 ? "(main never entered)" :
+			"from the first instruction",
+			s->cycles ? 100.0 * (double)s->trace_cycles / (double)s->cycles : 0.0,
+			s->trace_dropped ? " (--trace-limit reached: raise it to see more)" : "");
 	if (s->ntop)
 		fprintf(stderr, "  hottest lines (cycles, share):\n");
 	for (size_t i = 0; i < s->ntop; i++)

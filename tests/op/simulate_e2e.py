@@ -214,6 +214,20 @@ def whole():
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     check(p.returncode == 0 and b"mt_matmul.c" in p.stdout,
           "kscope inspect does not list the source block of mt_matmul.c")
+    # The pipeline chart starts at main, not in the dynamic loader: its
+    # first slice is main's, and the summary says so with its share.
+    with open(os.path.join(r.rundir, "trace.json")) as f:
+        events = json.load(f)["traceEvents"]
+    main_pid = [e["pid"] for e in events if e.get("ph") == "M" and
+                e.get("name") == "process_name" and e["args"]["name"] == "thread1"]
+    slices = [e for e in events if e.get("ph") == "X" and e["pid"] in main_pid]
+    check(slices, f"trace.json has no slice of thread1 (processes {main_pid})")
+    first = min(slices, key=lambda e: e["ts"])
+    check(first["args"].get("function") == "main",
+          f"the pipeline chart starts in {first['args'].get('function')!r}, not main")
+    check(re.search(r"pipeline chart: \d+ block executions from main, [0-9.e+-]+% of the "
+                    r"simulated cycles", r.stderr),
+          "the summary does not say where the pipeline chart starts" + r.why())
 
 
 def region():
@@ -223,6 +237,8 @@ def region():
     per = check_deliverables(r, [2, 3])
     fns = {x["Function"] for rows in per.values() for x in rows}
     check("worker" in fns and "main" not in fns, f"functions counted: {sorted(fns)[:20]}")
+    check("block executions in the region" in r.stderr,
+          "the summary does not say the pipeline chart is the region's" + r.why())
     # The multiply alone does 2 * 48^3 / 2 FLOPs per thread.
     for t, rows in per.items():
         f = sum(int(x["Flops"]) for x in rows)

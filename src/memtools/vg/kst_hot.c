@@ -111,6 +111,14 @@ static struct kst_hc *shared_last; /* the last level, one for all threads */
 static Int sp_offset = -1;        /* guest state offset of the stack pointer */
 static Bool region_on;
 static ULong interval;            /* bandwidth bucket width, doubles */
+/* The pipeline chart starts where the user looks: with --region, inside
+ * it (blocks are traced only while counting); without, at the first
+ * entry of `main`, so that the dynamic loader and the C library's start
+ * do not fill --trace-limit.  trace_open: blocks are traced; trace_tid
+ * and trace_clock: the thread that entered main, and its clock then. */
+static Bool trace_open, trace_gate_main, trace_opened_at_main;
+static UInt trace_tid;
+static ULong trace_clock;
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -725,7 +733,9 @@ static VG_REGPARM(2) void h_sb(UWord sb, UWord sp)
 	if (!t)
 		return;
 	if (t->tr_n) {
-		if (LIKELY(trace_full)) {
+		if (UNLIKELY(!trace_open)) {
+			t->tr_n = 0;      /* before main: not a dropped block */
+		} else if (LIKELY(trace_full)) {
 			trace_dropped++;
 			t->tr_n = 0;
 		} else {
@@ -735,6 +745,23 @@ static VG_REGPARM(2) void h_sb(UWord sb, UWord sp)
 	if (region_on && t->active && sp > t->entry_sp)
 		t->active = False;
 	t->tr_sb = (UInt)sb;
+	t->tr_start = t->clock;
+}
+
+/* The first instruction of `main` (no --region): the trace opens, the
+ * instructions of main's block before this one left out. */
+static VG_REGPARM(1) void h_main(UWord unused)
+{
+	struct hthread *t = cur;
+
+	(void)unused;
+	if (trace_open || !t)
+		return;
+	trace_open = True;
+	trace_opened_at_main = True;
+	trace_tid = t->tid;
+	trace_clock = t->clock;
+	t->tr_n = 0;
 	t->tr_start = t->clock;
 }
 
@@ -1419,12 +1446,18 @@ IRSB *kst_hot_instrument(IRSB *in, const VexGuestLayout *layout, IRType gWordTy,
 				end++;
 			s.ins = ins_get(in, i + 1, end, a, len);
 			b->ins[b->n++] = s.ins->id;
-			if (region_on &&
-			    VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &fn) &&
-			    region_match(fn)) {
-				/* Instructions before the entry count outside. */
-				flush_fetch(&s);
-				add_call(&s, 1, "h_enter", h_enter, mkIRExprVec_1(get_sp(&s)), NULL);
+			if ((region_on || trace_gate_main) &&
+			    VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &fn)) {
+				if (region_on && region_match(fn)) {
+					/* Instructions before the entry count outside. */
+					flush_fetch(&s);
+					add_call(&s, 1, "h_enter", h_enter,
+						 mkIRExprVec_1(get_sp(&s)), NULL);
+				} else if (trace_gate_main && VG_(strcmp)(fn, "main") == 0) {
+					flush_fetch(&s);
+					add_call(&s, 1, "h_main", h_main,
+						 mkIRExprVec_1(mkIRExpr_HWord(0)), NULL);
+				}
 			}
 			s.pending[s.npending++] = s.ins;
 			break;
@@ -1536,6 +1569,8 @@ void kst_hot_init(void)
 	kst_hc_init(shared_last, o->level[nlev - 1].size, o->level[nlev - 1].assoc,
 		    o->level[nlev - 1].line);
 	region_on = o->region != NULL;
+	trace_gate_main = !region_on;
+	trace_open = region_on;
 	interval = o->interval;
 	trace_full = o->trace_limit == 0;
 	n_threads_slots = 64;
@@ -1723,6 +1758,14 @@ void kst_hot_fini(void)
 			VG_(fprintf)(out, "\n");
 		}
 	}
+	/* Where the trace starts: in the region, at main (thread, cycle), or
+	 * nowhere (main never ran, or has no symbol). */
+	if (region_on)
+		VG_(fprintf)(out, "trace\tregion\t0\t0\n");
+	else if (trace_opened_at_main)
+		VG_(fprintf)(out, "trace\tmain\t%u\t%llu\n", trace_tid, trace_clock);
+	else
+		VG_(fprintf)(out, "trace\tnever\t0\t0\n");
 	for (i = 0; i < n_trace; i++)
 		VG_(fprintf)(out, "tr\t%u\t%u\t%u\t%llu\t%llu\n", trace[i].tid, trace[i].sb,
 			     trace[i].executed, trace[i].start, trace[i].end);

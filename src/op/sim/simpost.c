@@ -325,6 +325,10 @@ static int summarize(const struct sim *s, struct ks_simpost_summary *sum,
 	for (size_t i = 0; i < s->nbw; i++)
 		sum->dram_bytes += sim_bwv(s, i)[2 * s->levels] + sim_bwv(s, i)[2 * s->levels + 1];
 	sum->trace_dropped = s->dropped;
+	snprintf(sum->trace_from, sizeof(sum->trace_from), "%s", s->trace_from);
+	sum->trace_blocks = s->ntr;
+	for (size_t i = 0; i < s->ntr; i++)
+		sum->trace_cycles += s->tr[i].end - s->tr[i].start;
 
 	/* The hottest lines over all threads. */
 	lc = calloc(s->nlines ? s->nlines : 1, sizeof(*lc));

@@ -66,6 +66,9 @@ struct ks_simpost_summary {
 	uint64_t dram_bytes;         /* across the last boundary, both ways */
 	double sim_seconds;          /* the longest thread's cycles / clock */
 	uint64_t trace_dropped;
+	char trace_from[8];          /* "main", "region", "never", "" */
+	uint64_t trace_blocks;       /* block executions in the chart */
+	uint64_t trace_cycles;       /* their simulated cycles */
 	unsigned blocks;             /* visualize_data.bin blocks written */
 	unsigned sources;            /* of which 0x01 (source files) */
 	uint64_t trace_slices;       /* slices in the pipeline chart */

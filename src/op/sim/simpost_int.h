@@ -118,6 +118,10 @@ struct sim {
 	size_t nbw, cap_bw;
 	struct sim_tr *tr;
 	size_t ntr, cap_tr;
+	/* where the trace starts ("trace" record): "region", "main", "never",
+	 * or "" (an older tool: from the program's first instruction) */
+	char trace_from[8];
+	uint64_t trace_clock;    /* "main": the entering thread's cycle */
 	struct sim_map file_ids, fn_ids, ins_ids, sb_ids, tids;
 	/* end */
 	bool have_end;

@@ -534,6 +534,21 @@ static int rec_bw(struct reader *r)
 	return 0;
 }
 
+/* trace <from> <thread> <cycle>: where the pipeline chart starts. */
+static int rec_trace(struct reader *r)
+{
+	struct sim *s = r->s;
+	uint64_t tid;
+	int rc = need_fields(r, 4);
+
+	if (rc || (rc = get_u64(r, 2, &tid)) || (rc = get_u64(r, 3, &s->trace_clock)))
+		return rc;
+	if (strcmp(r->f[1], "region") && strcmp(r->f[1], "main") && strcmp(r->f[1], "never"))
+		return bad(r, "the trace starts at '%.20s', not region, main or never", r->f[1]);
+	snprintf(s->trace_from, sizeof(s->trace_from), "%s", r->f[1]);
+	return 0;
+}
+
 static int rec_tr(struct reader *r)
 {
 	struct sim *s = r->s;
@@ -664,6 +679,8 @@ static int record(struct reader *r, char *line)
 		rc = rec_x(r);
 	} else if (strcmp(k, "bw") == 0) {
 		rc = rec_bw(r);
+	} else if (strcmp(k, "trace") == 0) {
+		rc = rec_trace(r);
 	} else if (strcmp(k, "tr") == 0) {
 		rc = rec_tr(r);
 	} else if (strcmp(k, "end") == 0) {
@@ -730,9 +747,15 @@ int sim_read(struct sim *s, struct ks_err *err)
 			  "finish (was it killed?); the deliverables show what it wrote "
 			  "up to line %zu", s->raw_path, r.lineno);
 	if (s->dropped)
-		sim_warnf(s, "the pipeline chart shows the first block executions only: "
+		sim_warnf(s, "the pipeline chart shows the first block executions%s only: "
 			  "%llu more were past the trace limit",
+			  strcmp(s->trace_from, "main") == 0 ? " from main" :
+			  strcmp(s->trace_from, "region") == 0 ? " in the region" : "",
 			  (unsigned long long)s->dropped);
+	if (strcmp(s->trace_from, "never") == 0)
+		sim_warnf(s, "the pipeline chart is empty: the program never entered main, "
+			  "or main has no symbol (a stripped program); --kernel-name names the "
+			  "functions to start from");
 	return 0;
 }
 
