@@ -75,6 +75,7 @@ struct op_opts {
 	char *threads, *cache;
 	double clock_ghz;
 	int64_t trace_limit, mem_latency;
+	int kernel_lines;       /* index into on_off */
 };
 
 enum { MODE_KERNEL, MODE_APPLICATION, MODE_RANGE };
@@ -179,6 +180,11 @@ static const struct ks_opt op_opts[] = {
 	  .env = "KSCOPE_OP_MEM_LATENCY",
 	  .help = "--simulate: cycles of an access that no cache level holds",
 	  OPT(mem_latency), .min = 1, .max = 100000 },
+	{ .name = "kernel-lines", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "off",
+	  .env = "KSCOPE_OP_KERNEL_LINES",
+	  .help = "--simulate: build OpenCL kernels (PoCL) with line information and "
+		  "without optimization, so cycles map to kernel source lines",
+	  OPT(kernel_lines), .choices = on_off },
 	KS_COMMON_OPTS(struct op_opts),
 	KS_OPT_END
 };
@@ -1531,7 +1537,7 @@ static const char *const onboard_only[] = {
 	"flops", NULL
 };
 static const char *const simulate_only[] = {
-	"threads", "cache", "clock", "trace-limit", "mem-latency", NULL
+	"threads", "cache", "clock", "trace-limit", "mem-latency", "kernel-lines", NULL
 };
 
 static bool given(struct ks_parsed *ps, const char *name)
@@ -1557,6 +1563,7 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 		.clock_ghz = o->clock_ghz,
 		.trace_limit = o->trace_limit,
 		.mem_latency = o->mem_latency,
+		.kernel_lines = o->kernel_lines == ON,
 		.output = o->output,
 		.program = ps->program,
 	};

@@ -397,6 +397,49 @@ static int build_argv(const struct ks_op_sim_args *a, const struct geometry *g,
 	return rc ? -ENOMEM : 0;
 }
 
+/* --kernel-lines: vg's environment with PoCL told to build kernels with
+ * line information and without optimization (PoCL drops the lines when
+ * it inlines an optimized kernel into its work-group function), into a
+ * cache of its own in the run directory, keeping the kernel sources it
+ * compiled there (its temporary files) for the Source page.  NULL when
+ * out of memory; *owned: the strings to free. */
+static char **kernel_lines_env(char **base, const char *rundir, char *owned[3])
+{
+	const char *flags = getenv("POCL_EXTRA_BUILD_FLAGS");
+	char dir[PATH_MAX + 32];
+	size_t n = 0, k = 0;
+	char **env;
+
+	snprintf(dir, sizeof(dir), "%s/pocl-cache", rundir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return NULL;
+	for (; base[n]; n++)
+		;
+	env = calloc(n + 4, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(base[i], "POCL_EXTRA_BUILD_FLAGS=", 23) &&
+		    strncmp(base[i], "POCL_CACHE_DIR=", 15) &&
+		    strncmp(base[i], "POCL_LEAVE_KERNEL_COMPILER_TEMP_FILES=", 38))
+			env[k++] = base[i];
+	if (asprintf(&owned[0], "POCL_EXTRA_BUILD_FLAGS=%s%s-g -cl-opt-disable",
+		     flags ? flags : "", flags && *flags ? " " : "") < 0)
+		owned[0] = NULL;
+	if (asprintf(&owned[1], "POCL_CACHE_DIR=%s", dir) < 0)
+		owned[1] = NULL;
+	owned[2] = strdup("POCL_LEAVE_KERNEL_COMPILER_TEMP_FILES=1");
+	if (!owned[0] || !owned[1] || !owned[2]) {
+		free(env);
+		return NULL;
+	}
+	env[k++] = owned[0];
+	env[k++] = owned[1];
+	env[k++] = owned[2];
+	env[k] = NULL;
+	return env;
+}
+
 static void warn_cb(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -473,7 +516,27 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 	}
 	ks_info("op --simulate: running %s on kscope's Valgrind tool (expect it to "
 		"run 50 to 150 times slower); results in %s", prog, rd.path);
-	status = ks_run_program(av.v, vg.envp, &pid, &err);
+	if (a->kernel_lines) {
+		char *owned[3] = { NULL, NULL, NULL }, **env;
+
+		env = kernel_lines_env(vg.envp, rd.path, owned);
+		if (!env) {
+			for (int i = 0; i < 3; i++)
+				free(owned[i]);
+			ks_error("--kernel-lines: cannot make %s/pocl-cache: %s", rd.path,
+				 strerror(errno ? errno : ENOMEM));
+			ks_vg_close(&vg);
+			goto out;
+		}
+		ks_info("--kernel-lines: OpenCL kernels are built by PoCL with -g "
+			"-cl-opt-disable: the cycles are those of unoptimized kernels");
+		status = ks_run_program(av.v, env, &pid, &err);
+		free(env);
+		for (int i = 0; i < 3; i++)
+			free(owned[i]);
+	} else {
+		status = ks_run_program(av.v, vg.envp, &pid, &err);
+	}
 	ks_vg_close(&vg);
 	if (status < 0) {
 		ks_error("%s", err.msg);

@@ -8,6 +8,7 @@
 #ifndef KS_CLI_OP_SIMULATE_H
 #define KS_CLI_OP_SIMULATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -19,6 +20,7 @@ struct ks_op_sim_args {
 	double clock_ghz;        /* 0: this machine's */
 	int64_t trace_limit;
 	int64_t mem_latency;
+	bool kernel_lines;       /* OpenCL (PoCL) kernels built with -g, -O0 */
 	const char *output;      /* where the run directory is created */
 	char **program;          /* NULL-terminated */
 };

@@ -301,8 +301,45 @@ def opencl():
     check(fl > 0, "no FLOP counted in the vadd kernel")
 
 
+def opencl_lines():
+    """--kernel-lines: the cycles of matmul's mm_naive map to the lines of
+    its kernel source, kept in the run directory; the hottest is the
+    inner loop's."""
+    ex = os.path.join(BUILD, "examples", "opencl", "matmul")
+    check(os.access(ex, os.X_OK), f"{ex} is missing")
+    if subprocess.run([ex, "16"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      env=env(), timeout=TIMEOUT).returncode != 0:
+        print("skip opencl_lines: matmul does not run here (no OpenCL platform)")
+        sys.exit(SKIP)
+    want = native([ex, "32"])
+    r = run_sim(["--cache", CACHE, "--kernel-name", "*mm_naive", "--kernel-lines", "on"],
+                [ex, "32"])
+    check(r.stdout == want, "matmul's output changed" + r.why())
+    per = check_deliverables(r)
+    lines = {}
+    for t in per:
+        with open(os.path.join(r.rundir, f"thread{t}", "code_exe.csv")) as f:
+            rows = list(csv.DictReader(f))
+        for x in rows:
+            key = (x["File"], int(x["Line"]))
+            lines[key] = lines.get(key, 0) + int(x["Cycles"])
+    total = sum(lines.values())
+    (path, line), cycles = max(lines.items(), key=lambda kv: kv[1])
+    check(path.startswith(os.path.join(r.rundir, "pocl-cache")) and path.endswith(".cl"),
+          f"the hottest line is in {path}, not a kernel source kept in the run directory")
+    with open(path) as f:
+        text = f.read().splitlines()
+    check("acc += A[row * K + k] * B[k * N + col];" in text[line - 1],
+          f"the hottest line is {path}:{line} ({text[line - 1]!r}), not the inner loop")
+    on_cl = sum(c for (p_, _), c in lines.items() if p_.endswith(".cl"))
+    check(on_cl > 0.9 * total, f"only {on_cl} of {total} cycles map to kernel lines")
+    check("--kernel-lines" in r.stderr and "unoptimized" in r.stderr,
+          "kscope did not say the kernels were built without optimization" + r.why())
+
+
 SCENARIOS = {"whole": whole, "region": region, "threads": threads,
-             "nomatch": nomatch, "sigint": sigint, "opencl": opencl}
+             "nomatch": nomatch, "sigint": sigint, "opencl": opencl,
+             "opencl_lines": opencl_lines}
 
 
 def main():
