@@ -3,11 +3,15 @@
  *
  *     kscope op [options] -- PROGRAM [ARGS...]
  *
- * Checks every option and the program, creates the run directory, and
- * runs the program with libkscope-op.so preloaded and one end of a
- * SOCK_SEQPACKET socketpair passed in KSCOPE_OP_CHANNEL (proto.h).  The
- * library asks about each kernel launch that passed its filters; kscope
- * answers collect or pass, applying --launch-count and --kill, and turns
+ * Checks every option and the program, creates the run directory, listens
+ * on a SOCK_SEQPACKET socket file in a private directory and runs the
+ * program with libkscope-op.so preloaded and the socket's address in
+ * KSCOPE_OP_CHANNEL (proto.h).  Every process of the program that uses an
+ * accelerator runtime connects by itself (a peer), so a script's children
+ * and forked workers are profiled too.  The library asks about each
+ * kernel launch that passed its filters; kscope answers collect or pass,
+ * counting across all the peers (first asked, first counted), applies
+ * --launch-count and --kill, and turns
  * each collected launch's raw files into deliverables as soon as the
  * library says they are complete (src/op/post), so an interrupted run
  * keeps what it collected.  Application replay then reruns the program
@@ -15,10 +19,13 @@
  * summary.csv and prints the summary on stderr: the program's standard
  * output stays its own.
  *
- * One loop waits, with poll(), on the channel and on a signalfd for
- * SIGCHLD, SIGINT and SIGTERM (blocked in kscope, restored in the
- * program), so the program's exit, a message and a signal to kscope are
- * handled in one place, without signal handlers.
+ * One loop waits, with poll(), on the listening socket, every peer's
+ * connection and a signalfd for SIGCHLD, SIGINT and SIGTERM (blocked in
+ * kscope, restored in the program), so the program's exit, a new
+ * process, a message and a signal to kscope are handled in one place,
+ * without signal handlers.  A run ends when the program kscope started
+ * (the top process) has exited and every peer has disconnected, or
+ * ORPHAN_GRACE_S after the top process exited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +42,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,7 +140,7 @@ static const struct ks_opt op_opts[] = {
 	{ .name = "mstx", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "off",
 	  .env = "KSCOPE_OP_MSTX",
 	  .help = "only launches inside the program's kscope_range_start/end "
-		  "ranges pass (kscope/user.h)",
+		  "(kscope/user.h) or NVTX ranges pass",
 	  OPT(mstx), .choices = on_off },
 	{ .name = "mstx-include", .type = KS_OPT_STRING, .metavar = "PAT",
 	  .env = "KSCOPE_OP_MSTX_INCLUDE",
@@ -201,10 +209,14 @@ static const struct ks_opt op_opts[] = {
 #define PROGRESS_AFTER_S 2.0
 /* Kernel names kept for the nothing-collected message. */
 #define MAX_KERNEL_NAMES 4096
+/* How long processes of the program that are still connected when the top
+ * process has exited (daemons, orphans) are waited for. */
+#define ORPHAN_GRACE_S 5.0
 
 /* The launches of one kernel (or range) name that passed the runtime's
  * filters (skip, ranges, --kernel-name) and reached kscope as `launch`. */
 struct name_count {
+	long long pid;                /* the process that launched them */
 	char name[256];
 	size_t matched;               /* `launch` messages of run 0 */
 	size_t collected;             /* of them, told to collect */
@@ -212,6 +224,8 @@ struct name_count {
 
 /* One launch kscope said to collect. */
 struct launch_rec {
+	long long pid;                /* the process (its hello) */
+	unsigned rank;                /* that process's connection order in run 0 */
 	char name[256];
 	unsigned long long index, ordinal;
 	char gsize[64];               /* "X:Y:Z" as the library sent it */
@@ -227,15 +241,27 @@ struct launch_rec {
 	struct ks_oppost_result res;
 };
 
+/* One connection: a process of the program that loaded the runtime and
+ * used it. */
+struct op_peer {
+	int sock;                     /* -1 once closed */
+	bool hello;                   /* its hello was accepted */
+	long long pid, ppid;          /* as its hello says */
+	pid_t cred_pid;               /* SO_PEERCRED: the process that connected,
+	                                 as kscope's namespace sees it (signals) */
+	unsigned rank;                /* hellos accepted before it, this run */
+};
+
 /* One execution of the program. */
 struct op_run {
 	unsigned no;                  /* 0: the user's run; >= 1: application */
-	pid_t pid;
-	int sock;                     /* kscope's end; -1 once closed */
-	bool hello;
-	long long peer_pid;
+	pid_t pid;                    /* the top process, which kscope started */
+	struct op_peer *peers;        /* every connection, in order */
+	size_t npeers;
+	unsigned nhello;              /* peers whose hello was accepted */
 	bool reaped;
 	int status;                   /* wait status */
+	double ended_at;              /* when it was reaped */
 	bool killed_by_kill;          /* --kill stopped it */
 	double term_at;               /* SIGTERM sent (--timeout or second ^C) */
 	bool hard_killed;
@@ -254,6 +280,12 @@ struct op_state {
 	char *prog;                   /* its resolved path */
 	char runtime[PATH_MAX];
 	char token[KS_OP_TOKEN_LEN + 1];
+	char *nvtx_env;               /* "NVTX_INJECTION64_PATH=<runtime>" for the
+	                                 program (--mstx on), or NULL */
+	int lsock;                    /* listening socket; -1 when none */
+	char sockdir[PATH_MAX];       /* its private directory ("" when none) */
+	char sockpath[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	unsigned long long skip_seen; /* `skip` requests answered more=1 */
 	struct ks_expr *flops;        /* --flops EXPR: for every kernel without its own */
 	struct op_kflops *kflops;     /* --flops KERNEL=EXPR */
 	size_t nkflops;
@@ -274,7 +306,8 @@ struct op_state {
 	bool used_opencl_only;  /* run 0 used OpenCL, not CUDA */
 	char unusable[512];           /* `unusable`: a runtime the program tried
 	                                 and could not use ("cuda: why") */
-	char **kernels;
+	char **kernels;               /* names the processes launched */
+	long long *kernel_pids;       /* the process of each */
 	size_t nkernels;
 	struct launch_rec *launches;  /* every collect sent, in order */
 	size_t nlaunches, ncollected;
@@ -476,7 +509,7 @@ static int check_options(struct op_state *st, struct ks_err *err)
 	if (o->mode == MODE_RANGE && o->mstx != ON)
 		return ks_err_set(err, -EINVAL, "option --replay-mode range needs --mstx on "
 				  "(the ranges come from the program's "
-				  "kscope_range_start/end calls)");
+				  "kscope_range_start/end or NVTX calls)");
 	if (o->backup == BACKUP_ALL && o->mode == MODE_APPLICATION)
 		return ks_err_set(err, -EINVAL, "option --backup all applies to kernel and range "
 				  "replay (application replay reruns the program and backs up "
@@ -513,10 +546,40 @@ static void load_calibration(struct op_state *st)
 /* The program's environment                                           */
 /* ------------------------------------------------------------------ */
 
-/* kscope's environment plus LD_PRELOAD, the channel and the run number.
- * The vector borrows environ's strings and owns the three it adds, which
- * are its last three entries (free_env). */
-static char **build_env(const struct op_state *st, int fd, unsigned run)
+/* With --mstx on, NVTX ranges are user ranges too: the runtime is also an
+ * NVTX injection (src/op/rt/oprt_nvtx.c), which NVTX loads from
+ * NVTX_INJECTION64_PATH.  st->nvtx_env gets that variable naming the
+ * runtime, unless the user's environment names an injection already:
+ * another tool's is left as it is, with a warning (NVTX loads one tool
+ * only), and kscope's own needs nothing.  -ENOMEM. */
+static int nvtx_setup(struct op_state *st, struct ks_err *err)
+{
+	const char *theirs = getenv("NVTX_INJECTION64_PATH");
+	struct stat a, b;
+
+	if (st->o->mstx != ON)
+		return 0;
+	if (theirs && *theirs) {
+		if (stat(theirs, &a) != 0 || stat(st->runtime, &b) != 0 ||
+		    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			ks_warn("NVTX_INJECTION64_PATH names another NVTX tool (%s): it is left "
+				"as it is, so the program's NVTX ranges are not seen (only "
+				"kscope_range_start/end ranges are)", theirs);
+		return 0;
+	}
+	if (asprintf(&st->nvtx_env, "NVTX_INJECTION64_PATH=%s", st->runtime) < 0) {
+		st->nvtx_env = NULL;
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* kscope's environment plus LD_PRELOAD, the channel and the run number
+ * (and st->nvtx_env).  The vector borrows environ's strings and
+ * st->nvtx_env, and owns the three it adds, which are its last three
+ * entries (free_env).  The runtime leaves all three
+ * in the environment, so the program's children inherit them. */
+static char **build_env(const struct op_state *st, unsigned run)
 {
 	static const char *const ours[] = { "LD_PRELOAD=", KS_OP_CHANNEL_ENV "=",
 					    KS_OP_RUN_ENV "=" };
@@ -527,14 +590,14 @@ static char **build_env(const struct op_state *st, int fd, unsigned run)
 	if ((preload && *preload ? asprintf(&add[0], "LD_PRELOAD=%s:%s", st->runtime, preload)
 	     : asprintf(&add[0], "LD_PRELOAD=%s", st->runtime)) < 0)
 		add[0] = NULL;
-	if (asprintf(&add[1], "%s=%d:%s", KS_OP_CHANNEL_ENV, fd, st->token) < 0)
+	if (asprintf(&add[1], "%s=%s:%s", KS_OP_CHANNEL_ENV, st->token, st->sockpath) < 0)
 		add[1] = NULL;
 	if (asprintf(&add[2], "%s=%u", KS_OP_RUN_ENV, run) < 0)
 		add[2] = NULL;
 	while (environ[n])
 		n++;
 	if (add[0] && add[1] && add[2])
-		env = calloc(n + 4, sizeof(*env));
+		env = calloc(n + 5, sizeof(*env));
 	if (!env) {
 		for (size_t j = 0; j < 3; j++)
 			free(add[j]);
@@ -545,9 +608,13 @@ static char **build_env(const struct op_state *st, int fd, unsigned run)
 
 		for (size_t j = 0; j < 3; j++)
 			replaced |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+		if (st->nvtx_env)         /* the user's is empty: replaced */
+			replaced |= strncmp(environ[i], "NVTX_INJECTION64_PATH=", 22) == 0;
 		if (!replaced)
 			env[k++] = environ[i];
 	}
+	if (st->nvtx_env)
+		env[k++] = st->nvtx_env;
 	for (size_t j = 0; j < 3; j++)
 		env[k++] = add[j];
 	env[k] = NULL;
@@ -587,32 +654,88 @@ static int make_token(char *out, struct ks_err *err)
 }
 
 /* ------------------------------------------------------------------ */
+/* The listening socket                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A socket file rather than an abstract name: it is reached only through
+ * a directory of mode 0700 (mkdtemp), so only this user's processes can
+ * connect at all (the token then tells kscope's run from another), and it
+ * works in sandboxes that give the program a network namespace of its own
+ * but the same /tmp.  $TMPDIR is used when the path fits in sun_path,
+ * else /tmp.  listener_remove() deletes it at the end of every run; only
+ * a kscope killed with SIGKILL leaves it behind (an empty-looking
+ * kscope-op-XXXXXX directory).
+ */
+static int listener_make(struct op_state *st, struct ks_err *err)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *bases[2] = { tmp && tmp[0] == '/' ? tmp : "/tmp", "/tmp" };
+	int rc = 0;
+
+	for (size_t i = 0; i < 2 && !st->sockdir[0]; i++) {
+		int n = snprintf(st->sockdir, sizeof(st->sockdir), "%s/kscope-op-XXXXXX",
+				 bases[i]);
+
+		if (n < 0 || (size_t)n + 3 > sizeof(st->sockpath) || !mkdtemp(st->sockdir)) {
+			rc = -errno;
+			st->sockdir[0] = '\0';
+		}
+	}
+	if (!st->sockdir[0])
+		return ks_err_set(err, rc ? rc : -ENAMETOOLONG, "cannot make a private "
+				  "directory for kscope op's channel under $TMPDIR or /tmp: %s",
+				  strerror(rc ? -rc : ENAMETOOLONG));
+	snprintf(st->sockpath, sizeof(st->sockpath), "%s/s", st->sockdir);
+	memcpy(sa.sun_path, st->sockpath, strlen(st->sockpath) + 1);
+	st->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (st->lsock < 0 || bind(st->lsock, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(st->lsock, SOMAXCONN) != 0)
+		return ks_err_set(err, -errno, "cannot listen on %s: %s", st->sockpath,
+				  strerror(errno));
+	return 0;
+}
+
+static void listener_remove(struct op_state *st)
+{
+	if (st->lsock >= 0)
+		close(st->lsock);
+	st->lsock = -1;
+	if (!st->sockdir[0])
+		return;
+	unlink(st->sockpath);
+	rmdir(st->sockdir);
+	st->sockdir[0] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
 /* Messages                                                            */
 /* ------------------------------------------------------------------ */
 
-static void close_channel(struct op_run *r)
+static void close_channel(struct op_peer *p)
 {
-	if (r->sock >= 0)
-		close(r->sock);
-	r->sock = -1;
+	if (p->sock >= 0)
+		close(p->sock);
+	p->sock = -1;
 }
 
-static void send_msg(struct op_state *st, struct op_run *r)
+static void send_msg(struct op_state *st, struct op_peer *p)
 {
 	int rc;
 
-	if (r->sock < 0)
+	if (p->sock < 0)
 		return;
-	rc = ks_op_send(r->sock, st->out);
+	rc = ks_op_send(p->sock, st->out);
 	if (rc) {
-		/* The program carries on unprofiled; kscope keeps waiting. */
+		/* The process carries on unprofiled; kscope keeps waiting. */
 		progress_clear(st);
-		ks_debug("channel: send failed: %s", strerror(-rc));
-		close_channel(r);
+		ks_debug("channel: send to process %lld failed: %s", p->pid, strerror(-rc));
+		close_channel(p);
 	}
 }
 
-static void on_hello(struct op_state *st, struct op_run *r)
+static void on_hello(struct op_state *st, struct op_run *r, struct op_peer *p)
 {
 	const struct op_opts *o = st->o;
 	char token[KS_OP_TOKEN_LEN + 8];
@@ -628,11 +751,13 @@ static void on_hello(struct op_state *st, struct op_run *r)
 			"(is libkscope-op.so from another kscope?)"
 			: strcmp(token, st->token) ? "its token is wrong"
 			: "it belongs to another application run");
-		close_channel(r);
+		close_channel(p);
 		return;
 	}
-	r->hello = true;
-	r->peer_pid = (long long)ks_op_msg_getu(st->in, "pid", 0);
+	p->hello = true;
+	p->pid = (long long)ks_op_msg_getu(st->in, "pid", 0);
+	p->ppid = (long long)ks_op_msg_getu(st->in, "ppid", 0);
+	p->rank = r->nhello++;
 	if (r->no == 0)
 		st->saw_hello = true;
 	ks_op_msg_init(st->out, "config");
@@ -650,47 +775,67 @@ static void on_hello(struct op_state *st, struct op_run *r)
 	ks_op_msg_add(st->out, "dir", st->rd.path);
 	if (r->no > 0)
 		ks_op_msg_add(st->out, "targets", st->targets);
-	send_msg(st, r);
-	ks_debug("run %u: the program (pid %lld) is connected", r->no, r->peer_pid);
+	send_msg(st, p);
+	ks_debug("run %u: process %lld (parent %lld) is connected", r->no, p->pid, p->ppid);
 }
 
-static void on_kernel(struct op_state *st, const struct op_run *r)
+static void on_kernel(struct op_state *st, const struct op_run *r, const struct op_peer *p)
 {
 	char name[256];
 	char **v;
+	long long *w;
 
 	if (r->no > 0 || !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name)) ||
 	    st->nkernels >= MAX_KERNEL_NAMES)
 		return;
 	for (size_t i = 0; i < st->nkernels; i++)
-		if (strcmp(st->kernels[i], name) == 0)
+		if (strcmp(st->kernels[i], name) == 0 && st->kernel_pids[i] == p->pid)
 			return;
 	v = realloc(st->kernels, (st->nkernels + 1) * sizeof(*v));
 	if (!v)
 		return;
 	st->kernels = v;
+	w = realloc(st->kernel_pids, (st->nkernels + 1) * sizeof(*w));
+	if (!w)
+		return;
+	st->kernel_pids = w;
 	v[st->nkernels] = strdup(name);
+	w[st->nkernels] = p->pid;
 	if (v[st->nkernels])
 		st->nkernels++;
 }
 
-static void send_pass(struct op_state *st, struct op_run *r, bool final)
+static void send_pass(struct op_state *st, const struct op_run *r, struct op_peer *p,
+		      bool final)
 {
 	if (final && r->no == 0)
 		st->final_sent = true;
 	ks_op_msg_init(st->out, "pass");
 	ks_op_msg_addu(st->out, "final", final);
-	send_msg(st, r);
+	send_msg(st, p);
 }
 
-/* The count of name (a new one, at the end, when it has none yet), or
- * NULL when out of memory. */
-static struct name_count *count_of(struct op_state *st, const char *name)
+/* `skip`: --launch-skip-before-match over every process of the program,
+ * in the order they ask. */
+static void on_skip(struct op_state *st, struct op_peer *p)
+{
+	bool more = st->skip_seen < (unsigned long long)st->o->skip;
+
+	if (more)
+		st->skip_seen++;
+	ks_op_msg_init(st->out, "skip");
+	ks_op_msg_addu(st->out, "more", more);
+	send_msg(st, p);
+}
+
+/* The count of name in process pid (a new one, at the end, when it has
+ * none yet), or NULL when out of memory. */
+static struct name_count *count_of(struct op_state *st, long long pid, const char *name)
 {
 	struct name_count *v;
 
 	for (size_t i = 0; i < st->ncounts; i++)
-		if (strcmp(st->counts[i].name, name) == 0)
+		if (st->counts[i].pid == pid && strcmp(st->counts[i].name, name) == 0)
 			return &st->counts[i];
 	v = realloc(st->counts, (st->ncounts + 1) * sizeof(*v));
 	if (!v)
@@ -698,42 +843,45 @@ static struct name_count *count_of(struct op_state *st, const char *name)
 	st->counts = v;
 	v = &v[st->ncounts++];
 	memset(v, 0, sizeof(*v));
+	v->pid = pid;
 	snprintf(v->name, sizeof(v->name), "%s", name);
 	return v;
 }
 
-static void on_launch(struct op_state *st, struct op_run *r)
+static void on_launch(struct op_state *st, const struct op_run *r, struct op_peer *p)
 {
 	struct launch_rec *l;
 	struct name_count *nc = NULL;
 	char name[256];
 
-	if (r->no == 0 && r->hello && ks_op_msg_get(st->in, "name", NULL, name, sizeof(name)) &&
-	    (nc = count_of(st, name)) != NULL)
+	if (r->no == 0 && p->hello && ks_op_msg_get(st->in, "name", NULL, name, sizeof(name)) &&
+	    (nc = count_of(st, p->pid, name)) != NULL)
 		nc->matched++;
-	if (r->no > 0 || !r->hello || st->interrupted || st->timed_out ||
+	if (r->no > 0 || !p->hello || st->interrupted || st->timed_out ||
 	    st->nlaunches >= (size_t)st->o->count ||
 	    !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name))) {
-		send_pass(st, r, true);
+		send_pass(st, r, p, true);
 		return;
 	}
 	l = realloc(st->launches, (st->nlaunches + 1) * sizeof(*l));
 	if (!l) {
-		send_pass(st, r, false);
+		send_pass(st, r, p, false);
 		return;
 	}
 	st->launches = l;
 	l = &st->launches[st->nlaunches];
 	memset(l, 0, sizeof(*l));
+	l->pid = p->pid;
+	l->rank = p->rank;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->index = ks_op_msg_getu(st->in, "index", 0);
 	l->ordinal = ks_op_msg_getu(st->in, "ordinal", 0);
 	if (!ks_op_msg_get(st->in, "gsize", NULL, l->gsize, sizeof(l->gsize)))
 		snprintf(l->gsize, sizeof(l->gsize), "?");
-	ks_oppost_dirname(r->peer_pid, name, l->index, l->rel, sizeof(l->rel));
+	ks_oppost_dirname(p->pid, name, l->index, l->rel, sizeof(l->rel));
 	for (size_t i = 0; i < st->nlaunches; i++)
 		if (strcmp(st->launches[i].rel, l->rel) == 0) {
-			send_pass(st, r, false); /* the same launch twice: not again */
+			send_pass(st, r, p, false); /* the same launch twice: not again */
 			return;
 		}
 	l->started = now_s();
@@ -742,8 +890,9 @@ static void on_launch(struct op_state *st, struct op_run *r)
 		nc->collected++;
 	ks_op_msg_init(st->out, "collect");
 	ks_op_msg_add(st->out, "dir", l->rel);
-	send_msg(st, r);
-	ks_debug("collecting %s (launch %llu) into %s", l->name, l->index, l->rel);
+	send_msg(st, p);
+	ks_debug("collecting %s (launch %llu of process %lld) into %s", l->name, l->index,
+		 p->pid, l->rel);
 }
 
 static struct launch_rec *find_launch(struct op_state *st, const char *rel)
@@ -808,10 +957,20 @@ static void build(struct op_state *st, struct launch_rec *l, bool replace)
 	}
 }
 
+/* Sends sig to the program: its top process, while kscope has not reaped
+ * it, and every process connected to kscope (the processes of the tree
+ * that use the runtime; a shell or launcher between them that never
+ * connected is reached only when it is the top process). */
 static void kill_program(struct op_run *r, int sig)
 {
 	if (!r->reaped && r->pid > 0)
 		kill(r->pid, sig);
+	for (size_t i = 0; i < r->npeers; i++) {
+		const struct op_peer *p = &r->peers[i];
+
+		if (p->sock >= 0 && p->hello && p->cred_pid > 0 && p->cred_pid != r->pid)
+			kill(p->cred_pid, sig);
+	}
 }
 
 static void on_collected(struct op_state *st, struct op_run *r)
@@ -866,8 +1025,11 @@ static void on_progress(struct op_state *st)
 		      ks_op_msg_getu(st->in, "total", 0));
 }
 
-/* timing target=NAME,X:Y:Z,K ns=NS */
-static void on_timing(struct op_state *st, struct op_run *r)
+/* timing target=NAME,X:Y:Z,K ns=NS.  The target is the launch of that
+ * key in the process of the same connection order in run 0 (so that each
+ * process of a tree that runs the same way times its own), else the first
+ * launch of that key not timed yet in this run. */
+static void on_timing(struct op_state *st, struct op_run *r, const struct op_peer *p)
 {
 	char target[400], *c1, *c2, *end;
 	unsigned long long ns = ks_op_msg_getu(st->in, "ns", ~0ull), ord;
@@ -886,13 +1048,13 @@ static void on_timing(struct op_state *st, struct op_run *r)
 	ord = strtoull(c2 + 1, &end, 10);
 	if (*end)
 		return;
-	for (size_t i = 0; i < st->nlaunches; i++) {
-		struct launch_rec *l = &st->launches[i];
+	for (size_t i = 0; i < 2 * st->nlaunches; i++) {
+		struct launch_rec *l = &st->launches[i % st->nlaunches];
 		uint64_t *v;
 		unsigned *w;
 
 		if (strcmp(l->name, target) || strcmp(l->gsize, c1 + 1) || l->ordinal != ord ||
-		    l->timed_run == r->no + 1)
+		    l->timed_run == r->no + 1 || (i < st->nlaunches && l->rank != p->rank))
 			continue;
 		v = realloc(l->app_ns, (l->n_app + 1) * sizeof(*v));
 		if (v)
@@ -929,26 +1091,29 @@ static void on_unusable(struct op_state *st)
 }
 
 /* `note text=T`: something of the process kscope did not profile. */
-static void on_note(struct op_state *st, struct op_run *r)
+static void on_note(struct op_state *st, const struct op_peer *p)
 {
 	char text[400];
 
 	if (ks_op_msg_get(st->in, "text", NULL, text, sizeof(text)))
-		ks_warn("process %lld: %s", r->peer_pid > 0 ? r->peer_pid : (long long)r->pid,
-			text);
+		ks_warn("process %lld: %s", p->pid, text);
 }
 
-static void handle_message(struct op_state *st, struct op_run *r)
+static void handle_message(struct op_state *st, struct op_run *r, struct op_peer *p)
 {
 	char type[32];
 
 	ks_op_msg_type(st->in, type, sizeof(type));
-	if (!r->hello && strcmp(type, "hello") != 0) {
+	if (!p->hello && strcmp(type, "hello") != 0) {
 		ks_debug("channel: '%s' before hello ignored", type);
 		return;
 	}
-	if (strcmp(type, "hello") == 0)
-		on_hello(st, r);
+	if (strcmp(type, "hello") == 0) {
+		if (p->hello)
+			ks_debug("channel: a second hello ignored");
+		else
+			on_hello(st, r, p);
+	}
 	else if (strcmp(type, "opencl") == 0 || strcmp(type, "cuda") == 0) {
 		st->used_opencl |= r->no == 0;
 		if (r->no == 0)
@@ -957,28 +1122,30 @@ static void handle_message(struct op_state *st, struct op_run *r)
 	else if (strcmp(type, "unusable") == 0 && r->no == 0)
 		on_unusable(st);
 	else if (strcmp(type, "kernel") == 0)
-		on_kernel(st, r);
+		on_kernel(st, r, p);
+	else if (strcmp(type, "skip") == 0)
+		on_skip(st, p);
 	else if (strcmp(type, "launch") == 0)
-		on_launch(st, r);
+		on_launch(st, r, p);
 	else if (strcmp(type, "progress") == 0)
 		on_progress(st);
 	else if (strcmp(type, "collected") == 0)
 		on_collected(st, r);
 	else if (strcmp(type, "timing") == 0)
-		on_timing(st, r);
+		on_timing(st, r, p);
 	else if (strcmp(type, "note") == 0)
-		on_note(st, r);
+		on_note(st, p);
 	else if (strcmp(type, "bye") == 0)
-		ks_debug("run %u: the program said bye", r->no);
+		ks_debug("run %u: process %lld said bye", r->no, p->pid);
 	else
 		ks_debug("channel: unknown message '%s' ignored", type);
 }
 
-/* Reads every message waiting on the channel. */
-static void drain(struct op_state *st, struct op_run *r)
+/* Reads every message waiting on a peer's connection. */
+static void drain(struct op_state *st, struct op_run *r, struct op_peer *p)
 {
-	while (r->sock >= 0) {
-		int rc = ks_op_recv(r->sock, st->in);
+	while (p->sock >= 0) {
+		int rc = ks_op_recv(p->sock, st->in);
 
 		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
 			return;
@@ -987,11 +1154,50 @@ static void drain(struct op_state *st, struct op_run *r)
 			continue;
 		}
 		if (rc) {
-			close_channel(r);
+			close_channel(p);
 			return;
 		}
-		handle_message(st, r);
+		handle_message(st, r, p);
 	}
+}
+
+/* Accepts every connection waiting on the listening socket. */
+static void accept_peers(struct op_state *st, struct op_run *r)
+{
+	for (;;) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct op_peer *v;
+		int fd = accept4(st->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				ks_debug("channel: accept: %s", strerror(errno));
+			return;
+		}
+		v = realloc(r->peers, (r->npeers + 1) * sizeof(*v));
+		if (!v) {
+			close(fd);
+			return;
+		}
+		r->peers = v;
+		v = &v[r->npeers++];
+		memset(v, 0, sizeof(*v));
+		v->sock = fd;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			v->cred_pid = cred.pid;
+	}
+}
+
+static size_t open_peers(const struct op_run *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->npeers; i++)
+		n += r->peers[i].sock >= 0;
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1075,6 +1281,8 @@ static int poll_timeout_ms(const struct op_state *st, const struct op_run *r)
 	if (r->term_at > 0 && !r->hard_killed &&
 	    (next == 0 || r->term_at + TERM_GRACE_S < next))
 		next = r->term_at + TERM_GRACE_S;
+	if (r->reaped && (next == 0 || r->ended_at + ORPHAN_GRACE_S < next))
+		next = r->ended_at + ORPHAN_GRACE_S;
 	if (next == 0)
 		return REAP_EVERY_MS;
 	ms = next <= t ? 0 : (int)((next - t) * 1000) + 1;
@@ -1089,6 +1297,15 @@ static void reap(struct op_run *r)
 		r->reaped = true;
 		r->status = status;
 	}
+	if (r->reaped && r->ended_at == 0)
+		r->ended_at = now_s();
+}
+
+/* Whether the run is over: the top process is gone and so is every
+ * connection, or the grace for processes that outlive it is up. */
+static bool run_over(const struct op_run *r)
+{
+	return r->reaped && (open_peers(r) == 0 || now_s() >= r->ended_at + ORPHAN_GRACE_S);
 }
 
 /* Starts the program for run r->no and serves it until it is gone.
@@ -1102,25 +1319,19 @@ static int run_program(struct op_state *st, struct op_run *r, struct ks_err *err
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	int sv[2], sr;
+	struct pollfd *pf = NULL;
+	size_t left;
+	int sr;
 	char **env;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-		return ks_err_set(err, -errno, "cannot make kscope op's channel: %s",
-				  strerror(errno));
-	env = build_env(st, sv[1], r->no);
-	if (!env) {
-		close(sv[0]);
-		close(sv[1]);
+	env = build_env(st, r->no);
+	if (!env)
 		return ks_err_set(err, -ENOMEM, "out of memory");
-	}
 	sr = posix_spawn_file_actions_init(&fa);
 	if (sr == 0 && (sr = posix_spawnattr_init(&attr)) != 0)
 		posix_spawn_file_actions_destroy(&fa);
 	if (sr != 0) {
 		free_env(env);
-		close(sv[0]);
-		close(sv[1]);
 		return ks_err_set(err, -sr, "cannot start the program: %s", strerror(sr));
 	}
 	/* The program gets kscope's original signal mask; the further runs
@@ -1132,12 +1343,6 @@ static int run_program(struct op_state *st, struct op_run *r, struct ks_err *err
 	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 1)) != 0 ||
 	     (sr = posix_spawn_file_actions_adddup2(&fa, 0, 2)) != 0))
 		goto spawned;
-	/* The program's end of the channel stays open across the exec: a
-	 * dup2 onto itself clears its close-on-exec flag in the child only
-	 * (POSIX.1-2024; glibc does so), so no other child of kscope can
-	 * inherit it. */
-	if ((sr = posix_spawn_file_actions_adddup2(&fa, sv[1], sv[1])) != 0)
-		goto spawned;
 	fflush(stdout);
 	fflush(stderr);
 	sr = posix_spawn(&r->pid, st->prog, &fa, &attr, st->argv, env);
@@ -1145,36 +1350,63 @@ spawned:
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	free_env(env);
-	close(sv[1]);
 	if (sr != 0) {
-		close(sv[0]);
 		r->reaped = true;
 		return ks_err_set(err, -sr, "cannot run '%s': %s", st->prog, strerror(sr));
 	}
-	r->sock = sv[0];
-	if (fcntl(r->sock, F_SETFL, O_NONBLOCK) != 0)
-		ks_debug("channel: cannot make it non-blocking: %s", strerror(errno));
 
-	/* Until the program is reaped: messages, signals, timers. */
-	while (!r->reaped) {
-		struct pollfd pf[2] = { { .fd = st->sigfd, .events = POLLIN },
-					{ .fd = r->sock, .events = POLLIN } };
-		int rc = poll(pf, r->sock >= 0 ? 2 : 1, poll_timeout_ms(st, r));
+	/* Until the program is reaped and its processes are gone: new
+	 * processes, messages, signals, timers. */
+	while (!run_over(r)) {
+		size_t n = 2, *which;
+		struct pollfd *v = realloc(pf, (r->npeers + 2) * (sizeof(*pf) + sizeof(size_t)));
+		int rc;
 
+		if (!v) {
+			ks_error("out of memory");
+			break;
+		}
+		pf = v;
+		which = (size_t *)(void *)(pf + r->npeers + 2);
+		pf[0] = (struct pollfd){ .fd = st->sigfd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = st->lsock, .events = POLLIN };
+		for (size_t i = 0; i < r->npeers; i++)
+			if (r->peers[i].sock >= 0) {
+				which[n] = i;
+				pf[n++] = (struct pollfd){ .fd = r->peers[i].sock, .events = POLLIN };
+			}
+		rc = poll(pf, n, poll_timeout_ms(st, r));
 		if (rc < 0 && errno != EINTR) {
 			ks_error("poll: %s", strerror(errno));
 			break;
 		}
 		if (rc > 0 && (pf[0].revents & POLLIN))
 			on_signal(st, r);
-		if (rc > 0 && r->sock >= 0 && pf[1].revents)
-			drain(st, r);
+		for (size_t k = 2; rc > 0 && k < n; k++)
+			if (pf[k].revents)
+				drain(st, r, &r->peers[which[k]]);
+		/* After the peers: accepting may move r->peers. */
+		if (rc > 0 && (pf[1].revents & POLLIN))
+			accept_peers(st, r);
 		check_timers(st, r);
 		reap(r);
 	}
-	/* What the program sent before it ended. */
-	drain(st, r);
-	close_channel(r);
+	free(pf);
+	/* What the processes sent before they ended. */
+	for (size_t i = 0; i < r->npeers; i++)
+		drain(st, r, &r->peers[i]);
+	left = open_peers(r);
+	if (left) {
+		progress_clear(st);
+		ks_warn("%zu process%s of the program %s still connected %.0f s after it "
+			"ended: left running, unprofiled from now on", left, left == 1 ? "" : "es",
+			left == 1 ? "is" : "are", ORPHAN_GRACE_S);
+	}
+	for (size_t i = 0; i < r->npeers; i++)
+		close_channel(&r->peers[i]);
+	free(r->peers);
+	r->peers = NULL;
+	r->npeers = 0;
 	progress_clear(st);
 	return 0;
 }
@@ -1245,7 +1477,7 @@ static void application_runs(struct op_state *st, const struct op_run *run0)
 	st->ntargets = ntargets;
 	st->last_app_line = now_s();
 	for (unsigned k = 1; k < runs && !st->interrupted && !st->timed_out; k++) {
-		struct op_run r = { .no = k, .sock = -1 };
+		struct op_run r = { .no = k };
 		char missing[1024];
 		size_t off = 0;
 
@@ -1255,8 +1487,9 @@ static void application_runs(struct op_state *st, const struct op_run *run0)
 			break;
 		}
 		done++;
-		if (!r.hello)
-			ks_warn("application run %u: kscope's runtime did not connect", k);
+		if (!r.nhello)
+			ks_warn("application run %u: no process of the program connected to "
+				"kscope (none used OpenCL or CUDA)", k);
 		missing[0] = '\0';
 		for (size_t i = 0; i < st->nlaunches; i++) {
 			const struct launch_rec *l = &st->launches[i];
@@ -1302,19 +1535,36 @@ static void fmt_num(char *out, size_t size, double v, int prec)
 		snprintf(out, size, "-");
 }
 
-#define NCOLS 12
+/* Whether the launches came from more than one process: the tables then
+ * have a pid column. */
+static bool several_pids(const struct op_state *st)
+{
+	for (size_t i = 1; i < st->nlaunches; i++)
+		if (st->launches[i].pid != st->launches[0].pid)
+			return true;
+	for (size_t i = 1; i < st->ncounts; i++)
+		if (st->counts[i].pid != st->counts[0].pid)
+			return true;
+	for (size_t i = 1; i < st->nkernels; i++)
+		if (st->kernel_pids[i] != st->kernel_pids[0])
+			return true;
+	return false;
+}
+
+#define NCOLS 13
 
 static void print_summary(FILE *out, struct op_state *st)
 {
 	static const char *const head[NCOLS] = {
-		"#", "kernel", "launch", "global size", "passes", "median us", "min us",
+		"#", "pid", "kernel", "launch", "global size", "passes", "median us", "min us",
 		"max us", "spread %", "GB/s", "GFLOP/s", "status"
 	};
 	/* Numbers are right-aligned, words left-aligned. */
-	static const bool right[NCOLS] = { true, false, true, false, true, true, true,
+	static const bool right[NCOLS] = { true, true, false, true, false, true, true, true,
 					   true, true, true, true, false };
 	size_t w[NCOLS], n = st->nlaunches;
 	char (*cells)[NCOLS][64] = calloc(n ? n : 1, sizeof(*cells));
+	bool pids = several_pids(st);
 
 	fprintf(out, "kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
 		mode_choices[st->o->mode], st->rd.path);
@@ -1327,17 +1577,18 @@ static void print_summary(FILE *out, struct op_state *st)
 		char (*row)[64] = cells[i];
 
 		snprintf(row[0], 64, "%zu", i + 1);
-		snprintf(row[1], 64, "%.63s", r->name);
-		snprintf(row[2], 64, "%llu", st->launches[i].index);
-		snprintf(row[3], 64, "%s", r->global);
-		snprintf(row[4], 64, "%zu", r->passes);
-		fmt_num(row[5], 64, r->median_us, 3);
-		fmt_num(row[6], 64, r->min_us, 3);
-		fmt_num(row[7], 64, r->max_us, 3);
-		fmt_num(row[8], 64, r->spread_pct, 1);
-		fmt_num(row[9], 64, r->gbps, 3);
-		fmt_num(row[10], 64, r->gflops, 3);
-		snprintf(row[11], 64, "%s", r->status);
+		snprintf(row[1], 64, "%lld", st->launches[i].pid);
+		snprintf(row[2], 64, "%.63s", r->name);
+		snprintf(row[3], 64, "%llu", st->launches[i].index);
+		snprintf(row[4], 64, "%s", r->global);
+		snprintf(row[5], 64, "%zu", r->passes);
+		fmt_num(row[6], 64, r->median_us, 3);
+		fmt_num(row[7], 64, r->min_us, 3);
+		fmt_num(row[8], 64, r->max_us, 3);
+		fmt_num(row[9], 64, r->spread_pct, 1);
+		fmt_num(row[10], 64, r->gbps, 3);
+		fmt_num(row[11], 64, r->gflops, 3);
+		snprintf(row[12], 64, "%s", r->status);
 		for (size_t c = 0; c < NCOLS; c++)
 			if (strlen(row[c]) > w[c])
 				w[c] = strlen(row[c]);
@@ -1347,6 +1598,8 @@ static void print_summary(FILE *out, struct op_state *st)
 		for (size_t c = 0; c < NCOLS; c++) {
 			const char *s = i == 0 ? head[c] : cells[i - 1][c];
 
+			if (c == 1 && !pids)
+				continue;
 			if (c + 1 == NCOLS)
 				fprintf(out, " %s", s);
 			else
@@ -1372,8 +1625,9 @@ static void fmt_count(char *out, size_t size, size_t n, bool at_least)
 static void print_counts(FILE *out, const struct op_state *st)
 {
 	bool range = st->o->mode == MODE_RANGE, more = st->final_sent;
-	size_t n = st->ncounts, w = strlen(range ? "range" : "kernel");
-	char m[32], c[32], k[32];
+	bool pids = several_pids(st);
+	size_t n = st->ncounts, w = strlen(range ? "range" : "kernel"), wp = 3;
+	char m[32], c[32], k[32], pid[32];
 
 	if (!range)
 		for (size_t i = 0; i < st->nkernels; i++)
@@ -1389,6 +1643,18 @@ static void print_counts(FILE *out, const struct op_state *st)
 	fprintf(out, "kscope op: launches per %s (matched: passed "
 		"--launch-skip-before-match, --mstx and --kernel-name; skipped: matched, "
 		"not collected)\n", range ? "range" : "kernel");
+	/* Several processes: a pid column first, one row per process and
+	 * name. */
+	for (size_t i = 0; pids && i < n; i++) {
+		snprintf(pid, sizeof(pid), "%lld", st->counts[i].pid);
+		wp = strlen(pid) > wp ? strlen(pid) : wp;
+	}
+	for (size_t i = 0; pids && i < st->nkernels; i++) {
+		snprintf(pid, sizeof(pid), "%lld", st->kernel_pids[i]);
+		wp = strlen(pid) > wp ? strlen(pid) : wp;
+	}
+	if (pids)
+		fprintf(out, "  %*s", (int)wp, "pid");
 	fprintf(out, "  %-*s  matched  collected  skipped\n", (int)w, range ? "range" : "kernel");
 	for (size_t i = 0; i < n; i++) {
 		const struct name_count *nc = &st->counts[i];
@@ -1396,6 +1662,8 @@ static void print_counts(FILE *out, const struct op_state *st)
 		fmt_count(m, sizeof(m), nc->matched, more);
 		fmt_count(c, sizeof(c), nc->collected, false);
 		fmt_count(k, sizeof(k), nc->matched - nc->collected, more);
+		if (pids)
+			fprintf(out, "  %*lld", (int)wp, nc->pid);
 		fprintf(out, "  %-*.63s  %7s  %9s  %7s\n", (int)w, nc->name, m, c, k);
 	}
 	/* Kernels the program launched that no launch message named. */
@@ -1403,10 +1671,13 @@ static void print_counts(FILE *out, const struct op_state *st)
 		bool listed = false;
 
 		for (size_t j = 0; j < n && !listed; j++)
-			listed = strcmp(st->counts[j].name, st->kernels[i]) == 0;
+			listed = strcmp(st->counts[j].name, st->kernels[i]) == 0 &&
+				 st->counts[j].pid == st->kernel_pids[i];
 		if (listed)
 			continue;
 		fmt_count(m, sizeof(m), 0, more);
+		if (pids)
+			fprintf(out, "  %*lld", (int)wp, st->kernel_pids[i]);
 		fprintf(out, "  %-*.63s  %7s  %9s  %7s\n", (int)w, st->kernels[i], m, "0", m);
 	}
 	if (more)
@@ -1448,8 +1719,15 @@ static void explain_nothing(const struct op_state *st, bool as_error)
 
 	names[0] = '\0';
 	for (size_t i = 0; i < st->nkernels && off < sizeof(names); i++) {
+		bool seen = false;
+
+		/* Each name once, whichever processes launched it. */
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(st->kernels[j], st->kernels[i]) == 0;
+		if (seen)
+			continue;
 		off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
-					i ? ", " : "", st->kernels[i]);
+					off ? ", " : "", st->kernels[i]);
 		any_match |= ks_op_filter_match(st->name_filter, st->kernels[i]);
 	}
 	if (off >= sizeof(names))
@@ -1465,8 +1743,10 @@ static void explain_nothing(const struct op_state *st, bool as_error)
 		       "the program never used OpenCL or CUDA (no OpenCL or CUDA call reached "
 		       "kscope's runtime)");
 		if (!st->saw_hello)
-			ks_debug("kscope's runtime never connected: the program is not "
-				 "dynamically linked to libc, or a script ran it in a child");
+			ks_debug("no process of the program connected to kscope: none called "
+				 "OpenCL or CUDA, or one that did was statically linked, or "
+				 "ran with LD_PRELOAD or KSCOPE_OP_CHANNEL removed from its "
+				 "environment");
 		return;
 	}
 	if (o->kernel_name && st->nkernels && !any_match) {
@@ -1504,9 +1784,11 @@ static void restore_signals(struct op_state *st)
 
 static void state_free(struct op_state *st)
 {
+	listener_remove(st);
 	for (size_t i = 0; i < st->nkernels; i++)
 		free(st->kernels[i]);
 	free(st->kernels);
+	free(st->kernel_pids);
 	for (size_t i = 0; i < st->nlaunches; i++) {
 		free(st->launches[i].app_ns);
 		free(st->launches[i].app_run);
@@ -1519,6 +1801,7 @@ static void state_free(struct op_state *st)
 	free(st->kflops);
 	ks_op_filter_free(st->name_filter);
 	free(st->prog);
+	free(st->nvtx_env);
 	free(st->in);
 	free(st->out);
 	if (st->sigfd >= 0)
@@ -1600,8 +1883,8 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 
 static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
-	struct op_state st = { .o = ps->opts, .argv = ps->program, .sigfd = -1 };
-	struct op_run run0 = { .no = 0, .sock = -1 };
+	struct op_state st = { .o = ps->opts, .argv = ps->program, .sigfd = -1, .lsock = -1 };
+	struct op_run run0 = { .no = 0 };
 	struct ks_err err;
 	sigset_t mask;
 	int exit_code, rc;
@@ -1620,7 +1903,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	if (ks_find_own_file("libkscope-op.so", R_OK, "kscope op's runtime libkscope-op.so",
 			     st.runtime, sizeof(st.runtime), &err) ||
-	    make_token(st.token, &err)) {
+	    make_token(st.token, &err) || nvtx_setup(&st, &err)) {
 		ks_error("%s", err.msg);
 		state_free(&st);
 		return KS_EXIT_FAIL;
@@ -1654,6 +1937,13 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (ks_rundir_create(st.o->output, "op", 0, &st.rd, &err)) {
 		ks_error("%s", err.msg);
 		restore_signals(&st);
+		state_free(&st);
+		return KS_EXIT_FAIL;
+	}
+	if (listener_make(&st, &err)) {
+		ks_error("%s", err.msg);
+		restore_signals(&st);
+		ks_rundir_discard(&st.rd);
 		state_free(&st);
 		return KS_EXIT_FAIL;
 	}

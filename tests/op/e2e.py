@@ -539,6 +539,150 @@ def mode_range():
 
 
 # ---------------------------------------------------------------------
+# NVTX ranges (examples/opencl/nvtx.c): user ranges under --mstx on
+# ---------------------------------------------------------------------
+
+def runtime_lib():
+    return os.path.join(BUILD, "lib", "libkscope-op.so")
+
+
+_sets_nvtx = []
+
+
+def kscope_sets_nvtx():
+    """Whether kscope op itself gives the program NVTX_INJECTION64_PATH
+    under --mstx on: asked of kscope with /usr/bin/env as the program
+    (which prints its environment and uses no OpenCL: exit 1)."""
+    if not _sets_nvtx:
+        env = clean_env()
+        env.pop("NVTX_INJECTION64_PATH", None)
+        out = tmpdir()
+        p = subprocess.run([KSCOPE, "op", "-o", out, "--mstx", "on", "--", "/usr/bin/env"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=TIMEOUT)
+        _sets_nvtx.append(re.search(rb"^NVTX_INJECTION64_PATH=", p.stdout, re.M) is not None)
+    return _sets_nvtx[0]
+
+
+def nvtx_env():
+    """The environment NVTX ranges need under kscope op: none when kscope
+    sets NVTX_INJECTION64_PATH itself, else the variable naming kscope's
+    runtime (as kscope would set it)."""
+    return {} if kscope_sets_nvtx() else {"NVTX_INJECTION64_PATH": runtime_lib()}
+
+
+def nvtx_argv():
+    path = os.path.join(EX, "nvtx")
+    if not os.access(path, os.X_OK):
+        print("skip: examples/opencl/nvtx was not built (no nvtx3/nvToolsExt.h)")
+        sys.exit(SKIP)
+    return [path]
+
+
+def nvtx_run(opts, expected=None, env=None):
+    """kscope op OPTS on nvtx: the output must be the native one and the
+    program's check pass; expected: {"<name>_<index>": (name, index)} of
+    the kernel launches to collect, with their deliverables."""
+    argv = nvtx_argv()
+    nat = native(argv)
+    e = nvtx_env()
+    e.update(env or {})
+    r = run_op(opts, argv, env=e)
+    split_output(r, nat)
+    program_ok(r.stdout, "nvtx")
+    if expected is not None:
+        check_collected(r, expected)
+    return r
+
+
+def nvtx_range():
+    """Range replay of NVTX ranges: start/end (step, twice), push/pop
+    (outer, around both steps and inner) and a domain's push/pop of a
+    registered string (inner)."""
+    stage = ["stage_scale", "stage_add", "stage_mod"]
+    for include, want in (("step", {"step_0": stage, "step_1": stage}),
+                          ("outer", {"outer_0": stage + stage + ["finish"]}),
+                          ("inner", {"inner_0": ["finish"]})):
+        r = nvtx_run(["--replay-mode", "range", "--mstx", "on", "--mstx-include", include,
+                      "--launch-count", "2", "--warm-up", "1", "--replay-count", "2"])
+        got = r.collected()
+        check(sorted(got) == sorted(want), f"--mstx-include {include}: range replay "
+              f"collected {sorted(got)}, expected {sorted(want)}" + r.why())
+        for d, names in want.items():
+            if d not in got:
+                continue
+            ctx, ms = check_launch(got[d], include, kind="range")
+            got_names = [ln.get("name") for ln in ctx.get("launches") or []]
+            check(got_names == names, f"{d}: the range's launches are {got_names}, "
+                  f"expected {names}")
+            check(ms["mode"] == "range" and ms["passes"] == 2,
+                  f"{d}: measure.json mode {ms['mode']}, passes {ms['passes']}")
+        check_counts(r, {include: (len(want), len(want), 0)})
+
+
+def nvtx_filter():
+    """Kernel replay, --mstx on: only launches inside an (included) NVTX
+    range; prep (0) and probe (8) are outside every range."""
+    nvtx_run(["--mstx", "on", "--mstx-include", "inner", "--launch-count", "9"],
+             launches(("finish", 7)))
+    nvtx_run(["--mstx", "on", "--mstx-include", "step", "--launch-count", "9"],
+             launches(("stage_scale", 1), ("stage_add", 2), ("stage_mod", 3),
+                      ("stage_scale", 4), ("stage_add", 5), ("stage_mod", 6)))
+    nvtx_run(["--mstx", "on", "--launch-count", "9"],
+             launches(("stage_scale", 1), ("stage_add", 2), ("stage_mod", 3),
+                      ("stage_scale", 4), ("stage_add", 5), ("stage_mod", 6),
+                      ("finish", 7)))
+
+
+def nvtx_off():
+    """Without --mstx on NVTX ranges change nothing: every launch is
+    collected, even when the environment names kscope's runtime as the
+    NVTX injection."""
+    every = launches(("prep", 0), ("stage_scale", 1), ("stage_add", 2), ("stage_mod", 3),
+                     ("stage_scale", 4), ("stage_add", 5), ("stage_mod", 6),
+                     ("finish", 7), ("probe", 8))
+    nvtx_run(["--launch-count", "9"], every)
+    nvtx_run(["--launch-count", "9"], every,
+             env={"NVTX_INJECTION64_PATH": runtime_lib()})
+
+
+def nvtx_env_var():
+    """kscope op sets NVTX_INJECTION64_PATH (to its runtime) only under
+    --mstx on, and leaves a value of the user's that names another
+    library, with a warning."""
+    if not kscope_sets_nvtx():
+        print("skip: this kscope op does not set NVTX_INJECTION64_PATH (cmd_op.c)")
+        sys.exit(SKIP)
+    env = clean_env()
+    env.pop("NVTX_INJECTION64_PATH", None)
+
+    def env_of(opts, extra):
+        e = dict(env)
+        e.update(extra)
+        out = tmpdir()
+        p = subprocess.run([KSCOPE, "op", "-o", out, *opts, "--", "/usr/bin/env"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                           timeout=TIMEOUT)
+        got = re.findall(rb"^NVTX_INJECTION64_PATH=(.*)$", p.stdout, re.M)
+        return [g.decode() for g in got], p.stderr.decode(errors="replace")
+
+    got, _ = env_of(["--mstx", "on"], {})
+    check(len(got) == 1 and os.path.samefile(got[0], runtime_lib()),
+          f"--mstx on: the program's NVTX_INJECTION64_PATH is {got}")
+    got, _ = env_of([], {})
+    check(got == [], f"without --mstx on: the program's NVTX_INJECTION64_PATH is {got}")
+    got, err = env_of(["--mstx", "on"], {"NVTX_INJECTION64_PATH": "/other/libtool.so"})
+    check(got == ["/other/libtool.so"], f"--mstx on, the user's NVTX_INJECTION64_PATH "
+          f"became {got}")
+    check("NVTX_INJECTION64_PATH" in err, "--mstx on, the user's NVTX_INJECTION64_PATH "
+          "left without a warning:\n" + err)
+    got, err = env_of(["--mstx", "on"], {"NVTX_INJECTION64_PATH": runtime_lib()})
+    check(len(got) == 1 and os.path.samefile(got[0], runtime_lib())
+          and "NVTX_INJECTION64_PATH" not in err,
+          f"--mstx on, NVTX_INJECTION64_PATH already kscope's: {got}, stderr:\n{err}")
+
+
+# ---------------------------------------------------------------------
 # --kill, the deliverables in detail, failures
 # ---------------------------------------------------------------------
 
@@ -830,6 +974,128 @@ def sigint():
           "Ctrl+C: the summary does not list the collected kernel" + r.why())
 
 
+# ---------------------------------------------------------------------
+# Child processes: every process of the program connects on its own
+# ---------------------------------------------------------------------
+
+def by_pid(r):
+    """{pid: sorted ["<kernel>_<index>", ...]} of the launch directories."""
+    out = {}
+    if r.rundir:
+        for pid in os.listdir(r.rundir):
+            pdir = os.path.join(r.rundir, pid)
+            if pid.isdigit() and os.path.isdir(pdir):
+                out[int(pid)] = sorted(os.listdir(pdir))
+    return out
+
+
+def check_tree_launches(r, per_process):
+    """per_process: the launch directories each process must have, in the
+    order of their pids' first launch in summary.csv; checks each
+    directory's deliverables and that summary.csv's pid column says the
+    same."""
+    got = by_pid(r)
+    check(sorted(map(sorted, got.values())) == sorted(map(sorted, per_process)),
+          f"launches per process {got}, expected {per_process}" + r.why())
+    for pid, dirs in got.items():
+        for d in dirs:
+            name, index = d.rsplit("_", 1)
+            ctx, _ = check_launch(os.path.join(r.rundir, str(pid), d), name, int(index))
+            check(ctx.get("pid") == pid, f"{pid}/{d}/context.json: pid {ctx.get('pid')}")
+    header, rows = read_csv(os.path.join(r.rundir, "summary.csv"))
+    pcol = column("summary.csv", header, rows, "pid")
+    check(sorted(int(row[pcol]) for row in rows)
+          == sorted(p for p, dirs in got.items() for _ in dirs),
+          f"summary.csv's pids {[row[pcol] for row in rows]}, directories {got}")
+    if len(got) > 1:
+        check(re.search(r"^ +# +pid +kernel ", summary_of(r), re.M),
+              "the summary has no pid column though several processes were "
+              "collected" + r.why())
+    return got
+
+
+def tree_sh():
+    """sh -c "prog1; prog2": both programs collected, under their pids,
+    their output as without kscope."""
+    script = f"{example('vadd')} 65536; {example('matmul')} 64"
+    argv = ["sh", "-c", script]
+    nat = native(argv)
+    r = run_op(["--launch-count", "100"], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, "vadd")
+    program_ok(r.stdout, "matmul")
+    check_tree_launches(r, [[f"vadd_{i}" for i in range(4)],
+                            ["mm_naive_0", "mm_naive_2", "mm_tiled_1", "mm_tiled_3"]])
+
+
+def tree_fork():
+    """A program that forks without exec: the child's first OpenCL use is
+    after the fork, and the parent launches too; both collected."""
+    argv = [example("forked")]
+    nat = native(argv)
+    r = run_op(["--launch-count", "100"], argv)
+    split_output(r, nat)
+    program_ok(r.stdout, "forked")
+    check(b"child: ok\n" in r.stdout, "forked: the child's check failed" + r.why())
+    got = check_tree_launches(r, [["scale2_0", "scale2_1"], ["scale2_0", "scale2_1"]])
+    check(len(got) == 2, f"forked: launches from {len(got)} processes")
+
+
+def tree_mp():
+    """Python multiprocessing (start methods fork and spawn), the workers
+    running an OpenCL program with subprocess: every run collected."""
+    for method in ("fork", "spawn"):
+        argv = [sys.executable, os.path.join(SRC, "tests", "op", "e2e", "mp_tree.py"),
+                method, example("vadd"), "4096"]
+        nat = native(argv)
+        r = run_op(["--launch-count", "100", "--kernel-name", "vadd"], argv)
+        split_output(r, nat)
+        check(r.stdout.count(b"vadd: ok\n") == 2, f"{method}: vadd's output" + r.why())
+        check_tree_launches(r, [[f"vadd_{i}" for i in range(4)]] * 2)
+
+
+def tree_count():
+    """--launch-count 3 over two processes launching 2 kernels each:
+    exactly 3 collected, the first process's two, then the second's
+    first; --launch-skip-before-match 3 over the same tree leaves only
+    the second process's last launch."""
+    argv = ["sh", "-c", f"{example('many')} 2; {example('many')} 2"]
+    nat = native(argv)
+    r = run_op(["--launch-count", "3"], argv)
+    split_output(r, nat)
+    check_tree_launches(r, [["small_0", "small_1"], ["small_0"]])
+    header, rows = read_csv(os.path.join(r.rundir, "summary.csv"))
+    pcol = column("summary.csv", header, rows, "pid")
+    check(rows[0][pcol] == rows[1][pcol] != rows[2][pcol],
+          f"--launch-count 3: summary.csv's pids {[row[pcol] for row in rows]}: the "
+          "first process's launches were not counted first")
+    r = run_op(["--launch-skip-before-match", "3", "--launch-count", "5"], argv)
+    split_output(r, nat)
+    check_tree_launches(r, [["small_1"]])
+
+
+def tree_orphan():
+    """A child that outlives the program (it sleeps 60 s after its work):
+    kscope ends about 5 s after the top process, with the child's launches
+    collected and a warning; the child is left running."""
+    argv = [example("forked"), "4096", "60"]
+    t0 = time.monotonic()
+    r = run_op(["--launch-count", "100"], argv)
+    took = time.monotonic() - t0
+    try:
+        check(took < 30, f"kscope took {took:.1f} s with a lingering child" + r.why())
+        check("still connected 5 s after it ended" in r.stderr,
+              "no warning about the process that outlived the program" + r.why())
+        program_ok(r.stdout, "forked")
+        check_tree_launches(r, [["scale2_0", "scale2_1"], ["scale2_0", "scale2_1"]])
+    finally:
+        for pid in by_pid(r):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 SCENARIOS = {
     "out_vadd": out_vadd,
     "out_matmul": out_matmul,
@@ -845,6 +1111,10 @@ SCENARIOS = {
     "traffic_repeat": traffic_repeat,
     "mode_application": mode_application,
     "mode_range": mode_range,
+    "nvtx_range": nvtx_range,
+    "nvtx_filter": nvtx_filter,
+    "nvtx_off": nvtx_off,
+    "nvtx_env": nvtx_env_var,
     "kill": kill,
     "deliverables": deliverables,
     "roofline": roofline,
@@ -852,6 +1122,11 @@ SCENARIOS = {
     "noopencl": noopencl,
     "failed_replay": failed_replay,
     "sigint": sigint,
+    "tree_sh": tree_sh,
+    "tree_fork": tree_fork,
+    "tree_mp": tree_mp,
+    "tree_count": tree_count,
+    "tree_orphan": tree_orphan,
 }
 
 

@@ -1,26 +1,38 @@
 /*
  * The channel between kscope op and libkscope-op.so in the program.
  *
- * kscope makes an AF_UNIX SOCK_SEQPACKET socketpair (no file on disk),
- * keeps one end and leaves the other open in the program, whose
- * environment says where it is:
+ * kscope listens on an AF_UNIX SOCK_SEQPACKET socket, a file in a
+ * directory of its own (mode 0700) under $TMPDIR or /tmp, and starts the
+ * program with an environment that says where it is:
  *
- *     KSCOPE_OP_CHANNEL=<fd>:<token>     token: 32 hex digits, per run
+ *     KSCOPE_OP_CHANNEL=<token>:<socket path>   token: 32 hex digits, per run
  *
- * The library reads and unsets the variable when it loads, checks that
- * the descriptor is a socket, sets FD_CLOEXEC on it and sends `hello`
- * with the token; kscope drops a peer whose token differs.  Children the
- * program forks or execs run unprofiled (the library closes its end in a
- * forked child, and an exec'd one finds no variable).
+ * The variable (and LD_PRELOAD) stay in the environment, so every process
+ * of the program that loads the library (exec'd children: shells,
+ * scripts, Python's subprocess) finds it.  Each process connects by itself,
+ * on its first use of the runtime (the first intercepted accelerator call
+ * or user range), so a process that never uses one costs kscope nothing;
+ * a child forked without exec connects afresh the same way (oprt_main.c
+ * says what it resets).  A connection starts with `hello` carrying the
+ * token; kscope drops a peer whose token differs.  kscope serves every
+ * connection of the run (src/cli/cmd_op.c): the launch counts
+ * (--launch-skip-before-match, --launch-count) are kept by kscope for the
+ * whole process tree, first asked, first counted.
  *
  * Every message is one datagram (at most KS_OP_MSG_MAX bytes) of text:
  * the message type on the first line, then `key=value` lines.  A value
  * runs to the end of its line and holds no newline; a key may repeat.
  *
  *   library -> kscope
- *     hello      version=1 pid=P token=T run=R
+ *     hello      version=2 pid=P ppid=Q token=T run=R
  *                (R: KSCOPE_OP_RUN, the application-replay run, 0 if unset)
  *                -> kscope answers `config`
+ *     skip       the process is about to launch (or, in range replay,
+ *                start a range) and config said skip=N > 0: is it among
+ *                the first N of the whole program?
+ *                -> kscope answers `skip more=1` (yes: let it run
+ *                unexamined) or `skip more=0` (no, and no later one is:
+ *                stop asking)
  *     opencl     platform=... device=... driver=...
  *                the first intercepted OpenCL call (the program uses OpenCL)
  *     kernel     name=N             a kernel name launched for the first time
@@ -61,7 +73,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define KS_OP_PROTO_VERSION 1
+/* 2: one connection per process (socket file), `skip`, hello's ppid. */
+#define KS_OP_PROTO_VERSION 2
 #define KS_OP_MSG_MAX 65536
 #define KS_OP_CHANNEL_ENV "KSCOPE_OP_CHANNEL"
 #define KS_OP_RUN_ENV "KSCOPE_OP_RUN"

@@ -21,6 +21,21 @@ static void ocl_fini(void)
 	ks_ocl_records_clear();
 }
 
+/* Around fork() (oprt_main.c): the records' lock, taken without waiting
+ * in the parent; given back there, made new in the child. */
+static bool ocl_fork_prepare(void)
+{
+	return pthread_mutex_trylock(&ks_ocl_lock) == 0;
+}
+
+static void ocl_fork_release(bool child)
+{
+	if (child)
+		pthread_mutex_init(&ks_ocl_lock, NULL);
+	else
+		pthread_mutex_unlock(&ks_ocl_lock);
+}
+
 static const char *ocl_status_name(int status)
 {
 	return ks_ocl_error_name((cl_int)status);
@@ -30,6 +45,8 @@ const struct ks_oprt_backend ks_oprt_opencl_backend = {
 	.name = "opencl",
 	.init = ocl_init,
 	.fini = ocl_fini,
+	.fork_prepare = ocl_fork_prepare,
+	.fork_release = ocl_fork_release,
 	.quiesce = ks_ocl_quiesce,
 	.flush = ks_ocl_flush,
 	.launch_original = ks_ocl_launch_original,

@@ -252,19 +252,36 @@ struct ks_oprt_backend {
 	 * something the user should know was not profiled (kernels run by
 	 * CUDA graphs), with what in buf, one line. */
 	bool (*exit_note)(char *buf, size_t size);
+	/* Optional, around fork() (pthread_atfork, oprt_main.c), for the
+	 * backend the process uses.  fork_prepare takes the backend's locks
+	 * without waiting and says whether it got them all; fork_release
+	 * gives them back, in the parent, or makes them new in the child
+	 * (one thread, which holds them).  A backend without them leaves a
+	 * child forked after the process used it unprofiled. */
+	bool (*fork_prepare)(void);
+	void (*fork_release)(bool child);
 };
 
 /* ------------------------------------------------------------------ */
 /* What the neutral part offers backends                                */
 /* ------------------------------------------------------------------ */
 
-/* Whether the runtime is on: the channel gave a configuration and this is
- * not a forked child.  When off, wrappers only forward. */
+/* Whether the runtime is on: the channel gave a configuration.  When off,
+ * wrappers only forward.  ks_oprt_pending: kscope's address is known and
+ * this process has not connected yet; the first ks_oprt_active() then
+ * connects (ks_oprt_connect), so that a process that never calls an
+ * accelerator runtime never connects.  Call ks_oprt_active() before
+ * taking any lock of the library's. */
 extern atomic_bool ks_oprt_on;
+extern atomic_bool ks_oprt_pending;
+bool ks_oprt_connect(void);
 
 static inline bool ks_oprt_active(void)
 {
-	return atomic_load_explicit(&ks_oprt_on, memory_order_acquire);
+	if (atomic_load_explicit(&ks_oprt_on, memory_order_acquire))
+		return true;
+	return atomic_load_explicit(&ks_oprt_pending, memory_order_acquire) &&
+	       ks_oprt_connect();
 }
 
 /* The replay lock: every wrapper that enqueues, finishes or releases

@@ -1,10 +1,12 @@
 /*
- * The library's end of the channel to kscope op (proto.h): finding it in
- * KSCOPE_OP_CHANNEL, hello and config at load, then messages and
+ * The library's end of the channel to kscope op (proto.h): its address in
+ * KSCOPE_OP_CHANNEL, read at load; the connection, hello and config on
+ * the process's first use of the runtime (oprt_main.c); then messages and
  * request/reply pairs from any thread, one at a time under chan_lock.
  *
- * The two 64 KiB messages (outgoing, incoming) are allocated once at load
- * and reused under the lock, so no program thread's stack holds them.
+ * The two 64 KiB messages (outgoing, incoming) are allocated once, at the
+ * first connection, and reused under the lock (a forked child keeps its
+ * copies), so no program thread's stack holds them.
  *
  * The first failure to send or receive means kscope is gone: the channel
  * is closed and the runtime turns off, so the program carries on
@@ -18,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "oprt_int.h"
@@ -45,60 +48,39 @@ static int fd_high(int fd)
 	return nfd;
 }
 
-/* Parses "<fd>:<32 hex digits>". */
-static int channel_env_parse(const char *v, int *fd, char *token, struct ks_err *err)
+/* Parses "<32 hex digits>:<absolute socket path>" into ks_oprt.token and
+ * ks_oprt.addr. */
+static int channel_env_parse(const char *v, struct ks_err *err)
 {
-	const char *colon = strchr(v, ':');
-	char *end;
-	long n;
+	const char *path = v + KS_OP_TOKEN_LEN + 1;
 
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (!colon || end != colon || v[0] < '0' || v[0] > '9' || errno || n < 0 ||
-	    n > 1000000)
-		return ks_err_set(err, -EINVAL, "%s=%s: expected <fd>:<token>",
-				  KS_OP_CHANNEL_ENV, v);
-	if (strlen(colon + 1) != KS_OP_TOKEN_LEN ||
-	    strspn(colon + 1, "0123456789abcdefABCDEF") != KS_OP_TOKEN_LEN)
-		return ks_err_set(err, -EINVAL, "%s: the token is not %d hex digits",
-				  KS_OP_CHANNEL_ENV, KS_OP_TOKEN_LEN);
-	memcpy(token, colon + 1, KS_OP_TOKEN_LEN + 1);
-	*fd = (int)n;
+	if (strlen(v) <= KS_OP_TOKEN_LEN + 1 || v[KS_OP_TOKEN_LEN] != ':' ||
+	    strspn(v, "0123456789abcdefABCDEF") != KS_OP_TOKEN_LEN)
+		return ks_err_set(err, -EINVAL, "%s=%s: expected <%d hex digits>:<socket path>",
+				  KS_OP_CHANNEL_ENV, v, KS_OP_TOKEN_LEN);
+	if (path[0] != '/' || strlen(path) >= sizeof(ks_oprt.addr.sun_path))
+		return ks_err_set(err, -EINVAL, "%s: the socket path is not absolute or too long",
+				  KS_OP_CHANNEL_ENV);
+	memcpy(ks_oprt.token, v, KS_OP_TOKEN_LEN);
+	ks_oprt.token[KS_OP_TOKEN_LEN] = '\0';
+	memset(&ks_oprt.addr, 0, sizeof(ks_oprt.addr));
+	ks_oprt.addr.sun_family = AF_UNIX;
+	memcpy(ks_oprt.addr.sun_path, path, strlen(path) + 1);
 	return 0;
 }
 
-int ks_oprt_chan_open(struct ks_err *err)
+int ks_oprt_chan_setup(struct ks_err *err)
 {
 	const char *v = getenv(KS_OP_CHANNEL_ENV);
 	const char *run = getenv(KS_OP_RUN_ENV);
-	char token[KS_OP_TOKEN_LEN + 1];
-	struct stat st;
-	int fd = -1, type = 0, rc;
-	socklen_t len = sizeof(type);
+	int rc;
 
+	/* The variable stays: the program's exec'd children need it. */
 	if (!v)
 		return ks_err_set(err, -ENOENT, "%s is not set", KS_OP_CHANNEL_ENV);
-	rc = channel_env_parse(v, &fd, token, err);
-	/* Children and exec'd images must not find the channel. */
-	unsetenv(KS_OP_CHANNEL_ENV);
+	rc = channel_env_parse(v, err);
 	if (rc)
 		return rc;
-	/* The descriptor must be kscope's socket; anything else is the
-	 * program's and is left alone. */
-	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
-		return ks_err_set(err, -ENOTSOCK, "descriptor %d is not a SOCK_SEQPACKET socket",
-				  fd);
-	fd = fd_high(fd);
-	if (fd < 0)
-		return ks_err_set(err, fd, "fcntl on the channel: %s", strerror(-fd));
-	ks_oprt.out = malloc(sizeof(*ks_oprt.out));
-	ks_oprt.in = malloc(sizeof(*ks_oprt.in));
-	if (!ks_oprt.out || !ks_oprt.in) {
-		rc = ks_err_set(err, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	ks_oprt.fd = fd;
 	if (run) {
 		char *end;
 		unsigned long r;
@@ -108,10 +90,39 @@ int ks_oprt_chan_open(struct ks_err *err)
 		if (!errno && *end == '\0' && run[0] >= '0' && run[0] <= '9' && r < 1000000)
 			ks_oprt.run = (unsigned)r;
 	}
+	return 0;
+}
+
+int ks_oprt_chan_connect(struct ks_err *err)
+{
+	int fd, rc;
+
+	if (!ks_oprt.out)
+		ks_oprt.out = malloc(sizeof(*ks_oprt.out));
+	if (!ks_oprt.in)
+		ks_oprt.in = malloc(sizeof(*ks_oprt.in));
+	if (!ks_oprt.out || !ks_oprt.in)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ks_err_set(err, -errno, "socket: %s", strerror(errno));
+	do
+		rc = connect(fd, (const struct sockaddr *)&ks_oprt.addr, sizeof(ks_oprt.addr));
+	while (rc != 0 && errno == EINTR);
+	if (rc != 0) {
+		rc = ks_err_set(err, -errno, "connecting to %s: %s", ks_oprt.addr.sun_path,
+				strerror(errno));
+		close(fd);
+		return rc;
+	}
+	fd = fd_high(fd);
+	if (fd < 0)
+		return ks_err_set(err, fd, "fcntl on the channel: %s", strerror(-fd));
 	ks_op_msg_init(ks_oprt.out, "hello");
 	ks_op_msg_addu(ks_oprt.out, "version", KS_OP_PROTO_VERSION);
 	ks_op_msg_addu(ks_oprt.out, "pid", (unsigned long long)getpid());
-	ks_op_msg_add(ks_oprt.out, "token", token);
+	ks_op_msg_addu(ks_oprt.out, "ppid", (unsigned long long)getppid());
+	ks_op_msg_add(ks_oprt.out, "token", ks_oprt.token);
 	ks_op_msg_addu(ks_oprt.out, "run", ks_oprt.run);
 	rc = ks_op_send(fd, ks_oprt.out);
 	if (rc == 0)
@@ -124,13 +135,10 @@ int ks_oprt_chan_open(struct ks_err *err)
 		rc = ks_err_set(err, -EPROTO, "kscope answered hello without config");
 		goto fail;
 	}
+	ks_oprt.fd = fd;
 	return 0;
 fail:
 	close(fd);
-	ks_oprt.fd = -1;
-	free(ks_oprt.out);
-	free(ks_oprt.in);
-	ks_oprt.out = ks_oprt.in = NULL;
 	return rc;
 }
 

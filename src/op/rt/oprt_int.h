@@ -6,17 +6,18 @@
  * only.
  *
  * How the parts fit together:
- *   oprt_main.c      constructor, destructor, fork, the replay lock, the
- *                    test hook; the backends (OpenCL, CUDA) and which
- *                    one a process uses
- *   oprt_chan.c      the channel to kscope (proto.h): hello, config, the
- *                    request/reply pairs, bye
+ *   oprt_main.c      constructor, destructor, the connection on first
+ *                    use, fork, the replay lock, the test hook; the
+ *                    backends (OpenCL, CUDA) and which one a process uses
+ *   oprt_chan.c      the channel to kscope (proto.h): its address, the
+ *                    connection, hello, config, the request/reply pairs
  *   oprt_config.c    `config` into struct ks_oprt_config; the targets file
  *   oprt_launch.c    kernel names, ordinals, the filter state machine
  *                    (skip, range, name, then kscope's collect or pass)
  *   oprt_replay.c    kernel replay, application replay (run 0 and the
  *                    timed targets of later runs)
  *   oprt_range.c     the user API's ranges and range replay
+ *   oprt_nvtx.c      NVTX ranges as user ranges (the NVTX injection)
  *   oprt_measure.c   a measurement in progress and measure.json
  *   oprt_raw.c       the launch directory and its files (opraw.h)
  *   oprt_json.c      JSON text
@@ -29,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/un.h>
 
 #include "filter.h"
 #include "oprt.h"
@@ -60,7 +62,13 @@ struct ks_oprt_open_range {
 /*
  * The library's state.  It must be process-wide: the wrapped entry points
  * and the user API are called by the program with no context of ours.
- * Fields set by the constructor are read-only afterwards.
+ * Fields set by the constructor, or by the first connection (under
+ * conn_lock, before the runtime turns on), are read-only afterwards.
+ *
+ * After fork() the child resets what is per process (oprt_main.c,
+ * oprt_atfork_child): the channel, the launch index, the names'
+ * announcements and ordinals, the ranges; the configuration, the
+ * backend and its records are the parent's.
  */
 struct ks_oprt_state {
 	/* The backend of the process (ks_oprt_backend_use): NULL until the
@@ -68,9 +76,14 @@ struct ks_oprt_state {
 	_Atomic(const struct ks_oprt_backend *) be;
 	struct ks_oprt_config cfg;
 	unsigned run;                     /* KSCOPE_OP_RUN */
-	bool child;                       /* a forked child (runs unprofiled;
-	                                     the locks may be held by threads
-	                                     it does not have) */
+	bool child;                       /* a forked child that runs
+	                                     unprofiled: the locks may be held
+	                                     by threads it does not have */
+	/* Where kscope listens (KSCOPE_OP_CHANNEL), read at load. */
+	struct sockaddr_un addr;
+	char token[KS_OP_TOKEN_LEN + 1];
+	pthread_mutex_t conn_lock;        /* serializes connecting (first use) */
+	bool configured;                  /* cfg parsed, backends started */
 	char *fail_replay;                /* the test hook's kernel name, or NULL */
 
 	/* The channel (oprt_chan.c).  chan_lock serializes request/reply
@@ -83,6 +96,7 @@ struct ks_oprt_state {
 	/* Launch filtering (oprt_launch.c). */
 	atomic_ullong next_index;
 	atomic_bool final;                /* kscope said pass final=1 */
+	atomic_bool skip_done;            /* kscope said skip more=0 */
 	pthread_mutex_t names_lock;       /* names, ordinals, targets */
 
 	/* The replay lock: writers preferred, so that a replay is not starved
@@ -123,10 +137,14 @@ void ks_oprt_excl_lock(void);
 void ks_oprt_excl_unlock(void);
 
 /* oprt_chan.c */
-/* Opens the channel named by KSCOPE_OP_CHANNEL (and unsets it), sends
- * hello and receives config into ks_oprt.in.  -ENOENT without the
- * variable; any other error leaves no channel. */
-int ks_oprt_chan_open(struct ks_err *err);
+/* Reads kscope's address from KSCOPE_OP_CHANNEL (left set, for the
+ * program's children) into ks_oprt.addr and token.  -ENOENT without the
+ * variable, -EINVAL when it is malformed. */
+int ks_oprt_chan_setup(struct ks_err *err);
+/* Connects to that address, sends hello and receives config into
+ * ks_oprt.in; sets ks_oprt.fd.  Any error leaves no channel.  Call with
+ * conn_lock held. */
+int ks_oprt_chan_connect(struct ks_err *err);
 /* Locks the channel and starts the outgoing message of type; NULL (not
  * locked) when the channel is closed. */
 struct ks_op_msg *ks_oprt_chan_begin(const char *type);
@@ -171,6 +189,14 @@ uint64_t ks_oprt_ordinal(struct ks_oprt_name *nm, const uint64_t g[3]);
 void ks_oprt_gsize_str(const uint64_t g[3], char *out, size_t size);
 /* Whether rel ("<pid>/<name>_<index>") is a safe relative directory. */
 bool ks_oprt_rel_ok(const char *rel);
+/* --launch-skip-before-match across the process tree: whether this launch
+ * (or range, in range replay) is among the first `skip` of the program,
+ * which kscope counts (`skip` request).  False at once when config said
+ * skip=0 or kscope already said that none is any more. */
+bool ks_oprt_skip_ask(void);
+/* In a forked child (oprt_atfork_child, one thread, names lock free):
+ * every name unannounced, its ordinals from 0 again. */
+void ks_oprt_names_fork_reset(void);
 
 /* oprt_replay.c */
 int ks_oprt_collect(struct ks_oprt_launch *l, const char *rel);
@@ -183,11 +209,19 @@ void ks_oprt_range_replay(void *rep, const char *rel, const char *name, uint64_t
 void ks_oprt_send_collected(const char *rel, bool ok, const char *message);
 
 /* oprt_range.c */
+/* kscope_range_start/end (kscope/user.h), for the library's own callers
+ * (oprt_nvtx.c): bound here, whatever else the process defines under the
+ * user API's names.  The id is 0 when the runtime is off. */
+uint64_t ks_oprt_range_start(const char *name);
+void ks_oprt_range_end(uint64_t id);
 /* Whether launches are being recorded into a collected range. */
 bool ks_oprt_range_recording(void);
 int ks_oprt_range_record(struct ks_oprt_launch *l);
 /* At exit: a collected range that never ended is reported failed. */
 void ks_oprt_range_atexit(void);
+/* In a forked child (one thread, range lock free): no open range, no
+ * range recorded, counts from 0. */
+void ks_oprt_range_fork_reset(void);
 /* The innermost open range that passes mstx_include, into out ("" if
  * none). */
 void ks_oprt_range_innermost(char *out, size_t size);

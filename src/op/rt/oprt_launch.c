@@ -3,7 +3,9 @@
  * ordinals that let application replay find a launch again in later runs,
  * and the filter state machine.  Filters apply in this order:
  *
- *   skip   the first `skip` launches of the process pass (any kernel)
+ *   skip   the first `skip` launches of the program pass (any kernel, any
+ *          process: kscope counts them, asked with `skip` until it says
+ *          that none is any more)
  *   range  with mstx=1, only launches while an included range is open
  *   name   only kernels whose name passes kernel_name
  *   then kscope is asked (`launch`), and answers collect or pass; it
@@ -148,6 +150,41 @@ bool ks_oprt_rel_ok(const char *rel)
 	return p[-1] != '/';
 }
 
+void ks_oprt_names_fork_reset(void)
+{
+	for (size_t h = 0; h < NAME_BUCKETS; h++)
+		for (struct ks_oprt_name *nm = names[h]; nm; nm = nm->next) {
+			struct ks_oprt_ordinals *o = nm->ord;
+
+			while (o) {
+				struct ks_oprt_ordinals *next = o->next;
+
+				free(o);
+				o = next;
+			}
+			nm->ord = NULL;
+			atomic_store(&nm->announced, false);
+		}
+}
+
+bool ks_oprt_skip_ask(void)
+{
+	const struct ks_op_msg *a;
+	bool skipped = false;
+
+	if (ks_oprt.cfg.skip == 0 || atomic_load(&ks_oprt.skip_done))
+		return false;
+	if (!ks_oprt_chan_begin("skip"))
+		return false;
+	a = ks_oprt_chan_request();
+	if (a && ks_op_msg_is(a, "skip"))
+		skipped = ks_op_msg_getu(a, "more", 0) == 1;
+	if (!skipped)
+		atomic_store(&ks_oprt.skip_done, true);
+	ks_oprt_chan_end();
+	return skipped;
+}
+
 static void announce(struct ks_oprt_name *nm)
 {
 	struct ks_op_msg *m;
@@ -202,6 +239,7 @@ enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 {
 	const struct ks_oprt_config *c = &ks_oprt.cfg;
 	struct ks_oprt_name *nm = l->name;
+	bool skipped;
 
 	d->verdict = KS_OPRT_PASS;
 	l->index = atomic_fetch_add_explicit(&ks_oprt.next_index, 1, memory_order_relaxed);
@@ -224,11 +262,13 @@ enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 		pthread_mutex_unlock(&ks_oprt.names_lock);
 		return hit ? (d->verdict = KS_OPRT_TIME) : KS_OPRT_PASS;
 	}
-	/* Kernel replay, application run 0. */
+	/* Kernel replay, application run 0.  The skip counts every launch,
+	 * before the name filter. */
+	skipped = ks_oprt_skip_ask();
 	if (!nm->match)
 		return KS_OPRT_PASS;
 	l->ordinal = ks_oprt_ordinal(nm, l->gsize);
-	if (l->ordinal == UINT64_MAX || atomic_load(&ks_oprt.final) || l->index < c->skip)
+	if (l->ordinal == UINT64_MAX || atomic_load(&ks_oprt.final) || skipped)
 		return KS_OPRT_PASS;
 	if (c->mstx) {
 		if (atomic_load(&ks_oprt.open_included) <= 0)

@@ -7,10 +7,14 @@
  * launch passes only while a range that passes mstx_include is open (in
  * any thread: a range may end on another thread than the one that started
  * it).  In range replay they are what is collected: a range that passes
- * skip (counted over every range started) and mstx_include is announced
+ * skip (kscope counts every range the program's processes start) and
+ * mstx_include is announced
  * with `launch`; if kscope collects it, every kernel launched until it
  * ends is captured (oprt_replay.c replays them as a whole at its end).
  * One range is collected at a time; ranges that start meanwhile pass.
+ *
+ * The same ranges come from NVTX (oprt_nvtx.c), through the internal
+ * ks_oprt_range_start/end that the user API's functions call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -87,18 +91,18 @@ static void range_ask(const struct ks_oprt_open_range *r, uint64_t n, uint64_t o
 	atomic_store(&ks_oprt.recording, true);
 }
 
-KS_OPRT_EXPORT uint64_t kscope_range_start(const char *name)
+uint64_t ks_oprt_range_start(const char *name)
 {
 	const struct ks_oprt_config *c = &ks_oprt.cfg;
 	struct ks_oprt_open_range *r;
 	int saved = errno;
-	uint64_t id = 0, seen;
+	uint64_t id = 0;
 
 	if (!ks_oprt_active() || !name)
 		goto out;
 	pthread_mutex_lock(&ks_oprt.range_lock);
 	id = ks_oprt.next_range_id++;
-	seen = ks_oprt.ranges_seen++;
+	ks_oprt.ranges_seen++;
 	if (!c->mstx && c->mode != KS_OPRT_MODE_RANGE)
 		goto unlock;             /* ranges mean nothing in this run */
 	r = calloc(1, sizeof(*r));
@@ -119,8 +123,11 @@ KS_OPRT_EXPORT uint64_t kscope_range_start(const char *name)
 		static const uint64_t g0[3] = { 0, 0, 0 };
 		struct ks_oprt_name *nm = ks_oprt_name_get(r->name);
 		uint64_t ordinal = nm ? ks_oprt_ordinal(nm, g0) : 0;
+		/* kscope counts the skip over every range the program's
+		 * processes start. */
+		bool skipped = ks_oprt_skip_ask();
 
-		if (r->included && seen >= c->skip) {
+		if (r->included && !skipped) {
 			uint64_t n = ks_oprt.ranges_passed++;
 
 			if (!ks_oprt.rec && !atomic_load(&ks_oprt.final))
@@ -134,7 +141,29 @@ out:
 	return id;
 }
 
-KS_OPRT_EXPORT void kscope_range_end(uint64_t id)
+void ks_oprt_range_fork_reset(void)
+{
+	struct ks_oprt_open_range *r = ks_oprt.ranges;
+
+	while (r) {
+		struct ks_oprt_open_range *next = r->next;
+
+		free(r);
+		r = next;
+	}
+	ks_oprt.ranges = ks_oprt.ranges_last = NULL;
+	atomic_store(&ks_oprt.open_included, 0);
+	/* A range the parent was recording is the parent's: its captured
+	 * launches (the backend's objects) are left alone. */
+	atomic_store(&ks_oprt.recording, false);
+	ks_oprt.rec = NULL;
+	ks_oprt.rec_id = 0;
+	ks_oprt.rec_launches = 0;
+	ks_oprt.ranges_seen = 0;
+	ks_oprt.ranges_passed = 0;
+}
+
+void ks_oprt_range_end(uint64_t id)
 {
 	struct ks_oprt_open_range *r;
 	void *rep = NULL;
@@ -178,6 +207,17 @@ KS_OPRT_EXPORT void kscope_range_end(uint64_t id)
 	if (rep)
 		ks_oprt_range_replay(rep, dir, name, index, launches, error);
 	errno = saved;
+}
+
+/* The user API's entry points (kscope/user.h). */
+KS_OPRT_EXPORT uint64_t kscope_range_start(const char *name)
+{
+	return ks_oprt_range_start(name);
+}
+
+KS_OPRT_EXPORT void kscope_range_end(uint64_t id)
+{
+	ks_oprt_range_end(id);
 }
 
 int ks_oprt_range_record(struct ks_oprt_launch *l)

@@ -20,6 +20,8 @@
  *                     creation call: prints whether each profiles, then
  *                     launches axpy once on each
  *   rt_prog fork      forks a child that exits at once, then runs basic
+ *   rt_prog forkcl    forks a child that runs basic (its first OpenCL
+ *                     use), waits for it, then runs basic itself
  *   rt_prog nocl      prints a line and never uses OpenCL
  */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -530,6 +532,20 @@ int main(int argc, char **argv)
 			die("the child", 0);
 		mode = "basic";
 	}
+	if (strcmp(mode, "forkcl") == 0) {
+		pid_t pid;
+		int st;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			die("fork", 0);
+		if (pid == 0)
+			exit(run_basic() ? 0 : 1);
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			die("the child", 0);
+		mode = "basic";
+	}
 	if (strcmp(mode, "basic") == 0)
 		ok = run_basic();
 	else if (strcmp(mode, "threads") == 0)
@@ -541,7 +557,7 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "queues") == 0)
 		ok = run_queues();
 	else {
-		fprintf(stderr, "usage: rt_prog basic|threads|range|userevent|queues|fork|nocl\n");
+		fprintf(stderr, "usage: rt_prog basic|threads|range|userevent|queues|fork|forkcl|nocl\n");
 		return 2;
 	}
 	return ok ? 0 : 1;

@@ -189,21 +189,20 @@ def s_inert():
 
 
 def s_not_socket():
-    """KSCOPE_OP_CHANNEL naming the program's stdout: left alone."""
+    """KSCOPE_OP_CHANNEL naming a file that is not a socket, or in the
+    old <fd>:<token> form (here the program's stdout): left alone."""
     native = run_native("basic")
-    rc, out = run_native("basic", {"LD_PRELOAD": LIB,
-                                   "KSCOPE_OP_CHANNEL": "1:" + "ab" * 16})
-    same_output("basic", rc, out, native)
+    for v in ("ab" * 16 + ":/dev/null", "1:" + "ab" * 16, "ab" * 16 + ":relative"):
+        rc, out = run_native("basic", {"LD_PRELOAD": LIB, "KSCOPE_OP_CHANNEL": v})
+        same_output("basic", rc, out, native)
 
 
 def s_no_opencl():
-    """A program that never uses OpenCL: hello, config, bye, nothing else."""
+    """A program that never uses OpenCL never connects: no message at all."""
     native = run_native("nocl")
     rc, out, msgs, _ = run_chan("nocl", "nocl")
     same_output("nocl", rc, out, native)
-    check([m["type"] for m in msgs] == ["hello", "bye"], "messages %s" % msgs)
-    hello = of_type(msgs, "hello")[0]
-    check(one(hello, "version") == "1" and one(hello, "run") == "0", "hello %s" % hello)
+    check(msgs == [], "messages %s" % msgs)
 
 
 def s_kernel_all():
@@ -216,6 +215,9 @@ def s_kernel_all():
     types = [m["type"] for m in msgs]
     check(types[0] == "hello" and types[1] == "opencl" and types[-1] == "bye",
           "message order %s" % types)
+    hello = of_type(msgs, "hello")[0]
+    check(one(hello, "version") == "2" and one(hello, "run") == "0" and
+          int(one(hello, "ppid")) > 0, "hello %s" % hello)
     check(sorted(one(f, "name") for f in of_type(msgs, "kernel")) ==
           ["axpy", "blocksum", "scale"], "kernel messages %s" % of_type(msgs, "kernel"))
     want = [("axpy", 0, "4096:1:1", 0), ("axpy", 1, "4096:1:1", 1),
@@ -393,12 +395,52 @@ def s_threads():
 
 
 def s_fork():
-    """A forked child runs unprofiled: one hello, one bye."""
+    """A forked child that never uses OpenCL never connects: one hello,
+    one bye (the parent's)."""
     native = run_native("fork")
     rc, out, msgs, _ = run_chan("fork", "fork", ["--collect", "0"])
     same_output("fork", rc, out, native)
     types = [m["type"] for m in msgs]
     check(types.count("hello") == 1 and types.count("bye") == 1, "messages %s" % types)
+
+
+def s_fork_cl():
+    """A forked child whose first OpenCL use comes after the fork connects
+    by itself (its own pid, launch indexes from 0), and so does its
+    parent: both collected, the skip counted over the two, the output
+    unchanged."""
+    native = run_native("forkcl")
+    rc, out, msgs, d = run_chan("forkcl", "forkcl", [
+        "--config", "warmup=0", "--config", "passes=1", "--config", "skip=3"])
+    same_output("forkcl", rc, out, native)
+    hellos = of_type(msgs, "hello")
+    check(len(hellos) == 2, "hellos %s" % hellos)
+    if len(hellos) != 2:
+        return
+    child, parent = one(hellos[0], "pid"), one(hellos[1], "pid")
+    check(one(hellos[0], "ppid") == parent and child != parent,
+          "child %s of %s, parent %s" % (child, one(hellos[0], "ppid"), parent))
+    check(len(of_type(msgs, "bye")) == 2, "byes %s" % of_type(msgs, "bye"))
+    by_conn = {}
+    for m in msgs:
+        if m["type"] == "launch":
+            by_conn.setdefault(m["conn"], []).append(int(one(m["fields"], "index")))
+        if m["type"] == "kernel":
+            by_conn.setdefault(("k", m["conn"]), []).append(one(m["fields"], "name"))
+    # skip=3 over both processes: the child's first three launches run
+    # unexamined, its last four and all seven of the parent's are asked.
+    check(by_conn.get(0) == [3, 4, 5, 6] and by_conn.get(1) == list(range(7)),
+          "launch indexes per connection %s" % by_conn)
+    check(sorted(by_conn.get(("k", 0), [])) == sorted(by_conn.get(("k", 1), [])) ==
+          ["axpy", "blocksum", "scale"], "kernel messages per connection %s" % by_conn)
+    for pid, index in [(child, 3), (parent, 0), (parent, 6)]:
+        rel = [one(f, "dir") for f in of_type(msgs, "collected")
+               if one(f, "dir").startswith("%s/" % pid) and
+               one(f, "dir").endswith("_%d" % index)]
+        check(len(rel) == 1, "no collected launch %d of %s" % (index, pid))
+        if rel:
+            c, _ = check_collected(d, rel[0], "kernel", "kernel", 0, 1)
+            check(str(c.get("pid")) == pid, "%s: pid %s" % (rel[0], c.get("pid")))
 
 
 def s_application():
