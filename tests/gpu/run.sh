@@ -52,10 +52,10 @@ late() { [ $(( $(date +%s) - START )) -gt "$DEADLINE" ] && { log "skipped (past 
 log "env: $(head -2 "$OUT/env.txt" | tail -1)"
 
 # --- the examples, built here ----------------------------------------
-EXAMPLES="vadd matmul reduce structptr streams graph"
+EXAMPLES="vadd matmul reduce structptr streams graph ranges"
 for e in $EXAMPLES; do
 	timeout 150 nvcc -O2 -lineinfo -gencode arch=compute_90,code=sm_90 \
-		-gencode arch=compute_90,code=compute_90 -o "$W/ex/$e" "$ROOT/examples/cuda/$e.cu" \
+		-gencode arch=compute_90,code=compute_90 -o "$W/ex/$e" "$ROOT/examples/cuda/$e.cu" -ldl \
 		> "$W/logs/nvcc_$e.txt" 2>&1 || { log "nvcc $e failed"; echo 1 > "$W/nvcc_failed"; } &
 done
 wait
@@ -111,6 +111,29 @@ if ! late "backup all"; then
 		grep checksum "$W/logs/ball_structptr.out" > "$W/o.txt" && cmp -s "$W/n.txt" "$W/o.txt" && same=yes
 	[ "$same" = yes ] || fail=1
 	log "backup all structptr: kscope $brc, checksums equal: $same, buffers: $(grep -ho '"backup_bytes": [0-9]*' "$W"/ball_structptr/*/*/*/measure.json | tr '\n' ' ') (args only: $(grep -ho '"backup_bytes": [0-9]*' "$W"/op_structptr/*/*/*/measure.json | tr '\n' ' '))"
+fi
+
+# --- NVTX ranges: range replay, and a filter ----------------------------
+if ! late "nvtx ranges"; then
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/rng_ranges" --mstx on \
+		--replay-mode range --launch-count 2 -- ex/ranges > logs/rng_ranges.out 2> logs/rng_ranges.err); grc=$?
+	same=no
+	grep checksum "$W/logs/native_ranges.out" > "$W/n.txt" &&
+		grep checksum "$W/logs/rng_ranges.out" > "$W/o.txt" && cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || fail=1
+	log "range replay of NVTX ranges: kscope $grc, checksums equal: $same, collected: $(find "$W/rng_ranges" -name measure.json | xargs -r -n1 dirname | xargs -r -n1 basename | tr '\n' ' ')"
+fi
+
+# --- the process tree: a shell running two CUDA programs ------------------
+if ! late "process tree"; then
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/tree_sh" --launch-count 4 \
+		-- sh -c "ex/vadd; ex/matmul" > logs/tree_sh.out 2> logs/tree_sh.err); trc=$?
+	(cd "$W" && sh -c "ex/vadd; ex/matmul" > logs/tree_native.out 2>&1)
+	same=no
+	grep checksum "$W/logs/tree_native.out" > "$W/n.txt" &&
+		grep checksum "$W/logs/tree_sh.out" > "$W/o.txt" && cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || fail=1
+	log "process tree: kscope $trc, checksums equal: $same, pids: $(ls -d "$W"/tree_sh/*/[0-9]* 2>/dev/null | wc -l), collected $(find "$W/tree_sh" -name measure.json | wc -l)"
 fi
 
 # --- side by side with ncu --------------------------------------------
@@ -236,7 +259,7 @@ else
 fi
 
 # Files over 4 MB (memory backups) stay behind: what comes back is limited.
-(cd "$W" && find logs op_* hw_* app_* cal_* ball_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
+(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
 tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail

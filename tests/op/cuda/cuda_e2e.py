@@ -28,7 +28,7 @@ import tempfile
 
 SKIP = 77
 KSCOPE, BUILD, SCENARIO = sys.argv[1:4]
-EXAMPLES = ["vadd", "matmul", "reduce", "structptr", "streams", "graph"]
+EXAMPLES = ["vadd", "matmul", "reduce", "structptr", "streams", "graph", "ranges"]
 SMALL = {"matmul": "64"}   # keep the CPU reference product short
 
 
