@@ -123,8 +123,9 @@ def cachegrind(argv, geometry):
 # Record order: each kind's phase; single ones appear exactly once.
 PHASE = {"kscope-hotspot": 0, "pid": 1, "exe": 2, "cache": 3, "icache": 4, "memory": 5,
          "region": 6, "file": 7, "fn": 7, "ins": 7, "sb": 7, "thread": 8, "x": 9,
-         "interval": 10, "bw": 11, "tr": 12, "end": 13}
-SINGLE = {"kscope-hotspot", "pid", "exe", "icache", "memory", "region", "interval", "end"}
+         "interval": 10, "bw": 11, "trace": 12, "tr": 13, "end": 14}
+SINGLE = {"kscope-hotspot", "pid", "exe", "icache", "memory", "region", "interval", "trace",
+          "end"}
 
 
 def unescape(s, where):
@@ -157,6 +158,7 @@ def read_raw(path):
     r = Raw()
     r.caches, r.files, r.fns, r.ins, r.sbs = [], [], [], {}, {}
     r.threads, r.x, r.bw, r.tr, r.end = {}, [], [], [], None
+    r.trace_from = None
     seen, phase = set(), -1
     with open(path, encoding="utf-8", errors="strict", newline="\n") as f:
         text = f.read()
@@ -266,6 +268,9 @@ def read_raw(path):
             check(v[1] < MAX_BUCKETS, f"{where}: bucket {v[1]}")
             check(any(v[2:]), f"{where}: an empty bucket")
             r.bw.append({"tid": v[0], "bucket": v[1], "bytes": v[2:]})
+        elif kind == "trace":
+            check(len(fld) == 4 and fld[1] in ("region", "main", "never"), f"{where}: {line!r}")
+            r.trace_from = (fld[1], num(fld[2], where), num(fld[3], where))
         elif kind == "tr":
             check(len(fld) == 6, where)
             tid, sid, executed, start, end = (num(s, where) for s in fld[1:])
@@ -395,10 +400,23 @@ def test_threads_trace_interval():
     none = hotspot(kernels, ["--trace-limit=0"])
     check(not none.tr and close(none.end[2], 10 + small.end[2], 0.001),
           f"--trace-limit=0 dropped {none.end[2]}, 10 + {small.end[2]} with 10 kept")
+    # Without --region the trace starts at main: the dynamic loader's and
+    # the C library's start-up instructions are counted, not traced.
     full = hotspot(kernels, ["--trace-limit=10000000"])
-    check(full.end[2] == 0 and
-          sum(t["executed"] for t in full.tr) == full.threads[1]["instrs"],
-          "the full trace does not add up to the instructions executed")
+    traced = sum(t["executed"] for t in full.tr)
+    check(full.trace_from[0] == "main" and full.trace_from[1] == 1,
+          f"the trace starts at {full.trace_from}, not at main in thread 1")
+    check(full.end[2] == 0 and 0.5 * full.threads[1]["instrs"] < traced <
+          full.threads[1]["instrs"],
+          f"the full trace from main holds {traced} of {full.threads[1]['instrs']} "
+          "instructions")
+    check(all(a["start"] >= full.trace_from[2] for a in full.tr),
+          "a trace record starts before main was entered")
+    # Inside a region the trace is the region's, every instruction of it.
+    inmain = hotspot(kernels, ["--trace-limit=10000000", "--region=main"])
+    check(inmain.trace_from[0] == "region" and inmain.end[2] == 0 and
+          sum(t["executed"] for t in inmain.tr) == inmain.threads[1]["instrs"],
+          "the full trace of --region=main does not add up to its instructions")
     check(all(a["end"] <= b["start"] for a, b in zip(full.tr, full.tr[1:])),
           "trace records overlap in time")
 
