@@ -150,7 +150,8 @@ static const struct ks_opt op_opts[] = {
 	{ .name = "timeout", .type = KS_OPT_INT, .metavar = "MINUTES",
 	  .env = "KSCOPE_OP_TIMEOUT",
 	  .help = "stop the program after MINUTES (SIGTERM, then SIGKILL 5 s "
-		  "later; default: no limit)",
+		  "later; --simulate: SIGINT, and what was simulated is kept; "
+		  "default: no limit)",
 	  OPT(timeout), .min = 1, .max = 2880 },
 	{ .name = "flops", .type = KS_OPT_STRING, .metavar = "[KERNEL=]EXPR",
 	  .env = "KSCOPE_OP_FLOPS",
@@ -1816,7 +1817,7 @@ static void state_free(struct op_state *st)
  * one of the two only. */
 static const char *const onboard_only[] = {
 	"launch-skip-before-match", "launch-count", "replay-mode", "warm-up",
-	"replay-count", "cache-flush", "backup", "kill", "mstx", "mstx-include", "timeout",
+	"replay-count", "cache-flush", "backup", "kill", "mstx", "mstx-include",
 	"flops", NULL
 };
 static const char *const simulate_only[] = {
@@ -1836,6 +1837,16 @@ static bool simulate_only_given(struct ks_parsed *ps)
 	return false;
 }
 
+/* Seconds in a --timeout minute: 60, or KSCOPE_OP_TEST_MINUTE_S (a test
+ * hook, 0.1 to 60, so that tests of --timeout take seconds). */
+static double minute_s(void)
+{
+	const char *v = getenv("KSCOPE_OP_TEST_MINUTE_S");
+	double s = v && *v ? strtod(v, NULL) : 0;
+
+	return s >= 0.1 && s <= 60 ? s : 60;
+}
+
 static int simulate(struct op_state *st, struct ks_parsed *ps)
 {
 	const struct op_opts *o = st->o;
@@ -1847,6 +1858,8 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 		.trace_limit = o->trace_limit,
 		.mem_latency = o->mem_latency,
 		.kernel_lines = o->kernel_lines == ON,
+		.timeout_min = o->timeout,
+		.minute_s = minute_s(),
 		.output = o->output,
 		.program = ps->program,
 	};
@@ -1949,7 +1962,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	}
 	st.tty = isatty(STDERR_FILENO) == 1;
 	if (st.o->timeout > 0)
-		st.deadline = now_s() + (double)st.o->timeout * 60;
+		st.deadline = now_s() + (double)st.o->timeout * minute_s();
 	ks_info("profiling %s; results in %s", st.prog, st.rd.path);
 
 	rc = run_program(&st, &run0, &err);

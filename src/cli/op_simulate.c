@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -440,6 +441,43 @@ static char **kernel_lines_env(char **base, const char *rundir, char *owned[3])
 	return env;
 }
 
+/* --timeout: the timer's handler asks the program (Valgrind) to stop as
+ * Ctrl+C would, so that the tool writes what it simulated. */
+static volatile sig_atomic_t timed_out;
+
+static void on_timeout(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+	ks_run_program_signal(SIGINT);
+}
+
+static void arm_timeout(const struct ks_op_sim_args *a)
+{
+	struct itimerval it = { 0 };
+	struct sigaction sa;
+	double s = (double)a->timeout_min * a->minute_s;
+
+	if (a->timeout_min <= 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_timeout;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	it.it_value.tv_sec = (time_t)s;
+	it.it_value.tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void disarm_timeout(void)
+{
+	struct itimerval it = { 0 };
+
+	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_DFL);
+}
+
 static void warn_cb(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -516,6 +554,8 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 	}
 	ks_info("op --simulate: running %s on kscope's Valgrind tool (expect it to "
 		"run 50 to 150 times slower); results in %s", prog, rd.path);
+	timed_out = 0;
+	arm_timeout(a);
 	if (a->kernel_lines) {
 		char *owned[3] = { NULL, NULL, NULL }, **env;
 
@@ -537,7 +577,12 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 	} else {
 		status = ks_run_program(av.v, vg.envp, &pid, &err);
 	}
+	disarm_timeout();
 	ks_vg_close(&vg);
+	if (timed_out)
+		ks_warn("--timeout %" PRId64 " minute%s reached: the program was stopped "
+			"(SIGINT); the deliverables show what was simulated until then",
+			a->timeout_min, a->timeout_min == 1 ? "" : "s");
 	if (status < 0) {
 		ks_error("%s", err.msg);
 		goto out;

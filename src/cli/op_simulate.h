@@ -21,6 +21,8 @@ struct ks_op_sim_args {
 	int64_t trace_limit;
 	int64_t mem_latency;
 	bool kernel_lines;       /* OpenCL (PoCL) kernels built with -g, -O0 */
+	int64_t timeout_min;     /* --timeout, minutes; 0: none */
+	double minute_s;         /* seconds in one of them (60 but in tests) */
 	const char *output;      /* where the run directory is created */
 	char **program;          /* NULL-terminated */
 };

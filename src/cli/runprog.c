@@ -119,6 +119,15 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+void ks_run_program_signal(int sig)
+{
+	int saved = errno;
+
+	if (child_pid > 0)
+		kill(child_pid, sig);
+	errno = saved;
+}
+
 int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
 {
 	return ks_run_program_tied(argv, envp, pid_out, false, err);

@@ -48,4 +48,8 @@ int ks_run_program_tied(char **argv, char **envp, pid_t *pid_out, bool die_with_
  * own, 128+N when signal N ended it, else 1. */
 int ks_exit_status(int status);
 
+/* Sends sig to the program ks_run_program is waiting for, if any
+ * (async-signal-safe: for a timer's signal handler). */
+void ks_run_program_signal(int sig);
+
 #endif

@@ -286,6 +286,30 @@ def sigint():
           "the engine did not finish its file on Ctrl+C" + r.why())
 
 
+def timeout():
+    """--timeout: the program is stopped (SIGINT) when the time is up and
+    what was simulated is written, with a warning.  A minute lasts 3 s
+    here (KSCOPE_OP_TEST_MINUTE_S, a test hook)."""
+    out = tmpdir()
+    argv = [program("mt_histogram"), "64", "2", "1000"]
+    cmd = [KSCOPE, "op", "--simulate", "-o", out, "--cache", CACHE, "--timeout", "2", "--",
+           *argv]
+    e = env()
+    e["KSCOPE_OP_TEST_MINUTE_S"] = "3"
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                       timeout=TIMEOUT)
+    took = time.monotonic() - t0
+    r = Run(cmd, p.returncode, p.stdout, p.stderr.decode(errors="replace"), out)
+    check(r.code == 130, f"--timeout: exit {r.code}, expected 130 (SIGINT)" + r.why())
+    check(took < 120, f"--timeout 2 (6 s here) took {took:.0f} s")
+    check("--timeout 2 minutes reached" in r.stderr,
+          "kscope did not say the time was up" + r.why())
+    check_deliverables(r)
+    check("has no 'end' record" not in r.stderr,
+          "the engine did not finish its file at the timeout" + r.why())
+
+
 def opencl():
     """An OpenCL kernel that PoCL compiled for the CPU, by its name."""
     ex = os.path.join(BUILD, "examples", "opencl", "vadd")
@@ -339,7 +363,7 @@ def opencl_lines():
 
 SCENARIOS = {"whole": whole, "region": region, "threads": threads,
              "nomatch": nomatch, "sigint": sigint, "opencl": opencl,
-             "opencl_lines": opencl_lines}
+             "opencl_lines": opencl_lines, "timeout": timeout}
 
 
 def main():
