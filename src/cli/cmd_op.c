@@ -27,6 +27,7 @@
  * (the top process) has exited and every peer has disconnected, or
  * ORPHAN_GRACE_S after the top process exited.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -54,6 +55,7 @@
 #include "log.h"
 #include "op_simulate.h"
 #include "oppost.h"
+#include "opraw.h"
 #include "outdir.h"
 #include "proto.h"
 #include "runprog.h"
@@ -78,6 +80,7 @@ struct op_opts {
 	int64_t timeout;        /* minutes; 0 when not given */
 	struct ks_strlist flops; /* EXPR or KERNEL=EXPR, repeatable */
 	char *output;
+	char *export_dir;       /* --export: a run directory to rebuild */
 	/* --simulate */
 	bool simulate;
 	char *threads, *cache;
@@ -153,6 +156,12 @@ static const struct ks_opt op_opts[] = {
 		  "later; --simulate: SIGINT, and what was simulated is kept; "
 		  "default: no limit)",
 	  OPT(timeout), .min = 1, .max = 2880 },
+	{ .name = "export", .type = KS_OPT_STRING, .metavar = "DIR",
+	  .flags = KS_OPT_NO_PROGRAM,
+	  .help = "run no program: rebuild the deliverables of the run directory DIR "
+		  "(on-board or --simulate) into a new one, with this run's --flops, "
+		  "calibration and --clock",
+	  OPT(export_dir), .max_len = 4096 },
 	{ .name = "flops", .type = KS_OPT_STRING, .metavar = "[KERNEL=]EXPR",
 	  .env = "KSCOPE_OP_FLOPS",
 	  .help = "floating-point operations per launch, an expression over the "
@@ -1567,8 +1576,12 @@ static void print_summary(FILE *out, struct op_state *st)
 	char (*cells)[NCOLS][64] = calloc(n ? n : 1, sizeof(*cells));
 	bool pids = several_pids(st);
 
-	fprintf(out, "kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
-		mode_choices[st->o->mode], st->rd.path);
+	if (st->o->export_dir)
+		fprintf(out, "kscope op: %zu kernel(s) rebuilt from %s in %s\n", n,
+			st->o->export_dir, st->rd.path);
+	else
+		fprintf(out, "kscope op: %zu kernel(s) collected (replay mode %s) in %s\n", n,
+			mode_choices[st->o->mode], st->rd.path);
 	if (!cells)
 		return;
 	for (size_t c = 0; c < NCOLS; c++)
@@ -1894,6 +1907,214 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 	return ks_op_simulate(&a);
 }
 
+/* --export: copies one launch's raw files from dir/rel into the new run
+ * directory; 0 or a negative errno. */
+static int export_copy(int from, int to, const char *rel)
+{
+	static const char *const raw[] = { KS_OP_CONTEXT_FILE, KS_OP_MEASURE_FILE,
+					   "kernel.cl", "kernel.bin", "kernel.il" };
+	char path[PATH_MAX], buf[65536];
+	const char *slash = strchr(rel, '/');
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%.*s", (int)(slash - rel), rel);
+	if ((mkdirat(to, path, KS_DIR_MODE) != 0 && errno != EEXIST) ||
+	    (mkdirat(to, rel, KS_DIR_MODE) != 0 && errno != EEXIST))
+		return -errno;
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]) && !rc; i++) {
+		int in, out;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/%s", rel, raw[i]);
+		in = openat(from, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (in < 0)
+			continue;
+		out = openat(to, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			     KS_FILE_MODE);
+		if (out < 0) {
+			rc = -errno;
+			close(in);
+			break;
+		}
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, (size_t)n) != n) {
+				rc = -EIO;
+				break;
+			}
+		if (n < 0)
+			rc = -errno;
+		close(in);
+		if (close(out) != 0 && !rc)
+			rc = -errno;
+	}
+	return rc;
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+	const struct launch_rec *x = a, *y = b;
+
+	return x->pid != y->pid ? (x->pid < y->pid ? -1 : 1)
+	       : x->index != y->index ? (x->index < y->index ? -1 : 1)
+	       : strcmp(x->name, y->name);
+}
+
+/* The launches of run directory dir: <pid>/<kernel>_<index>/ holding a
+ * context.json, into st->launches (rel, pid, name, index). */
+static int export_scan(struct op_state *st, int dirfd)
+{
+	DIR *top = fdopendir(dup(dirfd));
+	struct dirent *p;
+
+	if (!top)
+		return -errno;
+	rewinddir(top);                   /* dup() shares the offset */
+	while ((p = readdir(top))) {
+		DIR *sub;
+		struct dirent *k;
+		int fd;
+
+		if (!p->d_name[0] || strspn(p->d_name, "0123456789") != strlen(p->d_name) ||
+		    (fd = openat(dirfd, p->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				 O_CLOEXEC)) < 0)
+			continue;
+		sub = fdopendir(fd);
+		if (!sub) {
+			close(fd);
+			continue;
+		}
+		while ((k = readdir(sub))) {
+			const char *us = strrchr(k->d_name, '_');
+			struct launch_rec *l;
+			char ctx[600];
+
+			if (!us || us == k->d_name || !us[1] ||
+			    strspn(us + 1, "0123456789") != strlen(us + 1))
+				continue;
+			snprintf(ctx, sizeof(ctx), "%s/%s", k->d_name, KS_OP_CONTEXT_FILE);
+			if (faccessat(fd, ctx, R_OK, 0) != 0)
+				continue;
+			l = realloc(st->launches, (st->nlaunches + 1) * sizeof(*l));
+			if (!l) {
+				closedir(sub);
+				closedir(top);
+				return -ENOMEM;
+			}
+			st->launches = l;
+			l = &st->launches[st->nlaunches++];
+			memset(l, 0, sizeof(*l));
+			l->pid = strtoll(p->d_name, NULL, 10);
+			snprintf(l->name, sizeof(l->name), "%.*s", (int)(us - k->d_name),
+				 k->d_name);
+			l->index = strtoull(us + 1, NULL, 10);
+			snprintf(l->rel, sizeof(l->rel), "%s/%s", p->d_name, k->d_name);
+			snprintf(l->gsize, sizeof(l->gsize), "?");
+			l->collected = true;
+		}
+		closedir(sub);
+	}
+	closedir(top);
+	if (st->nlaunches)
+		qsort(st->launches, st->nlaunches, sizeof(*st->launches), cmp_launch);
+	return 0;
+}
+
+/* --export DIR: runs no program.  A --simulate run (hotspot.<pid>.raw)
+ * is handed to op_simulate.c; an on-board run's raw files are copied into
+ * a new run directory and its deliverables made there, as after a run,
+ * with this run's --flops and calibration. */
+static int export_run(struct op_state *st, struct ks_parsed *ps)
+{
+	const struct op_opts *o = st->o;
+	const char *dir = o->export_dir;
+	struct ks_err err;
+	struct dirent *e;
+	char sim_raw[300] = "";
+	int dirfd, rc, exit_code = KS_EXIT_OK;
+	DIR *d;
+
+	ks_err_clear(&err);
+	if (ps->program) {
+		ks_error("option --export rebuilds the deliverables of a run and runs no "
+			 "program: give no -- PROGRAM");
+		return KS_EXIT_USAGE;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		ks_error("option --export: '%s' is not a directory kscope can read: %s; "
+			 "accepted: a run directory of kscope op (op_... or simulate_...)",
+			 dir, strerror(errno));
+		return KS_EXIT_USAGE;
+	}
+	d = fdopendir(dup(dirfd));
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "hotspot.", 8) && strlen(e->d_name) > 12 &&
+		    !strcmp(e->d_name + strlen(e->d_name) - 4, ".raw"))
+			snprintf(sim_raw, sizeof(sim_raw), "%s", e->d_name);
+	if (d)
+		closedir(d);
+	if (sim_raw[0]) {
+		close(dirfd);
+		return ks_op_simulate_export(dir, sim_raw, o->output, o->clock_ghz);
+	}
+	if ((rc = export_scan(st, dirfd)) != 0 || st->nlaunches == 0) {
+		close(dirfd);
+		if (rc)
+			ks_error("option --export: reading '%s': %s", dir, strerror(-rc));
+		else
+			ks_error("option --export: '%s' holds no collected launch (expected "
+				 "<pid>/<kernel>_<index>/context.json, or a --simulate run's "
+				 "hotspot.<pid>.raw)", dir);
+		return KS_EXIT_USAGE;
+	}
+	if (check_options(st, &err)) {
+		close(dirfd);
+		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_rundir_create(o->output, "op", 0, &st->rd, &err)) {
+		close(dirfd);
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	ks_info("op --export: the deliverables of %zu launch%s of %s, into %s", st->nlaunches,
+		st->nlaunches == 1 ? "" : "es", dir, st->rd.path);
+	for (size_t i = 0; i < st->nlaunches; i++) {
+		struct launch_rec *l = &st->launches[i];
+
+		if ((rc = export_copy(dirfd, st->rd.dirfd, l->rel)) != 0) {
+			ks_error("%s: copying its raw files: %s", l->rel, strerror(-rc));
+			st->write_failed = true;
+			continue;
+		}
+		build(st, l, false);
+		st->ncollected++;
+	}
+	close(dirfd);
+	{
+		struct ks_oppost_result *res = calloc(st->nlaunches, sizeof(*res));
+
+		if (!res) {
+			ks_error("out of memory");
+			st->write_failed = true;
+		} else {
+			for (size_t i = 0; i < st->nlaunches; i++)
+				res[i] = st->launches[i].res;
+			if (ks_oppost_summary(&st->rd, res, st->nlaunches, &err)) {
+				ks_error("%s: %s", st->rd.path, err.msg);
+				st->write_failed = true;
+			}
+			free(res);
+		}
+	}
+	print_summary(stderr, st);
+	print_notes(stderr, st);
+	if (st->write_failed)
+		exit_code = KS_EXIT_FAIL;
+	ks_rundir_close(&st->rd);
+	return exit_code;
+}
+
 static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	struct op_state st = { .o = ps->opts, .argv = ps->program, .sigfd = -1, .lsock = -1 };
@@ -1904,6 +2125,11 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 
 	(void)cmd;
 	ks_err_clear(&err);
+	if (st.o->export_dir) {
+		exit_code = export_run(&st, ps);
+		state_free(&st);
+		return exit_code;
+	}
 	if (st.o->simulate || simulate_only_given(ps))
 		return simulate(&st, ps);
 	/* Everything is checked before anything is created or started. */

@@ -517,6 +517,48 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
 	fprintf(stderr, "results: %s\n", rundir);
 }
 
+int ks_op_simulate_export(const char *dir, const char *raw_name, const char *output,
+			  double clock_ghz)
+{
+	struct ks_simpost_opts po = { 0 };
+	struct ks_simpost_summary sum;
+	struct ks_rundir rd = { 0 };
+	struct ks_calib calib;
+	struct ks_err err;
+	char raw[PATH_MAX + 300];
+	double clock_hz = machine_clock(clock_ghz);
+	int code = KS_EXIT_FAIL;
+
+	ks_err_clear(&err);
+	if (!realpath(dir, raw) || strlen(raw) + strlen(raw_name) + 2 > sizeof(raw)) {
+		ks_error("--export %s: %s", dir, strerror(errno ? errno : ENAMETOOLONG));
+		return KS_EXIT_USAGE;
+	}
+	strcat(raw, "/");
+	strcat(raw, raw_name);
+	if (ks_rundir_create(output, "simulate", 0, &rd, &err)) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_FAIL;
+	}
+	ks_info("op --simulate --export: the deliverables of %s, into %s", raw, rd.path);
+	po.raw_path = raw;
+	po.clock_hz = clock_hz;
+	if (ks_calib_load(&calib, &err) == 0)
+		po.calib = &calib;
+	po.warn = warn_cb;
+	ks_err_clear(&err);
+	memset(&sum, 0, sizeof(sum));
+	if (ks_simpost_write(&rd, &po, &sum, &err)) {
+		ks_error("%s", err.msg);
+		ks_rundir_discard(&rd);
+		return KS_EXIT_FAIL;
+	}
+	print_summary(&sum, clock_hz, rd.path);
+	code = KS_EXIT_OK;
+	ks_rundir_close(&rd);
+	return code;
+}
+
 int ks_op_simulate(const struct ks_op_sim_args *a)
 {
 	struct geometry g;

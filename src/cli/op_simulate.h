@@ -34,4 +34,11 @@ int ks_op_sim_check(const struct ks_op_sim_args *a, struct ks_err *err);
 /* Runs it all; returns the KS_EXIT_* status or the program's status. */
 int ks_op_simulate(const struct ks_op_sim_args *a);
 
+/* --export of a --simulate run: the deliverables of dir's raw file
+ * (hotspot.<pid>.raw), written into a new run directory under output
+ * with this run's clock (clock_ghz, 0: this machine's) and calibration.
+ * A KS_EXIT_* status. */
+int ks_op_simulate_export(const char *dir, const char *raw_name, const char *output,
+			  double clock_ghz);
+
 #endif

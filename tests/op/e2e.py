@@ -831,6 +831,55 @@ def traffic_repeat():
           f"second launch rewrites the values C already holds")
 
 
+def basic_row(d):
+    """OpBasicInfo.csv's one data row in launch directory d, by column."""
+    header, rows = read_csv(os.path.join(d, "OpBasicInfo.csv"))
+    return dict(zip(header, rows[0]))
+
+
+def export():
+    """--export: a run's raw files rebuilt into a new run directory, with
+    this run's --flops; the times and bytes are the run's own, the
+    original directory is left as it was."""
+    argv = [example("matmul"), "32"]
+    nat = native(argv)
+    r = run_op(["--launch-count", "2"], argv)
+    split_output(r, nat)
+    first = r.collected()
+    check(sorted(first) == ["mm_naive_0", "mm_tiled_1"], f"collected {sorted(first)}" + r.why())
+    run_dir = os.path.dirname(os.path.dirname(first["mm_naive_0"]))
+    before = {f: os.path.getmtime(os.path.join(run_dir, f)) for f in os.listdir(run_dir)}
+    out = tmpdir()
+    cmd = [KSCOPE, "op", "--export", run_dir, "-o", out, "--flops", "2*M*N*K"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+                       timeout=TIMEOUT)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 0 and not p.stdout, f"{cmd}: exit {p.returncode}: {err[-2000:]}")
+    check("2 kernel(s) rebuilt from" in err, f"--export: summary {err[-1000:]!r}")
+    (new_dir,) = glob.glob(os.path.join(out, "op_*"))
+    for name, d in first.items():
+        rel = os.path.relpath(d, run_dir)
+        nd = os.path.join(new_dir, rel)
+        for raw in ("context.json", "measure.json"):
+            with open(os.path.join(d, raw), "rb") as f1, open(os.path.join(nd, raw), "rb") as f2:
+                check(f1.read() == f2.read(), f"{rel}/{raw} differs in the rebuilt run")
+        old, new = (basic_row(x) for x in (d, nd))
+        for key in ("median_us", "bytes_read", "bytes_written", "bytes_changed"):
+            check(old[key] == new[key], f"{rel}: {key} {old[key]} became {new[key]}")
+        check(old["flops"] == "" and new["flops"] == str(2 * 32 ** 3) and new["gflops"],
+              f"{rel}: FLOPs {old['flops']!r} then {new['flops']!r}, GFLOP/s {new['gflops']!r}")
+    after = {f: os.path.getmtime(os.path.join(run_dir, f)) for f in os.listdir(run_dir)}
+    check(before == after, "--export changed the original run directory")
+    # A directory with no run in it, and a program besides: refused.
+    for bad, msg in (([tmpdir()], "holds no collected launch"),
+                     ([run_dir, "--", "/bin/true"], "runs no program")):
+        p = subprocess.run([KSCOPE, "op", "-o", tmpdir(), "--export", *bad],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=clean_env(), timeout=60)
+        check(p.returncode == 2 and msg in p.stderr.decode(),
+              f"--export {bad}: exit {p.returncode}, {p.stderr.decode()!r}")
+
+
 def close(a, b, rel=1e-3, absolute=0.0):
     """a and b agree to rel, or to absolute (the rounding of a CSV
     column printed with 3 decimals: 0.0005)."""
@@ -1109,6 +1158,7 @@ SCENARIOS = {
     "filter_mstx": filter_mstx,
     "mode_kernel": mode_kernel,
     "traffic_repeat": traffic_repeat,
+    "export": export,
     "mode_application": mode_application,
     "mode_range": mode_range,
     "nvtx_range": nvtx_range,

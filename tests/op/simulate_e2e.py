@@ -250,6 +250,20 @@ def threads():
     argv = [program("mt_matmul"), "48", "2"]
     r = run_sim(["--cache", CACHE, "--threads", "3"], argv)
     check_deliverables(r, [3])
+    # --export: the same raw file rebuilt into a new run directory gives
+    # the same per-line figures.
+    out = tmpdir()
+    cmd = [KSCOPE, "op", "--export", r.rundir, "-o", out, "--clock", "2"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+                       timeout=TIMEOUT)
+    check(p.returncode == 0, f"{cmd}: exit {p.returncode}: "
+          f"{p.stderr.decode(errors='replace')[-2000:]}")
+    (new,) = glob.glob(os.path.join(out, "simulate_*"))
+    for name in ("code_exe.csv", "instr_exe.csv"):
+        with open(os.path.join(r.rundir, "thread3", name), "rb") as f1, \
+             open(os.path.join(new, "thread3", name), "rb") as f2:
+            check(f1.read() == f2.read(), f"--export: thread3/{name} differs")
+    check(os.path.exists(os.path.join(new, "visualize_data.bin")), "--export: no container")
 
 
 def nomatch():
