@@ -37,11 +37,12 @@ INSTR_COLUMNS = ["Address", "Source", "Pipe", "Instructions Executed", "Cycles",
                  "Process Bytes", "Load Bytes", "Store Bytes", "Flops",
                  "L2Cache Hit Rate", "L1 Accesses", "L1 Misses", "L1 Hit Rate",
                  "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses",
-                 "Function", "File", "Line"]
+                 "Stall Cycles", "Function", "File", "Line"]
 CODE_COLUMNS = ["File", "Line", "Address Range", "Instructions Executed", "Cycles",
                 "Process Bytes", "Load Bytes", "Store Bytes", "Flops",
                 "L2Cache Hit Rate", "L1 Accesses", "L1 Misses", "L1 Hit Rate",
-                "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses"]
+                "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses",
+                "Stall Cycles"]
 
 
 tmpdir = TempDirs("ks-sim-e2e-")
@@ -157,6 +158,10 @@ def check_deliverables(r, expect_threads=None):
                   f"thread{t} {x['Address']}: pipe {x['Pipe']}")
             check(int(x["Cycles"]) >= int(x["Instructions Executed"]),
                   f"thread{t} {x['Address']}: fewer cycles than executions")
+            check(0 <= int(x["Stall Cycles"]) < int(x["Cycles"]) or
+                  int(x["Stall Cycles"]) == int(x["Cycles"]) == 0,
+                  f"thread{t} {x['Address']}: {x['Stall Cycles']} stall cycles of "
+                  f"{x['Cycles']}")
             check(int(x["L1 Misses"]) <= int(x["L1 Accesses"]),
                   f"thread{t} {x['Address']}: more misses than accesses")
         check(s_i == sum(int(x["Instructions Executed"]) for x in lines),

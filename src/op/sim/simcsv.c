@@ -43,7 +43,7 @@ static void header(struct ks_text *t, const struct sim *s)
 		snprintf(col, sizeof(col), "%s Hit Rate", s->cache[k].name);
 		ks_csv_str(t, false, col);
 	}
-	ks_text_puts(t, ",ICache Misses");
+	ks_text_puts(t, ",ICache Misses,Stall Cycles");
 }
 
 /* The shared columns, each after a comma. */
@@ -64,6 +64,7 @@ static void figures(struct ks_text *t, const struct sim *s, const struct sim_acc
 		ks_csv_num(t, sim_hit_rate(a, k), 4);
 	}
 	ks_csv_u64(t, a->imiss);
+	ks_csv_u64(t, sim_stall(a));
 }
 
 /* Writes the merged address ranges of instructions seen in address

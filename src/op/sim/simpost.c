@@ -37,10 +37,16 @@ void sim_acc_add(const struct sim *s, struct sim_acc *a, size_t xi)
 	a->storeb += v[XS];
 	a->imiss += v[XI];
 	a->flops += v[XE] * s->ins[s->x[xi].ins].flops;
+	a->basec += v[XE] * s->ins[s->x[xi].ins].base;
 	for (unsigned k = 0; k < s->levels; k++) {
 		a->acc[k] += v[XA(k)];
 		a->miss[k] += v[XM(k)];
 	}
+}
+
+uint64_t sim_stall(const struct sim_acc *a)
+{
+	return a->cycles > a->basec ? a->cycles - a->basec : 0;
 }
 
 double sim_hit_rate(const struct sim_acc *a, unsigned k)

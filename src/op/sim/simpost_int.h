@@ -142,6 +142,7 @@ struct sim {
 /* Sums of x counters over some records. */
 struct sim_acc {
 	uint64_t execs, cycles, loadb, storeb, flops, imiss;
+	uint64_t basec;          /* the cost model's base cycles: execs x base */
 	uint64_t acc[KS_SIM_MAX_LEVELS], miss[KS_SIM_MAX_LEVELS];
 };
 
@@ -164,6 +165,9 @@ const uint64_t *sim_xv(const struct sim *s, size_t xi);
 const uint64_t *sim_bwv(const struct sim *s, size_t bi);
 void sim_acc_add(const struct sim *s, struct sim_acc *a, size_t xi);
 /* Hit rate (0..1) of level k in a, NaN without accesses. */
+/* Stall cycles: the cycles beyond the cost model's base cost of the
+ * instructions (cache and memory latency, instruction-fetch misses). */
+uint64_t sim_stall(const struct sim_acc *a);
 double sim_hit_rate(const struct sim_acc *a, unsigned k);
 /* The level shown as "L2Cache Hit Rate": the second level when there is
  * one, else the first; -1 without levels. */

@@ -257,7 +257,7 @@ static void cores(struct ks_text *t, const struct sim *s)
 }
 
 /* The per-core arrays of one line or instruction. */
-enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS };
+enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS, C_STALL };
 
 static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		     const struct sim_acc *a, enum col col)
@@ -275,6 +275,7 @@ static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		case C_EXECS: ks_text_u64(t, a[c].execs); break;
 		case C_BYTES: ks_text_u64(t, a[c].loadb + a[c].storeb); break;
 		case C_FLOPS: ks_text_u64(t, a[c].flops); break;
+		case C_STALL: ks_text_u64(t, sim_stall(&a[c])); break;
 		case C_HIT:
 			ks_text_json_num(t, l2 < 0 ? NAN : sim_hit_rate(&a[c], (unsigned)l2), 4);
 			break;
@@ -459,7 +460,7 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 	cores(&t, s);
 	ks_text_puts(&t, ",\"Files Dtype\":{\"Lines\":{\"Address Range\":0,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"Line\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1}},\"Files\":[");
+		     "\"Process Bytes\":1,\"Stall Cycles\":1}},\"Files\":[");
 	for (uint32_t l = 0; l < s->nlines; l++) {
 		const struct sim_line *ln = &s->lines[l];
 
@@ -487,6 +488,7 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 		per_core(&t, s, "Instructions Executed", acc, C_EXECS);
 		per_core(&t, s, "L2Cache Hit Rate", acc, C_HIT);
 		per_core(&t, s, "Process Bytes", acc, C_BYTES);
+		per_core(&t, s, "Stall Cycles", acc, C_STALL);
 		ks_text_puts(&t, "}");
 	}
 	ks_text_puts(&t, prev ? "]}\n]}\n" : "]}\n");
@@ -520,7 +522,8 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 	ks_text_puts(&t, ",\"Instructions Dtype\":{\"Instructions\":{\"Address\":3,"
 		     "\"Source\":3,\"Pipe\":3,\"Source Location\":3,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1,\"Flops\":1}},\"Instructions\":[");
+		     "\"Process Bytes\":1,\"Flops\":1,\"Stall Cycles\":1}},"
+		     "\"Instructions\":[");
 	for (size_t i = 0; i < s->nx;) {
 		uint32_t ins = s->x[idx[i]].ins;
 		const struct sim_ins *in = &s->ins[ins];
@@ -542,6 +545,7 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 		per_core(&t, s, "L2Cache Hit Rate", acc, C_HIT);
 		per_core(&t, s, "Process Bytes", acc, C_BYTES);
 		per_core(&t, s, "Flops", acc, C_FLOPS);
+		per_core(&t, s, "Stall Cycles", acc, C_STALL);
 		ks_text_puts(&t, i < s->nx ? "}," : "}");
 	}
 	ks_text_puts(&t, "\n]}\n");
