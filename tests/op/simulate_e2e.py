@@ -37,12 +37,12 @@ INSTR_COLUMNS = ["Address", "Source", "Pipe", "Instructions Executed", "Cycles",
                  "Process Bytes", "Load Bytes", "Store Bytes", "Flops",
                  "L2Cache Hit Rate", "L1 Accesses", "L1 Misses", "L1 Hit Rate",
                  "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses",
-                 "Stall Cycles", "Function", "File", "Line"]
+                 "Stall Cycles", "GPR Count", "Function", "File", "Line"]
 CODE_COLUMNS = ["File", "Line", "Address Range", "Instructions Executed", "Cycles",
                 "Process Bytes", "Load Bytes", "Store Bytes", "Flops",
                 "L2Cache Hit Rate", "L1 Accesses", "L1 Misses", "L1 Hit Rate",
                 "LL Accesses", "LL Misses", "LL Hit Rate", "ICache Misses",
-                "Stall Cycles"]
+                "Stall Cycles", "GPR Count"]
 
 
 tmpdir = TempDirs("ks-sim-e2e-")
@@ -158,6 +158,8 @@ def check_deliverables(r, expect_threads=None):
                   f"thread{t} {x['Address']}: pipe {x['Pipe']}")
             check(int(x["Cycles"]) >= int(x["Instructions Executed"]),
                   f"thread{t} {x['Address']}: fewer cycles than executions")
+            check(0 <= int(x["GPR Count"]) <= 16,
+                  f"thread{t} {x['Address']}: {x['GPR Count']} general-purpose registers")
             check(0 <= int(x["Stall Cycles"]) < int(x["Cycles"]) or
                   int(x["Stall Cycles"]) == int(x["Cycles"]) == 0,
                   f"thread{t} {x['Address']}: {x['Stall Cycles']} stall cycles of "

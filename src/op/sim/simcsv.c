@@ -43,7 +43,7 @@ static void header(struct ks_text *t, const struct sim *s)
 		snprintf(col, sizeof(col), "%s Hit Rate", s->cache[k].name);
 		ks_csv_str(t, false, col);
 	}
-	ks_text_puts(t, ",ICache Misses,Stall Cycles");
+	ks_text_puts(t, ",ICache Misses,Stall Cycles,GPR Count");
 }
 
 /* The shared columns, each after a comma. */
@@ -65,6 +65,7 @@ static void figures(struct ks_text *t, const struct sim *s, const struct sim_acc
 	}
 	ks_csv_u64(t, a->imiss);
 	ks_csv_u64(t, sim_stall(a));
+	ks_csv_u64(t, (uint64_t)__builtin_popcount(a->gprs));
 }
 
 /* Writes the merged address ranges of instructions seen in address

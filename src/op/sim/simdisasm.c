@@ -7,8 +7,12 @@
  * (x86-64, Intel syntax: the syntax of the Intel and AMD manuals that
  * the pipe classes and latencies come from).  Each instruction becomes
  * "mnemonic operands" in one text arena; bytes capstone cannot decode
- * become "(bad)".  Details (operands, groups) are off: only the text is
- * needed, and decoding without them is several times faster.
+ * become "(bad)".  Details are on for one use: the general-purpose
+ * registers each instruction reads or writes, implicit ones included
+ * (cs_regs_access: rsp for push and call, rdx:rax for div), as a mask of
+ * the 16 architectural registers, sub-registers counted as theirs
+ * (eax, ax, al and ah are rax) -- the "GPR Count" columns.  Decoding
+ * runs once per distinct instruction, not per execution.
  *
  * capstone is opened with dlopen() here, when a simulation is written,
  * rather than linked into kscope: its decoder tables carry some 80,000
@@ -74,6 +78,8 @@ struct capstone {
 	cs_insn *(*malloc)(csh);
 	void (*free)(cs_insn *, size_t);
 	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+	cs_err (*regs_access)(csh, const cs_insn *, cs_regs, uint8_t *, cs_regs, uint8_t *);
+	const char *(*reg_name)(csh, unsigned int);
 };
 
 /* Loads capstone the first time (it stays loaded; the deliverables are
@@ -102,18 +108,73 @@ static int capstone_load(const struct capstone **out, struct ks_err *err)
 		*(void **)&loaded.malloc = dlsym(lib, "cs_malloc");
 		*(void **)&loaded.free = dlsym(lib, "cs_free");
 		*(void **)&loaded.disasm_iter = dlsym(lib, "cs_disasm_iter");
+		*(void **)&loaded.regs_access = dlsym(lib, "cs_regs_access");
+		*(void **)&loaded.reg_name = dlsym(lib, "cs_reg_name");
 		if (!loaded.open || !loaded.close || !loaded.option || !loaded.strerror ||
-		    !loaded.malloc || !loaded.free || !loaded.disasm_iter) {
+		    !loaded.malloc || !loaded.free || !loaded.disasm_iter ||
+		    !loaded.regs_access || !loaded.reg_name) {
 			dlclose(lib);
 			lib = NULL;
 			return ks_err_set(err, -ENOENT,
 					  "%s lacks a function kscope needs (cs_open, cs_close, "
 					  "cs_option, cs_strerror, cs_malloc, cs_free, "
-					  "cs_disasm_iter)", CAPSTONE_SONAME);
+					  "cs_disasm_iter, cs_regs_access, cs_reg_name)",
+					  CAPSTONE_SONAME);
 		}
 	}
 	*out = &loaded;
 	return 0;
+}
+
+/* The architectural general-purpose register a register name is part
+ * of, 0 (rax) to 15 (r15), or -1 for any other register. */
+static int gpr_of(const char *name)
+{
+	static const char *const legacy[8][5] = {
+		{ "rax", "eax", "ax", "al", "ah" }, { "rcx", "ecx", "cx", "cl", "ch" },
+		{ "rdx", "edx", "dx", "dl", "dh" }, { "rbx", "ebx", "bx", "bl", "bh" },
+		{ "rsp", "esp", "sp", "spl", NULL }, { "rbp", "ebp", "bp", "bpl", NULL },
+		{ "rsi", "esi", "si", "sil", NULL }, { "rdi", "edi", "di", "dil", NULL },
+	};
+	char *end;
+	long n;
+
+	if (!name)
+		return -1;
+	for (int r = 0; r < 8; r++)
+		for (int k = 0; k < 5 && legacy[r][k]; k++)
+			if (strcmp(name, legacy[r][k]) == 0)
+				return r;
+	if (name[0] != 'r' || name[1] < '0' || name[1] > '9')
+		return -1;
+	n = strtol(name + 1, &end, 10);
+	if (n < 8 || n > 15 || (*end && strcmp(end, "d") && strcmp(end, "w") && strcmp(end, "b")))
+		return -1;
+	return (int)n;
+}
+
+/* The mask of the general-purpose registers insn reads or writes. */
+static uint16_t gpr_mask(const struct capstone *cs, csh h, const cs_insn *insn)
+{
+	cs_regs rd, wr;
+	uint8_t nr = 0, nw = 0;
+	uint16_t m = 0;
+
+	if (cs->regs_access(h, insn, rd, &nr, wr, &nw) != CS_ERR_OK)
+		return 0;
+	for (uint8_t i = 0; i < nr; i++) {
+		int g = gpr_of(cs->reg_name(h, rd[i]));
+
+		if (g >= 0)
+			m |= (uint16_t)(1u << g);
+	}
+	for (uint8_t i = 0; i < nw; i++) {
+		int g = gpr_of(cs->reg_name(h, wr[i]));
+
+		if (g >= 0)
+			m |= (uint16_t)(1u << g);
+	}
+	return m;
 }
 
 int sim_disasm(struct sim *s, struct ks_err *err)
@@ -131,7 +192,7 @@ int sim_disasm(struct sim *s, struct ks_err *err)
 		return ks_err_set(err, -EINVAL, "capstone cannot disassemble x86-64: %s",
 				  cs->strerror(ce));
 	cs->option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_INTEL);
-	cs->option(h, CS_OPT_DETAIL, CS_OPT_OFF);
+	cs->option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	insn = cs->malloc(h);
 	if (!insn) {
 		cs->close(&h);
@@ -149,6 +210,7 @@ int sim_disasm(struct sim *s, struct ks_err *err)
 			rc = text_add(s, insn->mnemonic, nm, insn->op_str, strlen(insn->op_str),
 				      &in->dis);
 			in->mnem_len = (uint16_t)nm;
+			in->gprs = gpr_mask(cs, h, insn);
 		} else {
 			rc = text_add(s, "(bad)", 5, NULL, 0, &in->dis);
 			in->mnem_len = 5;

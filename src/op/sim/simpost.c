@@ -38,6 +38,7 @@ void sim_acc_add(const struct sim *s, struct sim_acc *a, size_t xi)
 	a->imiss += v[XI];
 	a->flops += v[XE] * s->ins[s->x[xi].ins].flops;
 	a->basec += v[XE] * s->ins[s->x[xi].ins].base;
+	a->gprs |= s->ins[s->x[xi].ins].gprs;
 	for (unsigned k = 0; k < s->levels; k++) {
 		a->acc[k] += v[XA(k)];
 		a->miss[k] += v[XM(k)];

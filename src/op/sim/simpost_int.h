@@ -35,6 +35,8 @@ struct sim_ins {
 	uint32_t lineid;         /* row of s->lines, SIM_NONE if never executed */
 	uint32_t dis;            /* offset of its disassembly in s->text */
 	uint16_t mnem_len;       /* bytes of the mnemonic at the start of dis */
+	uint16_t gprs;           /* general-purpose registers it reads or
+	                            writes, bit 0 rax .. bit 15 r15 (disasm) */
 	uint8_t len, pipe;
 	uint8_t bytes[KS_SIM_MAX_INS_BYTES];
 	bool executed;           /* some x record names it */
@@ -143,6 +145,7 @@ struct sim {
 struct sim_acc {
 	uint64_t execs, cycles, loadb, storeb, flops, imiss;
 	uint64_t basec;          /* the cost model's base cycles: execs x base */
+	uint16_t gprs;           /* union of the instructions' register masks */
 	uint64_t acc[KS_SIM_MAX_LEVELS], miss[KS_SIM_MAX_LEVELS];
 };
 

@@ -257,7 +257,7 @@ static void cores(struct ks_text *t, const struct sim *s)
 }
 
 /* The per-core arrays of one line or instruction. */
-enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS, C_STALL };
+enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS, C_STALL, C_GPR };
 
 static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		     const struct sim_acc *a, enum col col)
@@ -276,6 +276,7 @@ static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		case C_BYTES: ks_text_u64(t, a[c].loadb + a[c].storeb); break;
 		case C_FLOPS: ks_text_u64(t, a[c].flops); break;
 		case C_STALL: ks_text_u64(t, sim_stall(&a[c])); break;
+		case C_GPR: ks_text_u64(t, (uint64_t)__builtin_popcount(a[c].gprs)); break;
 		case C_HIT:
 			ks_text_json_num(t, l2 < 0 ? NAN : sim_hit_rate(&a[c], (unsigned)l2), 4);
 			break;
@@ -460,7 +461,8 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 	cores(&t, s);
 	ks_text_puts(&t, ",\"Files Dtype\":{\"Lines\":{\"Address Range\":0,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"Line\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1,\"Stall Cycles\":1}},\"Files\":[");
+		     "\"Process Bytes\":1,\"Stall Cycles\":1,\"GPR Count\":1}},"
+		     "\"Files\":[");
 	for (uint32_t l = 0; l < s->nlines; l++) {
 		const struct sim_line *ln = &s->lines[l];
 
@@ -489,6 +491,7 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 		per_core(&t, s, "L2Cache Hit Rate", acc, C_HIT);
 		per_core(&t, s, "Process Bytes", acc, C_BYTES);
 		per_core(&t, s, "Stall Cycles", acc, C_STALL);
+		per_core(&t, s, "GPR Count", acc, C_GPR);
 		ks_text_puts(&t, "}");
 	}
 	ks_text_puts(&t, prev ? "]}\n]}\n" : "]}\n");
@@ -522,7 +525,7 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 	ks_text_puts(&t, ",\"Instructions Dtype\":{\"Instructions\":{\"Address\":3,"
 		     "\"Source\":3,\"Pipe\":3,\"Source Location\":3,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1,\"Flops\":1,\"Stall Cycles\":1}},"
+		     "\"Process Bytes\":1,\"Flops\":1,\"Stall Cycles\":1,\"GPR Count\":1}},"
 		     "\"Instructions\":[");
 	for (size_t i = 0; i < s->nx;) {
 		uint32_t ins = s->x[idx[i]].ins;
@@ -546,6 +549,7 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 		per_core(&t, s, "Process Bytes", acc, C_BYTES);
 		per_core(&t, s, "Flops", acc, C_FLOPS);
 		per_core(&t, s, "Stall Cycles", acc, C_STALL);
+		per_core(&t, s, "GPR Count", acc, C_GPR);
 		ks_text_puts(&t, i < s->nx ? "}," : "}");
 	}
 	ks_text_puts(&t, "\n]}\n");

@@ -372,7 +372,7 @@ static void test_summary(void **state)
 
 #define SHARED_HEADER "Instructions Executed,Cycles,Process Bytes,Load Bytes,Store Bytes," \
 	"Flops,L2Cache Hit Rate,L1 Accesses,L1 Misses,L1 Hit Rate,LL Accesses,LL Misses," \
-	"LL Hit Rate,ICache Misses,Stall Cycles"
+	"LL Hit Rate,ICache Misses,Stall Cycles,GPR Count"
 
 static void test_instr_csv(void **state)
 {
@@ -387,28 +387,28 @@ static void test_instr_csv(void **state)
 	/* Stall Cycles: the cycles beyond base cost x executions (100 x 1,
 	 * 100 x 4, ...). */
 	assert_string_equal(ls.l[1], "0x401000,\"add rax, rbx\",SCALAR,100,150,0,0,0,0,"
-			    ",0,0,,0,0,,2,50,saxpy," KERNEL ",10");
+			    ",0,0,,0,0,,2,50,2,saxpy," KERNEL ",10");
 	assert_string_equal(ls.l[2], "0x401003,\"addss xmm0, xmm1\",VECTOR,100,400,0,0,0,"
-			    "100,,0,0,,0,0,,1,0,saxpy," KERNEL ",11");
+			    "100,,0,0,,0,0,,1,0,0,saxpy," KERNEL ",11");
 	/* L2Cache Hit Rate is the second level's: (10 - 5) / 10. */
 	assert_string_equal(ls.l[3], "0x401007,\"mov rax, qword ptr [rdi]\",LOAD,100,900,"
-			    "800,800,0,0,0.5000,100,10,0.9000,10,5,0.5000,0,800,saxpy," KERNEL
+			    "800,800,0,0,0.5000,100,10,0.9000,10,5,0.5000,0,800,2,saxpy," KERNEL
 			    ",11");
-	assert_string_equal(ls.l[4], "0x40100a,ret,BRANCH,100,100,0,0,0,0,,0,0,,0,0,,0,0,"
+	assert_string_equal(ls.l[4], "0x40100a,ret,BRANCH,100,100,0,0,0,0,,0,0,,0,0,,0,0,1,"
 			    "saxpy," KERNEL ",12");
-	assert_string_equal(ls.l[5], "0x401020,(bad),SCALAR,5,5,0,0,0,0,,0,0,,0,0,,0,0,??,"
+	assert_string_equal(ls.l[5], "0x401020,(bad),SCALAR,5,5,0,0,0,0,,0,0,,0,0,,0,0,0,??,"
 			    "??,0");
 	free(ls.text);
 
 	lines_read(f, "thread3/instr_exe.csv", &ls);
 	assert_int_equal(ls.n, 1 + 5);
 	assert_string_equal(ls.l[3], "0x401007,\"mov rax, qword ptr [rdi]\",LOAD,40,400,"
-			    "320,320,0,0,0.0000,40,20,0.5000,20,20,0.0000,0,360,saxpy," KERNEL
+			    "320,320,0,0,0.0000,40,20,0.5000,20,20,0.0000,0,360,2,saxpy," KERNEL
 			    ",11");
 	assert_string_equal(ls.l[4], "0x401030,\"mov qword ptr [rdi], rdx\",STORE,10,30,"
-			    "80,0,80,0,,10,0,1.0000,0,0,,1,20,main," MISSING ",5");
+			    "80,0,80,0,,10,0,1.0000,0,0,,1,20,2,main," MISSING ",5");
 	assert_string_equal(ls.l[5], "0x401040,\"sub rax, rbx\",SCALAR,10,10,0,0,0,0,,0,0,,"
-			    "0,0,,0,0,saxpy," KERNEL ",13");
+			    "0,0,,0,0,2,saxpy," KERNEL ",13");
 	free(ls.text);
 }
 
@@ -422,13 +422,13 @@ static void test_code_csv(void **state)
 	assert_int_equal(ls.n, 1 + 4);
 	assert_string_equal(ls.l[0], "File,Line,Address Range," SHARED_HEADER);
 	assert_string_equal(ls.l[1], KERNEL ",10,0x401000-0x401003,100,150,0,0,0,0,,0,0,,"
-			    "0,0,,2,50");
+			    "0,0,,2,50,2");
 	/* Two contiguous instructions: one range, the end exclusive. */
 	assert_string_equal(ls.l[2], KERNEL ",11,0x401003-0x40100a,200,1300,800,800,0,100,"
-			    "0.5000,100,10,0.9000,10,5,0.5000,1,800");
+			    "0.5000,100,10,0.9000,10,5,0.5000,1,800,2");
 	assert_string_equal(ls.l[3], KERNEL ",12,0x40100a-0x40100b,100,100,0,0,0,0,,0,0,,"
-			    "0,0,,0,0");
-	assert_string_equal(ls.l[4], "??,0,0x401020-0x401022,5,5,0,0,0,0,,0,0,,0,0,,0,0");
+			    "0,0,,0,0,1");
+	assert_string_equal(ls.l[4], "??,0,0x401020-0x401022,5,5,0,0,0,0,,0,0,,0,0,,0,0,0");
 	free(ls.text);
 
 	/* Thread 3: its own figures; files by path (the missing one sorts
@@ -437,11 +437,11 @@ static void test_code_csv(void **state)
 	assert_int_equal(ls.n, 1 + 4);
 	assert_true(strcmp(MISSING, KERNEL) < 0);
 	assert_string_equal(ls.l[1], MISSING ",5,0x401030-0x401033,10,30,80,0,80,0,,10,0,"
-			    "1.0000,0,0,,1,20");
+			    "1.0000,0,0,,1,20,2");
 	assert_string_equal(ls.l[3], KERNEL ",11,0x401003-0x40100a,90,600,320,320,0,50,"
-			    "0.0000,40,20,0.5000,20,20,0.0000,0,360");
+			    "0.0000,40,20,0.5000,20,20,0.0000,0,360,2");
 	assert_string_equal(ls.l[4], KERNEL ",13,0x401040-0x401043,10,10,0,0,0,0,,0,0,,"
-			    "0,0,,0,0");
+			    "0,0,,0,0,2");
 	free(ls.text);
 }
 
@@ -532,6 +532,8 @@ static void test_visualize_data(void **state)
 	assert_ints(json_object_get(e, "Process Bytes"), 800, 320);
 	/* 900 - 100 and 400 - 40 cycles beyond the load's base cost. */
 	assert_ints(json_object_get(e, "Stall Cycles"), 800, 360);
+	/* mov rax, qword ptr [rdi]: rax and rdi. */
+	assert_ints(json_object_get(e, "GPR Count"), 2, 2);
 	assert_near(json_real_value(json_array_get(json_object_get(e, "L2Cache Hit Rate"), 0)),
 		    0.5);
 	e = json_array_get(ins, 4);
@@ -866,11 +868,11 @@ static void test_one_level(void **state)
 	lines_read(f, "thread1/instr_exe.csv", &ls);
 	assert_string_equal(ls.l[0], "Address,Source,Pipe,Instructions Executed,Cycles,"
 			    "Process Bytes,Load Bytes,Store Bytes,Flops,L2Cache Hit Rate,"
-			    "L1 Accesses,L1 Misses,L1 Hit Rate,ICache Misses,Stall Cycles,Function,"
-			    "File,Line");
+			    "L1 Accesses,L1 Misses,L1 Hit Rate,ICache Misses,Stall Cycles,GPR Count,"
+			    "Function,File,Line");
 	/* With one level, L2Cache Hit Rate shows it. */
 	assert_string_equal(ls.l[1], "0x1000,\"mov rax, qword ptr [rdi]\",LOAD,10,50,80,80,"
-			    "0,0,0.6000,10,4,0.6000,0,40,\"f\tg,h\",/nonexistent/a\\b.c,3");
+			    "0,0,0.6000,10,4,0.6000,0,40,2,\"f\tg,h\",/nonexistent/a\\b.c,3");
 	free(ls.text);
 }
 
