@@ -517,17 +517,37 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
 	fprintf(stderr, "results: %s\n", rundir);
 }
 
+/* The deliverables of raw into rd, with this machine's calibration (the
+ * cost model's ceilings without one), and the summary printed; 0, or -1
+ * after saying why. */
+static int write_deliverables(struct ks_rundir *rd, const char *raw, double clock_hz,
+			      struct ks_simpost_summary *sum)
+{
+	struct ks_simpost_opts po = { .raw_path = raw, .clock_hz = clock_hz, .warn = warn_cb };
+	struct ks_calib calib;
+	struct ks_err err;
+
+	ks_err_clear(&err);
+	if (ks_calib_load(&calib, &err) == 0)
+		po.calib = &calib;
+	ks_err_clear(&err);
+	memset(sum, 0, sizeof(*sum));
+	if (ks_simpost_write(rd, &po, sum, &err)) {
+		ks_error("%s", err.msg);
+		return -1;
+	}
+	print_summary(sum, clock_hz, rd->path);
+	return 0;
+}
+
 int ks_op_simulate_export(const char *dir, const char *raw_name, const char *output,
 			  double clock_ghz)
 {
-	struct ks_simpost_opts po = { 0 };
 	struct ks_simpost_summary sum;
 	struct ks_rundir rd = { 0 };
-	struct ks_calib calib;
 	struct ks_err err;
 	char raw[PATH_MAX + 300];
 	double clock_hz = machine_clock(clock_ghz);
-	int code = KS_EXIT_FAIL;
 
 	ks_err_clear(&err);
 	if (!realpath(dir, raw) || strlen(raw) + strlen(raw_name) + 2 > sizeof(raw)) {
@@ -541,22 +561,12 @@ int ks_op_simulate_export(const char *dir, const char *raw_name, const char *out
 		return KS_EXIT_FAIL;
 	}
 	ks_info("op --simulate --export: the deliverables of %s, into %s", raw, rd.path);
-	po.raw_path = raw;
-	po.clock_hz = clock_hz;
-	if (ks_calib_load(&calib, &err) == 0)
-		po.calib = &calib;
-	po.warn = warn_cb;
-	ks_err_clear(&err);
-	memset(&sum, 0, sizeof(sum));
-	if (ks_simpost_write(&rd, &po, &sum, &err)) {
-		ks_error("%s", err.msg);
+	if (write_deliverables(&rd, raw, clock_hz, &sum)) {
 		ks_rundir_discard(&rd);
 		return KS_EXIT_FAIL;
 	}
-	print_summary(&sum, clock_hz, rd.path);
-	code = KS_EXIT_OK;
 	ks_rundir_close(&rd);
-	return code;
+	return KS_EXIT_OK;
 }
 
 int ks_op_simulate(const struct ks_op_sim_args *a)
@@ -565,9 +575,7 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 	struct ks_vg vg = { 0 };
 	struct ks_argv av = { 0 };
 	struct ks_rundir rd = { 0 };
-	struct ks_simpost_opts po = { 0 };
 	struct ks_simpost_summary sum;
-	struct ks_calib calib;
 	struct ks_err err;
 	char raw[PATH_MAX + 64], *prog = NULL;
 	double clock_hz;
@@ -640,22 +648,11 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 		goto out;
 	}
 	ks_info("op --simulate: writing the deliverables");
-	po.raw_path = raw;
-	po.clock_hz = clock_hz;
-	ks_err_clear(&err);
-	if (ks_calib_load(&calib, &err) == 0)
-		po.calib = &calib;
-	po.warn = warn_cb;
-	ks_err_clear(&err);
-	memset(&sum, 0, sizeof(sum));
-	if (ks_simpost_write(&rd, &po, &sum, &err)) {
-		ks_error("%s", err.msg);
+	if (write_deliverables(&rd, raw, clock_hz, &sum))
 		goto out;
-	}
 	/* Read-only, like every deliverable. */
 	fchmodat(rd.dirfd, strrchr(raw, '/') + 1, KS_DELIVERABLE_MODE, 0);
 	fchmodat(rd.dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
-	print_summary(&sum, clock_hz, rd.path);
 	code = prog_code;
 	if (sum.instrs == 0) {
 		if (a->kernel_name)
