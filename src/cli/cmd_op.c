@@ -157,7 +157,7 @@ static const struct ks_opt op_opts[] = {
 		  "default: no limit)",
 	  OPT(timeout), .min = 1, .max = 2880 },
 	{ .name = "export", .type = KS_OPT_STRING, .metavar = "DIR",
-	  .flags = KS_OPT_NO_PROGRAM,
+	  .env = "KSCOPE_OP_EXPORT", .flags = KS_OPT_NO_PROGRAM,
 	  .help = "run no program: rebuild the deliverables of the run directory DIR "
 		  "(on-board or --simulate) into a new one, with this run's --flops, "
 		  "calibration and --clock",
