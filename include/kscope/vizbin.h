@@ -7,8 +7,9 @@
  *     u64 contentSize   payload bytes + padding bytes
  *     u8  type          KS_VB_* below
  *     u8  padding       0..3 zero bytes after the payload
- *     u8  version       0x5a (0 on a 0x04 block whose instructions map to
- *                       source by location)
+ *     u8  version       0x5a (kscope before 2026-11 wrote 0 on a 0x04
+ *                       block whose instructions map to source by location;
+ *                       such blocks now carry a "Source Location" column)
  *     u8  reserve       0x5a
  *
  * followed, for 0x01 source-code blocks only, by the source file's path
@@ -38,7 +39,8 @@ extern "C" {
 #define KS_VB_PATH_SIZE   4096
 #define KS_VB_RESERVE     0x5a
 #define KS_VB_VERSION     0x5a
-/* Version of a 0x04 block whose instructions map to source by location. */
+/* Version older kscope wrote on a 0x04 block whose instructions map to
+ * source by location; still read, no longer written. */
 #define KS_VB_VERSION_BY_LOCATION 0x00
 
 enum ks_vb_type {

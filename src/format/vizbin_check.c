@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -172,15 +173,23 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 			 json_array_size(a), plural(json_array_size(a)), total,
 			 plural(total), json_array_size(c), plural(json_array_size(c)));
 		return 0;
-	case KS_VB_API_INSTR:
+	case KS_VB_API_INSTR: {
+		/* Mapped to source by location: a "Source Location" column (or,
+		 * in files kscope wrote before, version 0x00). */
+		json_t *dt = json_object_get(json_object_get(j, "Instructions Dtype"),
+					     "Instructions");
+		bool by_location = b->version == KS_VB_VERSION_BY_LOCATION ||
+				   json_object_get(dt, "Source Location") != NULL;
+
 		if (!(a = need_array(b, j, "Instructions", err)) ||
 		    !(c = need_array(b, j, "Cores", err)))
 			return err ? err->code : -EINVAL;
 		snprintf(sum, size, "%zu instruction%s, %zu core%s%s",
 			 json_array_size(a), plural(json_array_size(a)),
 			 json_array_size(c), plural(json_array_size(c)),
-			 b->version == KS_VB_VERSION_BY_LOCATION ? ", mapped by location" : "");
+			 by_location ? ", mapped by location" : "");
 		return 0;
+	}
 	case KS_VB_BASE_INFO: {
 		const char *name, *soc;
 

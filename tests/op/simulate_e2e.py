@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -217,6 +218,16 @@ def whole():
                     (0x04, "api-instructions"), (0x0D, "roofline")):
         check(b in blocks, f"visualize_data.bin has no {name} block: {blocks}")
     check(blocks[0] == 0x02, f"the pipeline chart is not the first block: {blocks}")
+    # Every block header ends in the design's u16 reserve 0x5A5A, the 0x04
+    # block's too.
+    with open(os.path.join(r.rundir, "visualize_data.bin"), "rb") as f:
+        data = f.read()
+    off = 0
+    while off < len(data):
+        size, kind, _pad, tail = struct.unpack_from("<QBBH", data, off)
+        check(tail == 0x5A5A, f"block 0x{kind:02x} at {off}: reserve 0x{tail:04x}")
+        off += 12 + (4096 if kind == 0x01 else 0) + size
+    check(off == len(data), f"visualize_data.bin: blocks end at {off} of {len(data)}")
     p = subprocess.run([KSCOPE, "inspect", os.path.join(r.rundir, "visualize_data.bin")],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     check(p.returncode == 0 and b"mt_matmul.c" in p.stdout,

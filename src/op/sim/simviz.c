@@ -514,7 +514,7 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 		 : sim_sort_x(s, SIM_BY_ADDR_CORE, &idx, err);
 
 	if (!rc)
-		rc = block_begin(v, &t, KS_VB_API_INSTR, KS_VB_VERSION_BY_LOCATION, err);
+		rc = block_begin(v, &t, KS_VB_API_INSTR, KS_VB_VERSION, err);
 	if (rc) {
 		free(acc);
 		free(idx);
