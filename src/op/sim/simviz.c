@@ -133,7 +133,7 @@ void sim_trace_doc(const struct sim *s, struct ks_text *t, uint64_t *slices)
 	bool first = true;
 
 	*slices = 0;
-	ks_text_puts(t, "{\"displayTimeUnit\":\"ns\",\"profilingType\":\"simulate\","
+	ks_text_puts(t, "{\"displayTimeUnit\":\"ns\",\"profilingType\":\"op\",\"schemaVersion\":1,"
 		     "\"otherData\":{\"kscope\":\"op --simulate\",\"clock_hz\":");
 	ks_text_json_num(t, s->clock_hz, 0);
 	ks_text_puts(t, ",\"trace_dropped\":");

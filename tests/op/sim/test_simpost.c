@@ -584,7 +584,12 @@ static void test_trace(void **state)
 
 	j = load(f, "trace.json");
 	assert_string_equal(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
-	assert_string_equal(json_string_value(json_object_get(j, "profilingType")), "simulate");
+	/* The design's marks of an operator trace; what made it is in
+	 * otherData. */
+	assert_string_equal(json_string_value(json_object_get(j, "profilingType")), "op");
+	assert_int_equal(json_integer_value(json_object_get(j, "schemaVersion")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "otherData"),
+							      "kscope")), "op --simulate");
 	events = json_object_get(j, "traceEvents");
 	json_array_foreach(events, i, e) {
 		const char *ph = json_string_value(json_object_get(e, "ph"));
