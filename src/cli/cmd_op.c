@@ -1907,6 +1907,28 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 	return ks_op_simulate(&a);
 }
 
+/* summary.csv of every launch, into the run directory; a failure sets
+ * write_failed. */
+static void write_summary(struct op_state *st)
+{
+	struct ks_oppost_result *res = calloc(st->nlaunches, sizeof(*res));
+	struct ks_err err;
+
+	ks_err_clear(&err);
+	if (!res) {
+		ks_error("out of memory");
+		st->write_failed = true;
+		return;
+	}
+	for (size_t i = 0; i < st->nlaunches; i++)
+		res[i] = st->launches[i].res;
+	if (ks_oppost_summary(&st->rd, res, st->nlaunches, &err)) {
+		ks_error("%s: %s", st->rd.path, err.msg);
+		st->write_failed = true;
+	}
+	free(res);
+}
+
 /* --export: copies one launch's raw files from dir/rel into the new run
  * directory; 0 or a negative errno. */
 static int export_copy(int from, int to, const char *rel)
@@ -2091,22 +2113,7 @@ static int export_run(struct op_state *st, struct ks_parsed *ps)
 		st->ncollected++;
 	}
 	close(dirfd);
-	{
-		struct ks_oppost_result *res = calloc(st->nlaunches, sizeof(*res));
-
-		if (!res) {
-			ks_error("out of memory");
-			st->write_failed = true;
-		} else {
-			for (size_t i = 0; i < st->nlaunches; i++)
-				res[i] = st->launches[i].res;
-			if (ks_oppost_summary(&st->rd, res, st->nlaunches, &err)) {
-				ks_error("%s: %s", st->rd.path, err.msg);
-				st->write_failed = true;
-			}
-			free(res);
-		}
-	}
+	write_summary(st);
 	print_summary(stderr, st);
 	print_notes(stderr, st);
 	if (st->write_failed)
@@ -2228,22 +2235,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		state_free(&st);
 		return clean ? KS_EXIT_FAIL : exit_code;
 	}
-	{
-		struct ks_oppost_result *res = calloc(st.nlaunches, sizeof(*res));
-
-		if (!res) {
-			ks_error("out of memory");
-			st.write_failed = true;
-		} else {
-			for (size_t i = 0; i < st.nlaunches; i++)
-				res[i] = st.launches[i].res;
-			if (ks_oppost_summary(&st.rd, res, st.nlaunches, &err)) {
-				ks_error("%s: %s", st.rd.path, err.msg);
-				st.write_failed = true;
-			}
-			free(res);
-		}
-	}
+	write_summary(&st);
 	progress_clear(&st);
 	print_summary(stderr, &st);
 	print_counts(stderr, &st);
