@@ -148,6 +148,12 @@ void ks_vb_close(struct ks_vb_reader *r);
  * summary ("3 files, 2 cores, 120 lines") into summary. */
 int ks_vb_check_payload(const struct ks_vb_block *b, char *summary,
 			size_t summary_size, struct ks_vb_error *err);
+/* Stricter: the block's JSON carries every field the MindStudio Insight
+ * design lists for its type, with the design's JSON types (docs/formats.md,
+ * "Strict check").  0 if so, or for a type the design gives no field list;
+ * else -EINVAL with err naming the field.  Call after ks_vb_check_payload
+ * passed. */
+int ks_vb_check_seed(const struct ks_vb_block *b, struct ks_vb_error *err);
 
 #ifdef __cplusplus
 }

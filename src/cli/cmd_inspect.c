@@ -21,6 +21,7 @@ struct inspect_opts {
 	struct ks_common_opts common;
 	int64_t block;        /* -1: list all */
 	int format;           /* index into format_choices */
+	bool strict;          /* also the design's field lists */
 };
 
 static const char *const format_choices[] = { "text", "json", NULL };
@@ -35,6 +36,10 @@ static const struct ks_opt inspect_opts[] = {
 	  .env = "KSCOPE_INSPECT_FORMAT", .help = "how to print the block list",
 	  .offset = offsetof(struct inspect_opts, format),
 	  .choices = format_choices },
+	{ .name = "strict", .type = KS_OPT_FLAG, .env = "KSCOPE_INSPECT_STRICT",
+	  .help = "also check every JSON block against the design's field list "
+		  "for its type (each field present, with the design's JSON type)",
+	  .offset = offsetof(struct inspect_opts, strict) },
 	KS_COMMON_OPTS(struct inspect_opts),
 	KS_OPT_END
 };
@@ -168,7 +173,8 @@ static int inspect_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		char sum[512];
 
 		if (ks_vb_check_payload(ks_vb_block_at(r, i), sum, sizeof(sum),
-					&verr) != 0) {
+					&verr) != 0 ||
+		    (o->strict && ks_vb_check_seed(ks_vb_block_at(r, i), &verr) != 0)) {
 			damaged = true;
 			damage = verr;
 			good = i;
@@ -223,7 +229,9 @@ const struct ks_cmd ks_cmd_inspect = {
 		"prints block N's payload as stored (source text, JSON or records).\n"
 		"Every header, size and JSON payload is checked; a damaged file's\n"
 		"good blocks are listed, then the damage is reported with its block\n"
-		"index and offset, and the exit status is 1.",
+		"index and offset, and the exit status is 1.  With --strict, each\n"
+		"JSON block must also carry every field the design lists for its\n"
+		"type; the first that does not is reported the same way.",
 	.args = {
 		.opts = inspect_opts,
 		.opts_size = sizeof(struct inspect_opts),

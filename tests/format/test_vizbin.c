@@ -592,6 +592,103 @@ static void test_payload_checks(void **state)
 	}
 }
 
+/* ks_vb_check_seed on a JSON payload of type; e->msg on failure. */
+static int seed_json(unsigned type, const char *json, struct ks_vb_error *e)
+{
+	struct ks_vb_block b = { 0 };
+
+	b.type = (uint8_t)type;
+	b.version = KS_VB_VERSION;
+	b.payload = (const unsigned char *)json;
+	b.payload_size = strlen(json);
+	return ks_vb_check_seed(&b, e);
+}
+
+/* The design's field lists: a complete block passes; each missing or
+ * mistyped field is named by its path. */
+static void test_seed_checks(void **state)
+{
+	static const char table_ok[] =
+		"{\"table_per_block\":[{\"block_id\":0,\"table_op_type\":\"cpu\","
+		"\"table_detail\":[{\"table_name\":\"t\",\"size\":[1,3],"
+		"\"header_name\":[\"level\",\"hits\",\"misses\"],"
+		"\"row\":[{\"name\":\"L1\",\"value\":[5,1]}]}],\"advice\":[]}],"
+		"\"advice\":[]}";
+	static const char graph_ok[] =
+		"{\"core_memory_map\":[{\"core_no\":0,\"op_type\":\"cpu\",\"soc\":\"s\","
+		"\"memory_unit\":[{\"memory_path\":\"L1 -> registers\",\"request\":4,"
+		"\"request_per_byte\":64,\"bandwidth\":1.5,\"peak_ratio\":-1,"
+		"\"display\":true}],\"L2cache\":{\"hit\":1,\"miss\":1,"
+		"\"total_request\":2,\"hit_ratio\":50},\"advice\":[]}]}";
+	struct ks_vb_error e;
+
+	(void)state;
+	assert_int_equal(seed_json(KS_VB_MEMORY_TABLE, table_ok, &e), 0);
+	assert_int_equal(seed_json(KS_VB_MEMORY_GRAPH, graph_ok, &e), 0);
+	/* kscope op's 0x09 before this check: no name column in the header. */
+	assert_int_equal(seed_json(KS_VB_MEMORY_TABLE,
+		"{\"table_per_block\":[{\"block_id\":0,\"table_op_type\":\"opencl\","
+		"\"table_detail\":[{\"table_name\":\"t\",\"size\":[1,2],"
+		"\"header_name\":[\"hits\",\"misses\"],"
+		"\"row\":[{\"name\":\"L1\",\"value\":[5,1]}]}],\"advice\":[]}],"
+		"\"advice\":[]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "table_per_block[0].table_detail[0]: row 0 has 2 values"));
+	/* No top-level advice. */
+	assert_int_equal(seed_json(KS_VB_MEMORY_TABLE, "{\"table_per_block\":[]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "no \"advice\""));
+	/* A null peak ratio (the design's "invalid" is -1). */
+	assert_int_equal(seed_json(KS_VB_MEMORY_GRAPH,
+		"{\"core_memory_map\":[{\"core_no\":0,\"op_type\":\"cpu\",\"soc\":\"s\","
+		"\"memory_unit\":[{\"memory_path\":\"p\",\"request\":4,"
+		"\"request_per_byte\":1,\"bandwidth\":1,\"peak_ratio\":null,"
+		"\"display\":true}],\"advice\":[]}]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "core_memory_map[0].memory_unit[0].peak_ratio: null, "
+			       "the design wants a number"));
+	/* 0x05 without mix_block_detail. */
+	assert_int_equal(seed_json(KS_VB_BASE_INFO,
+		"{\"name\":\"k\",\"soc\":\"s\",\"op_type\":\"cpu\",\"block_dim\":1,"
+		"\"mix_block_dim\":0,\"duration\":2.5,\"device_id\":0,\"pid\":\"7\","
+		"\"block_detail\":[],\"advice\":[]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "no \"mix_block_detail\""));
+	/* 0x06: a value as text. */
+	assert_int_equal(seed_json(KS_VB_COMPUTE_GRAPH,
+		"{\"subblock_detail\":[{\"block_id\":0,\"block_type\":\"cpu\",\"name\":\"n\","
+		"\"unit\":\"%\",\"value\":\"3\",\"origin_value\":3}],\"advice\":[]}", &e),
+		-EINVAL);
+	assert_non_null(strstr(e.msg, "subblock_detail[0].value: a string"));
+	/* 0x03: a row without a column its Dtype declares, and a bad kind. */
+	assert_int_equal(seed_json(KS_VB_API_FILES,
+		"{\"Cores\":[\"c0\"],\"Files Dtype\":{\"Lines\":{\"Line\":1,\"Cycles\":1}},"
+		"\"Files\":[{\"Source\":\"a.c\",\"Lines\":[{\"Line\":3,\"Cycles\":[4]},"
+		"{\"Line\":4}]}]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "Files[0].Lines[1]: no \"Cycles\""));
+	assert_int_equal(seed_json(KS_VB_API_FILES,
+		"{\"Cores\":[\"c0\"],\"Files Dtype\":{\"Lines\":{\"Line\":7}},"
+		"\"Files\":[]}", &e), -EINVAL);
+	assert_int_equal(seed_json(KS_VB_API_INSTR,
+		"{\"Cores\":[\"c0\"],\"Instructions Dtype\":{\"Instructions\":{\"Address\":3,"
+		"\"Cycles\":1}},\"Instructions\":[{\"Address\":\"0x1\",\"Source\":\"nop\","
+		"\"Cycles\":[\"x\"]}]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "Instructions[0].Cycles: element 0 is a string"));
+	/* 0x02: the design's header fields, and complete events placed. */
+	assert_int_equal(seed_json(KS_VB_TRACE, "{\"traceEvents\":[]}", &e), -EINVAL);
+	assert_int_equal(seed_json(KS_VB_TRACE,
+		"{\"profilingType\":\"op\",\"schemaVersion\":1,\"traceEvents\":["
+		"{\"ph\":\"M\",\"name\":\"process_name\"},{\"ph\":\"X\",\"name\":\"b\","
+		"\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]}", &e), 0);
+	assert_int_equal(seed_json(KS_VB_TRACE,
+		"{\"profilingType\":\"op\",\"schemaVersion\":1,\"traceEvents\":["
+		"{\"ph\":\"X\",\"name\":\"b\",\"ts\":1,\"pid\":1,\"tid\":1}]}", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "without \"dur\""));
+	/* 0x0D: a point is two numbers. */
+	assert_int_equal(seed_json(KS_VB_ROOFLINE,
+		"{\"multiple_rooflines\":[{\"title\":\"t\",\"rooflines\":[{\"bw\":1,"
+		"\"computility\":2,\"computility_name\":\"fp32\",\"point\":[1]}]}]}", &e),
+		-EINVAL);
+	/* Types the design gives no list for pass. */
+	assert_int_equal(seed_json(KS_VB_STALL_REASONS, "{\"stall_reasons\":[]}", &e), 0);
+}
+
 static void test_type_names(void **state)
 {
 	(void)state;
@@ -711,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_padding_bytes),
 		cmocka_unit_test(test_unfinished_block),
 		cmocka_unit_test(test_payload_checks),
+		cmocka_unit_test(test_seed_checks),
 		cmocka_unit_test(test_type_names),
 		cmocka_unit_test(test_failed_write_cuts_back),
 		cmocka_unit_test(test_open_errors),

@@ -175,9 +175,10 @@ def column(path, header, rows, *names):
 
 
 def inspect_blocks(path):
-    """The block types of a visualize_data.bin that `kscope inspect`
-    checks without finding damage."""
-    p = subprocess.run([KSCOPE, "inspect", "--format", "json", path],
+    """The block types of a visualize_data.bin that `kscope inspect
+    --strict` checks without finding damage: every block has the fields
+    of the design's list for its type."""
+    p = subprocess.run([KSCOPE, "inspect", "--strict", "--format", "json", path],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     check(p.returncode == 0, f"kscope inspect {path}: exit {p.returncode}: "
           f"{p.stderr.decode(errors='replace')}{p.stdout.decode(errors='replace')[-2000:]}")

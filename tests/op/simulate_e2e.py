@@ -117,7 +117,7 @@ def read_csv(path, columns):
 
 
 def inspect_blocks(path):
-    p = subprocess.run([KSCOPE, "inspect", "--format", "json", path],
+    p = subprocess.run([KSCOPE, "inspect", "--strict", "--format", "json", path],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     check(p.returncode == 0, f"kscope inspect {path}: exit {p.returncode}: "
           f"{p.stderr.decode(errors='replace')}")

@@ -260,7 +260,7 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "name", ks_json_text(l->name), bad);
 	put(j, "soc", ks_json_text(l->device_name[0] ? l->device_name : "unknown device"),
 	    bad);
-	put(j, "op_type", json_string("opencl"), bad);
+	put(j, "op_type", json_string(ks_oppost_is_cuda(l) ? "cuda" : "opencl"), bad);
 	put(j, "block_dim", jint(l->work_groups), bad);
 	put(j, "mix_block_dim", json_integer(0), bad);
 	put(j, "duration", jnum(l->median_us, 3), bad);
@@ -314,9 +314,12 @@ static json_t *mem_unit(const char *path, double bytes, double median_us, double
 		return NULL;
 	}
 	put(u, "memory_path", json_string(path), bad);
+	/* A request is a byte here; the design's -1 is "no peak ratio". */
 	put(u, "request", jcount(bytes), bad);
+	put(u, "request_per_byte", json_integer(1), bad);
 	put(u, "bandwidth", jnum(bw, 3), bad);
-	put(u, "peak_ratio", jnum(peak_gbps > 0 ? bw / peak_gbps * 100 : NAN, 2), bad);
+	put(u, "peak_ratio", peak_gbps > 0 && isfinite(bw) ?
+	    jnum(bw / peak_gbps * 100, 2) : json_integer(-1), bad);
 	put(u, "display", json_true(), bad);
 	return u;
 }
@@ -339,7 +342,7 @@ static json_t *memory_graph(const struct op_launch *l, bool *bad)
 	push(units, mem_unit("kernel -> global memory", l->bytes_written, l->median_us,
 			     l->mem_ceiling_gbps, bad), bad);
 	put(core, "core_no", json_integer(0), bad);
-	put(core, "op_type", json_string("opencl"), bad);
+	put(core, "op_type", json_string(ks_oppost_is_cuda(l) ? "cuda" : "opencl"), bad);
 	put(core, "soc",
 	    ks_json_text(l->device_name[0] ? l->device_name : "unknown device"), bad);
 	put(core, "memory_unit", units, bad);
@@ -359,8 +362,10 @@ static const struct op_arg *arg_at(const struct op_launch *l, long long index)
 
 static json_t *memory_table(const struct op_launch *l, bool *bad)
 {
+	/* The design's convention: one header per column, the first naming
+	 * the rows' `name`; `size` counts that column, `value` does not. */
 	static const char *const headers[] = {
-		"bytes", "flags", "backed up", "bytes read", "read basis",
+		"buffer", "bytes", "flags", "backed up", "bytes read", "read basis",
 		"bytes written", "write basis", "share of traffic (%)",
 		"bandwidth (GB/s)", NULL
 	};
@@ -417,11 +422,12 @@ static json_t *memory_table(const struct op_launch *l, bool *bad)
 	put(t, "row", rows, bad);
 	push(tables, t, bad);
 	put(blk, "block_id", json_integer(0), bad);
-	put(blk, "table_op_type", json_string("opencl"), bad);
+	put(blk, "table_op_type", json_string(ks_oppost_is_cuda(l) ? "cuda" : "opencl"), bad);
 	put(blk, "table_detail", tables, bad);
 	put(blk, "advice", json_array(), bad);
 	push(blocks, blk, bad);
 	put(j, "table_per_block", blocks, bad);
+	put(j, "advice", json_array(), bad);
 	return j;
 }
 

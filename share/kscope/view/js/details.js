@@ -294,6 +294,9 @@ function memoryDiagram(units, showAs) {
 		const sign = up ? -1 : 1;
 		const y0 = midY + sign * boxH / 2;
 		const bend = sign * (40 + level * 34 + Math.abs(a - b) * 12);
+		// The design's -1 (or nothing) is "no peak to compare with".
+		if (!(Number(p.u.peakRatio) >= 0) || p.u.peakRatio === '')
+			p.u.peakRatio = '';
 		const colour = ratioColour(p.u.peakRatio);
 		defs.append(svg('marker', { id: `${uid}-${i}`, viewBox: '0 0 10 10', refX: 9, refY: 5,
 			markerWidth: 6, markerHeight: 6, orient: 'auto' }, svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: colour })));
