@@ -87,6 +87,9 @@ struct op_opts {
 	double clock_ghz;
 	int64_t trace_limit, mem_latency;
 	int kernel_lines;       /* index into on_off */
+	char *metrics;          /* --aic-metrics LIST, NULL: Default */
+	int dump;               /* index into on_off */
+	char *soc;              /* --soc-version NAME */
 };
 
 enum { MODE_KERNEL, MODE_APPLICATION, MODE_RANGE };
@@ -203,6 +206,24 @@ static const struct ks_opt op_opts[] = {
 	  .help = "--simulate: build OpenCL kernels (PoCL) with line information and "
 		  "without optimization, so cycles map to kernel source lines",
 	  OPT(kernel_lines), .choices = on_off },
+	{ .name = "aic-metrics", .type = KS_OPT_STRING, .metavar = "LIST",
+	  .env = "KSCOPE_OP_AIC_METRICS",
+	  .help = "metric sets, separated by ',': Default; with --simulate also "
+		  "PipeUtilization, PMSampling, Source, MemoryDetail, each "
+		  "writing only its deliverables (default: Default, everything)",
+	  OPT(metrics), .max_len = 256 },
+	{ .name = "dump", .type = KS_OPT_ENUM, .metavar = "on|off", .def = "on",
+	  .env = "KSCOPE_OP_DUMP",
+	  .help = "--simulate: keep the engine's raw dump hotspot.<pid>.raw in the "
+		  "run directory (--export rebuilds from it); off removes it once "
+		  "the deliverables are written",
+	  OPT(dump), .choices = on_off },
+	{ .name = "soc-version", .type = KS_OPT_STRING, .metavar = "NAME",
+	  .env = "KSCOPE_OP_SOC_VERSION",
+	  .help = "--simulate: the caches and clock of a published machine: "
+		  "skylake, skylake-sp or zen3 (--cache, --clock override its "
+		  "parts; default: this machine's)",
+	  OPT(soc), .max_len = 64 },
 	KS_COMMON_OPTS(struct op_opts),
 	KS_OPT_END
 };
@@ -527,6 +548,12 @@ static int check_options(struct op_state *st, struct ks_err *err)
 	for (size_t i = 0; i < o->flops.n; i++)
 		if ((rc = check_flops(st, o->flops.v[i], err)))
 			return rc;
+	{
+		unsigned mask;
+
+		if ((rc = ks_op_metrics_parse(o->metrics, false, &mask, err)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -1834,7 +1861,8 @@ static const char *const onboard_only[] = {
 	"flops", NULL
 };
 static const char *const simulate_only[] = {
-	"threads", "cache", "clock", "trace-limit", "mem-latency", "kernel-lines", NULL
+	"threads", "cache", "clock", "trace-limit", "mem-latency", "kernel-lines",
+	"dump", "soc-version", NULL
 };
 
 static bool given(struct ks_parsed *ps, const char *name)
@@ -1875,7 +1903,9 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 		.minute_s = minute_s(),
 		.output = o->output,
 		.program = ps->program,
+		.dump = o->dump == ON,
 	};
+	const struct ks_op_soc *soc = NULL;
 	struct ks_err err;
 	int rc;
 
@@ -1897,7 +1927,23 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 			state_free(st);
 			return KS_EXIT_USAGE;
 		}
+	if (o->soc && !(soc = ks_op_soc_find(o->soc, &err))) {
+		ks_error("%s", err.msg);
+		state_free(st);
+		return KS_EXIT_USAGE;
+	}
+	if (soc) {
+		/* The preset's parts that --cache and --clock do not give. */
+		a.soc = soc->name;
+		if (!a.cache)
+			a.cache = soc->cache;
+		if (a.clock_ghz <= 0)
+			a.clock_ghz = soc->ghz;
+		ks_info("--soc-version %s: %s; caches %s, clock %.1f GHz", soc->name,
+			soc->machine, a.cache, a.clock_ghz);
+	}
 	if ((rc = check_filter("kernel-name", o->kernel_name, &st->name_filter, &err)) ||
+	    (rc = ks_op_metrics_parse(o->metrics, true, &a.metrics, &err)) ||
 	    (rc = ks_op_sim_check(&a, &err))) {
 		ks_error("%s", err.msg);
 		state_free(st);
@@ -2076,8 +2122,26 @@ static int export_run(struct op_state *st, struct ks_parsed *ps)
 	if (d)
 		closedir(d);
 	if (sim_raw[0]) {
+		static const char *const ran[] = {
+			"threads", "cache", "trace-limit", "mem-latency", "kernel-lines",
+			"dump", "soc-version", NULL
+		};
+		unsigned metrics;
+
 		close(dirfd);
-		return ks_op_simulate_export(dir, sim_raw, o->output, o->clock_ghz);
+		for (const char *const *n = ran; *n; n++)
+			if (given(ps, *n)) {
+				ks_error("option --%s does not apply to --export: the "
+					 "simulation of '%s' has run already (--clock and "
+					 "--aic-metrics do)", *n, dir);
+				return KS_EXIT_USAGE;
+			}
+		if (ks_op_metrics_parse(o->metrics, true, &metrics, &err)) {
+			ks_error("%s", err.msg);
+			return KS_EXIT_USAGE;
+		}
+		return ks_op_simulate_export(dir, sim_raw, o->output, o->clock_ghz,
+					     metrics);
 	}
 	if ((rc = export_scan(st, dirfd)) != 0 || st->nlaunches == 0) {
 		close(dirfd);
@@ -2089,6 +2153,13 @@ static int export_run(struct op_state *st, struct ks_parsed *ps)
 				 "hotspot.<pid>.raw)", dir);
 		return KS_EXIT_USAGE;
 	}
+	for (const char *const *n = simulate_only; *n; n++)
+		if (given(ps, *n)) {
+			close(dirfd);
+			ks_error("option --%s applies to --simulate runs; '%s' is an "
+				 "on-board run", *n, dir);
+			return KS_EXIT_USAGE;
+		}
 	if (check_options(st, &err)) {
 		close(dirfd);
 		ks_error("%s", err.msg);

@@ -387,7 +387,9 @@ static int build_argv(const struct ks_op_sim_args *a, const struct geometry *g,
 				  g->icache.size, g->icache.assoc, g->icache.line);
 	rc |= ks_argv_add(av, "--mem-latency=%" PRId64, a->mem_latency);
 	rc |= ks_argv_add(av, "--interval=%.0f", fmax(1.0, round(clock_hz / 1e6)));
-	rc |= ks_argv_add(av, "--trace-limit=%" PRId64, a->trace_limit);
+	/* No pipeline chart asked for: the engine records no block. */
+	rc |= ks_argv_add(av, "--trace-limit=%" PRId64,
+			  a->metrics & KS_SIM_METRIC_PIPE ? a->trace_limit : 0);
 	if (a->kernel_name)
 		rc |= ks_argv_add(av, "--region=%s", a->kernel_name);
 	if (a->threads)
@@ -485,7 +487,7 @@ static void warn_cb(void *ctx, const char *msg)
 }
 
 static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
-			  const char *rundir)
+			  unsigned metrics, const char *rundir)
 {
 	fprintf(stderr, "kscope op --simulate: %" PRIu64 " instructions, %" PRIu64
 		" cycles on %u thread%s (%.6g ms at %.3g GHz), %" PRIu64 " FLOPs\n",
@@ -499,7 +501,7 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
 				100.0 * (double)(s->level_acc[i] - s->level_miss[i]) /
 					(double)s->level_acc[i]);
 	/* What the pipeline chart shows of the run. */
-	if (s->trace_blocks || s->trace_from[0])
+	if ((metrics & KS_SIM_METRIC_PIPE) && (s->trace_blocks || s->trace_from[0]))
 		fprintf(stderr, "  pipeline chart: %" PRIu64 " block executions %s, %.1f%% of "
 			"the simulated cycles%s\n", s->trace_blocks,
 			strcmp(s->trace_from, "main") == 0 ? "from main" :
@@ -514,6 +516,12 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
 		fprintf(stderr, "    %s:%u  %" PRIu64 "  %.1f%%\n", s->top[i].file,
 			s->top[i].line, s->top[i].cycles,
 			s->cycles ? 100.0 * (double)s->top[i].cycles / (double)s->cycles : 0);
+	if (metrics != KS_SIM_METRIC_ALL)
+		fprintf(stderr, "  metric sets (--aic-metrics):%s%s%s%s\n",
+			metrics & KS_SIM_METRIC_PIPE ? " PipeUtilization" : "",
+			metrics & KS_SIM_METRIC_BANDWIDTH ? " PMSampling" : "",
+			metrics & KS_SIM_METRIC_SOURCE ? " Source" : "",
+			metrics & KS_SIM_METRIC_MEMORY ? " MemoryDetail" : "");
 	fprintf(stderr, "results: %s\n", rundir);
 }
 
@@ -521,9 +529,11 @@ static void print_summary(const struct ks_simpost_summary *s, double clock_hz,
  * cost model's ceilings without one), and the summary printed; 0, or -1
  * after saying why. */
 static int write_deliverables(struct ks_rundir *rd, const char *raw, double clock_hz,
+			      unsigned metrics, const char *soc,
 			      struct ks_simpost_summary *sum)
 {
-	struct ks_simpost_opts po = { .raw_path = raw, .clock_hz = clock_hz, .warn = warn_cb };
+	struct ks_simpost_opts po = { .raw_path = raw, .clock_hz = clock_hz, .warn = warn_cb,
+				      .metrics = metrics, .soc = soc };
 	struct ks_calib calib;
 	struct ks_err err;
 
@@ -536,12 +546,12 @@ static int write_deliverables(struct ks_rundir *rd, const char *raw, double cloc
 		ks_error("%s", err.msg);
 		return -1;
 	}
-	print_summary(sum, clock_hz, rd->path);
+	print_summary(sum, clock_hz, metrics ? metrics : KS_SIM_METRIC_ALL, rd->path);
 	return 0;
 }
 
 int ks_op_simulate_export(const char *dir, const char *raw_name, const char *output,
-			  double clock_ghz)
+			  double clock_ghz, unsigned metrics)
 {
 	struct ks_simpost_summary sum;
 	struct ks_rundir rd = { 0 };
@@ -561,7 +571,7 @@ int ks_op_simulate_export(const char *dir, const char *raw_name, const char *out
 		return KS_EXIT_FAIL;
 	}
 	ks_info("op --simulate --export: the deliverables of %s, into %s", raw, rd.path);
-	if (write_deliverables(&rd, raw, clock_hz, &sum)) {
+	if (write_deliverables(&rd, raw, clock_hz, metrics, NULL, &sum)) {
 		ks_rundir_discard(&rd);
 		return KS_EXIT_FAIL;
 	}
@@ -648,10 +658,18 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 		goto out;
 	}
 	ks_info("op --simulate: writing the deliverables");
-	if (write_deliverables(&rd, raw, clock_hz, &sum))
+	if (write_deliverables(&rd, raw, clock_hz, a->metrics, a->soc, &sum))
 		goto out;
-	/* Read-only, like every deliverable. */
-	fchmodat(rd.dirfd, strrchr(raw, '/') + 1, KS_DELIVERABLE_MODE, 0);
+	/* Read-only, like every deliverable; or gone with --dump off. */
+	if (!a->dump) {
+		if (unlinkat(rd.dirfd, strrchr(raw, '/') + 1, 0) == 0)
+			ks_info("--dump off: %s removed (--export cannot rebuild this "
+				"run)", strrchr(raw, '/') + 1);
+		else
+			ks_warn("--dump off: %s: %s", raw, strerror(errno));
+	} else {
+		fchmodat(rd.dirfd, strrchr(raw, '/') + 1, KS_DELIVERABLE_MODE, 0);
+	}
 	fchmodat(rd.dirfd, "valgrind.log", KS_DELIVERABLE_MODE, 0);
 	code = prog_code;
 	if (sum.instrs == 0) {

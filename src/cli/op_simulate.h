@@ -25,7 +25,26 @@ struct ks_op_sim_args {
 	double minute_s;         /* seconds in one of them (60 but in tests) */
 	const char *output;      /* where the run directory is created */
 	char **program;          /* NULL-terminated */
+	unsigned metrics;        /* --aic-metrics: KS_SIM_METRIC_* (simpost.h) */
+	bool dump;               /* --dump: keep hotspot.<pid>.raw */
+	const char *soc;         /* --soc-version preset's name, or NULL */
 };
+
+/* A --soc-version preset: the caches (a --cache spec) and clock of a
+ * published machine (op_sets.c says where each figure comes from). */
+struct ks_op_soc {
+	const char *name, *machine, *cache;
+	double ghz;
+};
+
+/* The preset called name, or NULL with err listing those accepted. */
+const struct ks_op_soc *ks_op_soc_find(const char *name, struct ks_err *err);
+
+/* --aic-metrics LIST: set names separated by ',' (any case); *mask the
+ * KS_SIM_METRIC_* they select (NULL or "": all).  On-board (simulate
+ * false) only Default applies.  -EINVAL with err saying why not. */
+int ks_op_metrics_parse(const char *list, bool simulate, unsigned *mask,
+			struct ks_err *err);
 
 /* Checks the options that only --simulate has (--threads, --cache); -EINVAL
  * with err naming the option, the value and what is accepted. */
@@ -36,9 +55,10 @@ int ks_op_simulate(const struct ks_op_sim_args *a);
 
 /* --export of a --simulate run: the deliverables of dir's raw file
  * (hotspot.<pid>.raw), written into a new run directory under output
- * with this run's clock (clock_ghz, 0: this machine's) and calibration.
+ * with this run's clock (clock_ghz, 0: this machine's), calibration and
+ * metric sets (KS_SIM_METRIC_*).
  * A KS_EXIT_* status. */
 int ks_op_simulate_export(const char *dir, const char *raw_name, const char *output,
-			  double clock_ghz);
+			  double clock_ghz, unsigned metrics);
 
 #endif

@@ -128,6 +128,123 @@ static int check_binary(const struct ks_vb_block *b, char *sum, size_t size,
 	}
 }
 
+/* ---- 0x0E: the fields of its cache lines (docs/formats.md) ---- */
+
+static bool is_count(const json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0;
+}
+
+/* "0x" and 1 to 16 lower-case hex digits. */
+static bool is_hex_addr(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n;
+
+	if (!s || s[0] != '0' || s[1] != 'x')
+		return false;
+	n = strspn(s + 2, "0123456789abcdef");
+	return n >= 1 && n <= 16 && s[2 + n] == '\0';
+}
+
+/* The counts of a line or of "other": "misses" (one per level, nlev of
+ * them, each level's at most the level above's), "load_misses",
+ * "store_misses" and "writebacks"; NULL or the field that is wrong. */
+static const char *heat_counts(const json_t *o, size_t nlev)
+{
+	const json_t *m = json_object_get(o, "misses"), *v;
+	size_t i;
+
+	if (!json_is_array(m) || json_array_size(m) != nlev)
+		return "\"misses\" (an array of one count per level)";
+	json_array_foreach(m, i, v)
+		if (!is_count(v) || (i && json_integer_value(v) >
+				     json_integer_value(json_array_get(m, i - 1))))
+			return "\"misses\" (counts, each at most the level above's)";
+	if (!is_count(json_object_get(o, "load_misses")))
+		return "\"load_misses\"";
+	if (!is_count(json_object_get(o, "store_misses")))
+		return "\"store_misses\"";
+	if (!is_count(json_object_get(o, "writebacks")))
+		return "\"writebacks\"";
+	if (json_integer_value(json_array_get(m, 0)) !=
+	    json_integer_value(json_object_get(o, "load_misses")) +
+	    json_integer_value(json_object_get(o, "store_misses")))
+		return "\"misses\" (the first level's must be load_misses + store_misses)";
+	return NULL;
+}
+
+static const char *heat_line(const json_t *l, size_t nlev)
+{
+	const json_t *top = json_object_get(l, "top_instruction");
+	const char *bad;
+
+	if (!json_is_object(l))
+		return "the line (an object)";
+	if (!is_hex_addr(json_object_get(l, "address")))
+		return "\"address\" (a \"0x...\" string)";
+	if ((bad = heat_counts(l, nlev)))
+		return bad;
+	if (json_is_null(top))
+		return NULL;
+	if (!json_is_object(top) || !is_hex_addr(json_object_get(top, "address")) ||
+	    !is_count(json_object_get(top, "misses")) ||
+	    !json_is_string(json_object_get(top, "function")) ||
+	    !json_is_string(json_object_get(top, "file")) ||
+	    !is_count(json_object_get(top, "line")) ||
+	    !json_is_string(json_object_get(top, "source")))
+		return "\"top_instruction\" (null, or an object with \"address\", \"misses\", "
+		       "\"function\", \"file\", \"line\" and \"source\")";
+	if (json_integer_value(json_object_get(top, "misses")) >
+	    json_integer_value(json_array_get(json_object_get(l, "misses"), 0)))
+		return "\"top_instruction\" (more misses than its line)";
+	return NULL;
+}
+
+/* The object around the cache_lines array a: each line's fields, and
+ * when present "levels" (names, 1 to 4: the length of every "misses"),
+ * "line_size" and "other".  Without "levels", every line has as many
+ * misses as the first. */
+static int check_heat(const struct ks_vb_block *b, const json_t *j, const json_t *a,
+		      struct ks_vb_error *err)
+{
+	const json_t *lv = json_object_get(j, "levels"), *v, *o = json_object_get(j, "other");
+	size_t nlev = json_array_size(lv), i;
+	char what[256];
+	const char *bad;
+
+	if (!lv)
+		nlev = json_array_size(json_object_get(json_array_get(a, 0), "misses"));
+	if (lv && (!json_is_array(lv) || nlev < 1 || nlev > 4))
+		return fail_schema(b, err, "\"levels\" is not an array of 1 to 4 level names");
+	json_array_foreach(lv, i, v)
+		if (!json_is_string(v))
+			return fail_schema(b, err, "a level name is not a string");
+	if (json_object_get(j, "line_size") &&
+	    (!is_count(json_object_get(j, "line_size")) ||
+	     json_integer_value(json_object_get(j, "line_size")) == 0))
+		return fail_schema(b, err, "\"line_size\" is not a positive integer");
+	if (json_array_size(a) && (nlev < 1 || nlev > 4))
+		return fail_schema(b, err, "cache line 0: bad or missing \"misses\" (an array "
+				   "of one count per level, 1 to 4)");
+	json_array_foreach(a, i, v)
+		if ((bad = heat_line(v, nlev))) {
+			snprintf(what, sizeof(what), "cache line %zu: bad or missing %s", i, bad);
+			return fail_schema(b, err, what);
+		}
+	if (!o)
+		return 0;
+	if (!json_is_object(o) || !is_count(json_object_get(o, "lines")) ||
+	    !is_count(json_object_get(o, "dropped_pairs")))
+		return fail_schema(b, err, "\"other\" is not an object with \"lines\" and "
+				   "\"dropped_pairs\" counts");
+	if ((bad = heat_counts(o, nlev))) {
+		snprintf(what, sizeof(what), "\"other\": bad or missing %s", bad);
+		return fail_schema(b, err, what);
+	}
+	return 0;
+}
+
 static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 			  size_t size, struct ks_vb_error *err)
 {
@@ -253,6 +370,8 @@ static int summarize_json(const struct ks_vb_block *b, json_t *j, char *sum,
 		return 0;
 	case KS_VB_CACHELINE_HEAT:
 		if (!(a = need_array(b, j, "cache_lines", err)))
+			return err ? err->code : -EINVAL;
+		if (check_heat(b, j, a, err))
 			return err ? err->code : -EINVAL;
 		snprintf(sum, size, "%zu cache line%s", json_array_size(a),
 			 plural(json_array_size(a)));

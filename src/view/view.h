@@ -135,7 +135,9 @@ struct kv_card {
 	json_t *block[16];           /* parsed JSON payload of 0x02..0x0F
 				      * blocks (the first of each type);
 				      * NULL where absent.  block[2] is
-				      * not kept (it is tl). */
+				      * not kept (it is tl); block[0x0B]
+				      * holds the binary cache records as
+				      * an array of their 8 counts each. */
 	struct kv_source *sources;   /* 0x01 texts and files named by the data */
 	size_t nsources;
 	struct kv_refused *refused;  /* files named by the data, not read */

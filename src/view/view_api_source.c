@@ -91,6 +91,8 @@ static const char *block_words(unsigned t)
 		return "memory heat map";
 	case KS_VB_MEMORY_TABLE:
 		return "memory tables";
+	case KS_VB_CORE_LOAD:
+		return "inter-core load";
 	default:
 		return ks_vb_type_title(t);
 	}
@@ -588,6 +590,150 @@ static int memory_table(const struct ks_view *v, json_t *params, json_t **body,
 	return *body ? 0 : kv_fail(e, "out of memory");
 }
 
+/* ------------------------------------------------------------------ */
+/* Cache sets and lines (0x0B, 0x0E)                                   */
+/* ------------------------------------------------------------------ */
+
+/* source/details/coreLoad: the 0x0C block, a row per core and subcore
+ * (its figures as the block writes them, text or numbers), the advice. */
+static int core_load(const struct ks_view *v, json_t *params, json_t **body,
+		     struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+	const json_t *blk = NULL, *core, *sub;
+	const json_t *adv;
+	json_t *rows;
+	size_t i, k;
+
+	if (kv_param_card(v, params, KV_DETAILS, &c, e) < 0 ||
+	    need_block(c, KS_VB_CORE_LOAD, &blk, e) < 0)
+		return -1;
+	rows = json_array();
+	json_array_foreach(json_object_get(blk, "op_detail"), i, core)
+		json_array_foreach(json_object_get(core, "core_detail"), k, sub)
+			json_array_append_new(rows, json_pack(
+				"{s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+				"coreId", str_field(core, "core_id"),
+				"subcoreId", str_field(sub, "subcore_id"),
+				"subcoreType", str_field(sub, "subcore_type"),
+				"thread", str_field(sub, "thread"),
+				"cycles", str_field(sub, "cycles"),
+				"throughput", str_field(sub, "throughput"),
+				"l2HitRate", str_field(sub, "L2cache_hit_rate")));
+	/* The design's example has the advice as one text, empty for none. */
+	adv = json_object_get(blk, "advice");
+	*body = json_pack("{s:o,s:o,s:o,s:o}", "rows", rows,
+			  "advice", json_is_array(adv) ? advice_of(blk) :
+			  json_string_length(adv) ? json_pack("[O]", adv) : json_array(),
+			  "opType", str_field(blk, "op_type"), "soc", str_field(blk, "soc"));
+	return *body ? 0 : kv_fail(e, "out of memory");
+}
+
+/* source/details/cacheSets: the 0x0B records, one per set, with the miss
+ * ratio the page colours by (null without accesses) and the totals.
+ * With a 0x0E block, "level" names the level (the second, or the only
+ * one, as kscope op --simulate writes them). */
+static int cache_sets(const struct ks_view *v, json_t *params, json_t **body,
+		      struct kv_reqerr *e)
+{
+	static const char *const names[8] = { "load", "store", "set", "hit", "miss",
+					      "allocate", "evictAndWrite",
+					      "evictWithoutWrite" };
+	const struct kv_card *c;
+	const json_t *recs = NULL, *r, *lv;
+	json_int_t tot[8] = { 0 };
+	json_t *sets, *totals;
+	size_t i;
+
+	if (kv_param_card(v, params, KV_DETAILS, &c, e) < 0 ||
+	    need_block(c, KS_VB_CACHE_RECORDS, &recs, e) < 0)
+		return -1;
+	sets = json_array();
+	json_array_foreach(recs, i, r) {
+		json_t *o = json_object();
+		json_int_t acc = json_integer_value(json_array_get(r, 0)) +
+				 json_integer_value(json_array_get(r, 1));
+
+		for (unsigned f = 0; f < 8; f++) {
+			json_int_t n = json_integer_value(json_array_get(r, f));
+
+			json_object_set_new(o, names[f], json_integer(n));
+			if (f != 2)
+				tot[f] += n;
+		}
+		json_object_set_new(o, "missRatio", acc ? json_real(
+			(double)json_integer_value(json_array_get(r, 4)) / (double)acc) :
+			json_null());
+		json_array_append_new(sets, o);
+	}
+	totals = json_object();
+	for (unsigned f = 0; f < 8; f++)
+		if (f != 2)
+			json_object_set_new(totals, names[f], json_integer(tot[f]));
+	lv = json_object_get(c->block[KS_VB_CACHELINE_HEAT], "levels");
+	lv = json_array_get(lv, json_array_size(lv) >= 2 ? 1 : 0);
+	*body = json_pack("{s:o,s:o,s:s}", "sets", sets, "totals", totals, "level",
+			  json_is_string(lv) ? json_string_value(lv) : "");
+	return *body ? 0 : kv_fail(e, "out of memory");
+}
+
+/* The counts of a 0x0E line or "other", in the page's names. */
+static void heat_counts(json_t *out, const json_t *in)
+{
+	json_object_set_new(out, "misses", json_is_array(json_object_get(in, "misses")) ?
+			    json_deep_copy(json_object_get(in, "misses")) : json_array());
+	json_object_set_new(out, "loadMisses",
+			    json_integer(json_integer_value(json_object_get(in, "load_misses"))));
+	json_object_set_new(out, "storeMisses",
+			    json_integer(json_integer_value(json_object_get(in, "store_misses"))));
+	json_object_set_new(out, "writebacks",
+			    json_integer(json_integer_value(json_object_get(in, "writebacks"))));
+}
+
+/* source/details/cacheLines: the 0x0E lines, hottest first, each with
+ * the instruction that missed most on it; "other" sums the rest. */
+static int cache_lines(const struct ks_view *v, json_t *params, json_t **body,
+		       struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+	const json_t *heat = NULL, *l, *o;
+	json_t *lines, *other;
+	size_t i;
+
+	if (kv_param_card(v, params, KV_DETAILS, &c, e) < 0 ||
+	    need_block(c, KS_VB_CACHELINE_HEAT, &heat, e) < 0)
+		return -1;
+	lines = json_array();
+	json_array_foreach(json_object_get(heat, "cache_lines"), i, l) {
+		const json_t *t = json_object_get(l, "top_instruction");
+		json_t *x = json_object(), *top = json_null();
+
+		json_object_set_new(x, "address", str_field(l, "address"));
+		heat_counts(x, l);
+		if (json_is_object(t))
+			top = json_pack("{s:o,s:I,s:o,s:o,s:I,s:o}", "address",
+					str_field(t, "address"), "misses",
+					(json_int_t)json_integer_value(json_object_get(t, "misses")),
+					"function", str_field(t, "function"), "file",
+					str_field(t, "file"), "line",
+					(json_int_t)json_integer_value(json_object_get(t, "line")),
+					"source", str_field(t, "source"));
+		json_object_set_new(x, "topInstruction", top);
+		json_array_append_new(lines, x);
+	}
+	o = json_object_get(heat, "other");
+	other = json_object();
+	heat_counts(other, o);
+	json_object_set_new(other, "lines",
+			    json_integer(json_integer_value(json_object_get(o, "lines"))));
+	*body = json_pack("{s:o,s:o,s:I,s:o}", "levels",
+			  str_array(json_object_get(heat, "levels")), "lines", lines,
+			  "lineSize",
+			  (json_int_t)json_integer_value(json_object_get(heat, "line_size")),
+			  "other", other);
+	return *body ? 0 : kv_fail(e, "out of memory");
+}
+
 const struct kv_command kv_source_commands[] = {
 	{ "source", "source/code/file", code_file },
 	{ "source", "source/api/line", api_line },
@@ -596,5 +742,8 @@ const struct kv_command kv_source_commands[] = {
 	{ "source", "source/details/computeworkload", compute_workload },
 	{ "source", "source/details/memoryGraph", memory_graph },
 	{ "source", "source/details/memoryTable", memory_table },
+	{ "source", "source/details/coreLoad", core_load },
+	{ "source", "source/details/cacheSets", cache_sets },
+	{ "source", "source/details/cacheLines", cache_lines },
 	{ NULL, NULL, NULL },
 };

@@ -1,7 +1,8 @@
 /*
  * view_api_timeline.c: the timeline module of kscope view's API --
- * unit/threads, unit/threadTracesSummary, unit/threadTraces, unit/flows
- * and unit/threadDetail (docs/view.md, "Timeline").  Each handler checks
+ * unit/threads, unit/threadTracesSummary, unit/threadTraces, unit/flows,
+ * unit/threadDetail, unit/counters and unit/counterValues (docs/view.md,
+ * "Timeline").  Each handler checks
  * its params, asks the timeline model (view_tl_int.h) and turns the answer
  * into the body's JSON; the model does the work, so these stay thin.
  *
@@ -373,11 +374,119 @@ static int h_detail(const struct ks_view *v, json_t *params, json_t **body,
 	return *body ? 0 : kv_fail(e, "out of memory");
 }
 
+/* unit/counters: the counter tracks, in display order. */
+static int h_counters(const struct ks_view *v, json_t *params, json_t **body,
+		      struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+	const struct kv_timeline *tl;
+	json_t *list;
+
+	if (kv_param_card(v, params, KV_TIMELINE, &c, e) < 0)
+		return -1;
+	tl = c->tl;
+	list = json_array();
+	*body = json_pack("{s:I, s:I, s:o}", "startTime", (json_int_t)0, "endTime",
+			  (json_int_t)tl->counter_end, "counters", list);
+	if (!*body)
+		return kv_fail(e, "out of memory");
+	for (uint32_t k = 0; k < tl->ncounters; k++) {
+		const struct kv_tl_counter *ct = &tl->counters[tl->counter_order[k]];
+		uint32_t p = kv_tl_process_find(tl, kv_tl_str(tl, ct->pid));
+		uint32_t pname = p != KV_TL_NONE && tl->processes[p].name ?
+				 tl->processes[p].name : ct->pid;
+		json_t *series = json_array();
+
+		for (uint32_t i = 0; i < ct->nseries; i++)
+			json_array_append_new(series, json_string(kv_tl_str(tl, ct->series[i])));
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:o, s:f, s:I}",
+			"pid", kv_tl_str(tl, ct->pid),
+			"processName", kv_tl_str(tl, pname),
+			"tid", kv_tl_str(tl, ct->tid),
+			"name", kv_tl_str(tl, ct->name),
+			"series", series,
+			"max", ct->max,
+			"samples", (json_int_t)ct->n));
+	}
+	return 0;
+}
+
+/* unit/counterValues: one counter's samples in a window. */
+static int h_counter_values(const struct ks_view *v, json_t *params, json_t **body,
+			    struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+	const struct kv_tl_counter *ct;
+	char pid[256], tid[256], name[1024];
+	int64_t ws, we;
+	double tpp;
+	uint32_t k;
+	struct kv_tl_citem *it;
+	size_t n;
+	json_t *data, *series, *nj = json_object_get(params, "name");
+
+	tid[0] = '\0';
+	if (kv_param_card(v, params, KV_TIMELINE, &c, e) < 0 ||
+	    param_track(params, "processId", pid, sizeof(pid), e) < 0 ||
+	    (json_object_get(params, "threadId") &&
+	     param_track(params, "threadId", tid, sizeof(tid), e) < 0) ||
+	    param_window(params, &ws, &we, &tpp, e) < 0)
+		return -1;
+	if (!json_is_string(nj) || json_string_length(nj) >= sizeof(name))
+		return kv_fail(e, "params.name is %s; a counter's name (a string of at most "
+			       "%zu bytes, as unit/counters gives it) is expected",
+			       !nj ? "missing" : json_is_string(nj) ? "too long" : "not a string",
+			       sizeof(name) - 1);
+	memcpy(name, json_string_value(nj), json_string_length(nj) + 1);
+	k = kv_tl_counter_find(c->tl, pid, tid, name);
+	if (k == KV_TL_NONE)
+		return kv_fail(e, "card \"%.100s\" has no counter \"%.100s\" of process "
+			       "\"%.100s\"%s%.100s; unit/counters lists its counters", c->id, name,
+			       pid, tid[0] ? " and thread " : "", tid);
+	ct = &c->tl->counters[k];
+	if (kv_tl_counter_query(c->tl, k, ws, we, tpp, &it, &n) < 0)
+		return kv_fail(e, "out of memory");
+	series = json_array();
+	for (uint32_t i = 0; i < ct->nseries; i++)
+		json_array_append_new(series, json_string(kv_tl_str(c->tl, ct->series[i])));
+	data = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const double *first = ct->vals + it[i].first * ct->nseries;
+		const double *last = first + (it[i].count - 1) * ct->nseries;
+		json_t *vals = json_array(), *o;
+
+		for (uint32_t s = 0; s < ct->nseries; s++) {
+			double m = first[s];
+
+			for (uint64_t j = 1; j < it[i].count; j++)
+				if (first[j * ct->nseries + s] > m)
+					m = first[j * ct->nseries + s];
+			json_array_append_new(vals, json_real(m));
+		}
+		o = json_pack("{s:I, s:o, s:I}", "startTime", (json_int_t)ct->ts[it[i].first],
+			      "values", vals, "count", (json_int_t)it[i].count);
+		if (o && it[i].count > 1) {
+			json_t *lv = json_array();
+
+			for (uint32_t s = 0; s < ct->nseries; s++)
+				json_array_append_new(lv, json_real(last[s]));
+			json_object_set_new(o, "last", lv);
+		}
+		json_array_append_new(data, o);
+	}
+	free(it);
+	*body = json_pack("{s:s, s:o, s:f, s:o}", "name", name, "series", series, "max",
+			  ct->max, "data", data);
+	return *body ? 0 : kv_fail(e, "out of memory");
+}
+
 const struct kv_command kv_timeline_commands[] = {
 	{ "timeline", "unit/threads", h_threads },
 	{ "timeline", "unit/threadTracesSummary", h_summary },
 	{ "timeline", "unit/threadTraces", h_traces },
 	{ "timeline", "unit/flows", h_flows },
 	{ "timeline", "unit/threadDetail", h_detail },
+	{ "timeline", "unit/counters", h_counters },
+	{ "timeline", "unit/counterValues", h_counter_values },
 	{ NULL, NULL, NULL },
 };

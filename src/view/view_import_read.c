@@ -268,6 +268,32 @@ static int load_timeline(struct kv_import *im, struct kv_card *c, const char *te
 	return 0;
 }
 
+/* A 0x0B payload (whole 32-byte CacheRecords, little-endian u32s) as a
+ * JSON array of arrays of its eight counts, in the record's order. */
+static json_t *cache_records_json(const void *data, uint64_t len)
+{
+	const unsigned char *p = data;
+	json_t *all = json_array();
+
+	for (uint64_t off = 0; all && off + KS_VB_CACHE_RECORD_SIZE <= len;
+	     off += KS_VB_CACHE_RECORD_SIZE) {
+		json_t *rec = json_array();
+
+		for (unsigned f = 0; rec && f < 8; f++) {
+			const unsigned char *q = p + off + 4 * f;
+
+			json_array_append_new(rec, json_integer((json_int_t)(
+				(uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+				(uint32_t)q[3] << 24)));
+		}
+		if (!rec || json_array_append_new(all, rec)) {
+			json_decref(all);
+			return NULL;
+		}
+	}
+	return all;
+}
+
 static int read_container(struct kv_import *im, struct kv_card *c, const char *path)
 {
 	struct ks_vb_reader *r = NULL;
@@ -314,8 +340,15 @@ static int read_container(struct kv_import *im, struct kv_card *c, const char *p
 			rc = load_timeline(im, c, pl, len, what);
 			break;
 		case KS_VB_MEMORY_TIMING:
-		case KS_VB_CACHE_RECORDS:
 			break; /* binary records: nothing the page shows yet */
+		case KS_VB_CACHE_RECORDS:
+			/* Kept as a JSON array of the records' eight counts
+			 * (the Details page's cache sets); the check passed,
+			 * so the size is a multiple of the record. */
+			if (!c->block[b->type] &&
+			    !(c->block[b->type] = cache_records_json(pl, len)))
+				rc = ks_err_set(im->err, -ENOMEM, "%s: out of memory", path);
+			break;
 		default: {
 			json_error_t je;
 
@@ -687,6 +720,8 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 	for (unsigned t = KS_VB_BASE_INFO; t <= KS_VB_MEMORY_TABLE; t++)
 		if (c->block[t])
 			c->kinds |= KV_DETAILS;
+	if (c->block[KS_VB_CORE_LOAD])
+		c->kinds |= KV_DETAILS;
 	if (c->block[KS_VB_ROOFLINE])
 		c->kinds |= KV_ROOFLINE;
 	if (c->profile)

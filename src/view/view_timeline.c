@@ -230,6 +230,14 @@ void kv_tl_free(struct kv_timeline *tl)
 	free(tl->pmap);
 	free(tl->flows);
 	free(tl->flow_index);
+	for (uint32_t i = 0; i < tl->ncounters; i++) {
+		free(tl->counters[i].series);
+		free(tl->counters[i].ts);
+		free(tl->counters[i].vals);
+	}
+	free(tl->counters);
+	free(tl->counter_order);
+	free(tl->ctr_map);
 	free(tl);
 }
 
@@ -518,6 +526,170 @@ int kv_tl_flow(struct kv_timeline *tl, const char *id, const char *cat,
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Counters                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The string that names counter (pid, tid, name) in the string table,
+ * malloc'ed; NULL when out of memory. */
+static char *counter_key(const char *pid, const char *tid, const char *name)
+{
+	size_t n = strlen(pid) + strlen(tid) + strlen(name) + 3;
+	char *k = malloc(n);
+
+	if (k)
+		snprintf(k, n, "%s\x1f%s\x1f%s", pid, tid, name);
+	return k;
+}
+
+/* The counter of key string id key, created on first sight; KV_TL_NONE
+ * when out of memory or past KV_TL_MAX_COUNTERS (*rc says which). */
+static uint32_t counter_get(struct kv_timeline *tl, uint32_t key, const char *pid,
+			    const char *tid, const char *name, int *rc)
+{
+	struct kv_tl_counter *c;
+	uint32_t p, ti, n;
+
+	if (key < tl->ctr_mapcap && tl->ctr_map[key])
+		return tl->ctr_map[key] - 1;
+	*rc = -E2BIG;
+	if (tl->ncounters >= KV_TL_MAX_COUNTERS)
+		return KV_TL_NONE;
+	*rc = -ENOMEM;
+	if (key >= tl->ctr_mapcap) {
+		uint32_t nc = tl->ctr_mapcap ? tl->ctr_mapcap : 64;
+		uint32_t *m;
+
+		while (nc <= key && nc < UINT32_MAX / 2)
+			nc *= 2;
+		if (nc <= key)
+			return KV_TL_NONE;
+		m = realloc(tl->ctr_map, (size_t)nc * sizeof(*m));
+		if (!m)
+			return KV_TL_NONE;
+		memset(m + tl->ctr_mapcap, 0, (size_t)(nc - tl->ctr_mapcap) * sizeof(*m));
+		tl->ctr_map = m;
+		tl->ctr_mapcap = nc;
+	}
+	p = strtab_add(&tl->strs, pid);
+	ti = strtab_add(&tl->strs, tid);
+	n = strtab_add(&tl->strs, name);
+	if (p == KV_TL_NONE || ti == KV_TL_NONE || n == KV_TL_NONE ||
+	    grow32((void **)&tl->counters, tl->ncounters, &tl->ctrcap,
+		   sizeof(*tl->counters)) < 0)
+		return KV_TL_NONE;
+	c = &tl->counters[tl->ncounters];
+	memset(c, 0, sizeof(*c));
+	c->pid = p;
+	c->tid = ti;
+	c->name = n;
+	tl->ctr_map[key] = ++tl->ncounters;
+	*rc = 0;
+	return tl->ncounters - 1;
+}
+
+/* The index of series s of c, added (every sample so far 0 in it) on
+ * first sight; -1 when out of memory. */
+static int64_t counter_series(struct kv_tl_counter *c, uint32_t s)
+{
+	uint32_t *ns;
+	double *nv = NULL;
+	uint32_t k = c->nseries;
+
+	for (uint32_t i = 0; i < k; i++)
+		if (c->series[i] == s)
+			return i;
+	if (k >= 4096)
+		return -1;
+	ns = realloc(c->series, ((size_t)k + 1) * sizeof(*ns));
+	if (!ns)
+		return -1;
+	c->series = ns;
+	if (c->cap) {
+		/* a new column: the rows are laid out again, wider */
+		nv = calloc(c->cap * ((size_t)k + 1), sizeof(*nv));
+		if (!nv)
+			return -1;
+		for (uint64_t r = 0; r < c->n; r++)
+			memcpy(nv + r * (k + 1), c->vals + r * k, k * sizeof(*nv));
+		free(c->vals);
+		c->vals = nv;
+	}
+	c->series[k] = s;
+	c->nseries = k + 1;
+	return k;
+}
+
+int kv_tl_counter(struct kv_timeline *tl, const char *pid, const char *tid,
+		  const char *name, int64_t ts_ns, size_t n, const char *const *series,
+		  const double *values)
+{
+	struct kv_tl_counter *c;
+	char *k;
+	uint32_t key, ci;
+	uint64_t cap;
+	int rc = -ENOMEM;
+
+	if (tl->finished)
+		return -EINVAL;
+	pid = pid ? pid : "";
+	tid = tid ? tid : "";
+	name = name ? name : "";
+	k = counter_key(pid, tid, name);
+	if (!k)
+		return -ENOMEM;
+	key = strtab_add(&tl->strs, k);
+	free(k);
+	if (key == KV_TL_NONE)
+		return -ENOMEM;
+	ci = counter_get(tl, key, pid, tid, name, &rc);
+	if (ci == KV_TL_NONE)
+		return rc;
+	c = &tl->counters[ci];
+	for (size_t i = 0; i < n; i++) {
+		uint32_t s = strtab_add(&tl->strs, series[i]);
+
+		if (s == KV_TL_NONE || counter_series(c, s) < 0)
+			return -ENOMEM;
+	}
+	cap = c->cap;
+	if (grow((void **)&c->ts, c->n, &cap, sizeof(*c->ts)) < 0)
+		return -ENOMEM;
+	if (cap != c->cap) {
+		double *v = realloc(c->vals, (size_t)cap * (c->nseries ? c->nseries : 1) *
+				    sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;  /* c->cap stays that of vals; ts has more */
+		c->vals = v;
+		c->cap = cap;
+	}
+	c->ts[c->n] = ts_ns;
+	memset(c->vals + c->n * c->nseries, 0, c->nseries * sizeof(*c->vals));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t s = strtab_add(&tl->strs, series[i]);
+
+		c->vals[c->n * c->nseries + (uint64_t)counter_series(c, s)] = values[i];
+	}
+	c->n++;
+	return 0;
+}
+
+uint32_t kv_tl_counter_find(const struct kv_timeline *tl, const char *pid,
+			    const char *tid, const char *name)
+{
+	char *k = counter_key(pid, tid, name);
+	uint32_t key;
+
+	if (!k)
+		return KV_TL_NONE;
+	key = strtab_find(&tl->strs, k, strlen(k));
+	free(k);
+	if (key == KV_TL_NONE || key >= tl->ctr_mapcap || !tl->ctr_map[key])
+		return KV_TL_NONE;
+	return tl->ctr_map[key] - 1;
+}
+
 uint64_t kv_tl_slices(const struct kv_timeline *tl)
 {
 	return tl->nslices;
@@ -692,6 +864,109 @@ static uint32_t bind_time(const struct kv_timeline *tl, uint32_t th, int64_t t)
 	return KV_TL_NONE;
 }
 
+static int ts_idx_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const int64_t *ts = ctx;
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	if (ts[a] != ts[b])
+		return ts[a] < ts[b] ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* Sorts counter c's samples by time (those of equal time keep their
+ * order: the last one holds), makes them relative to the origin and
+ * drops those before it but the one in force there, moved to 0. */
+static int finish_counter(struct kv_timeline *tl, struct kv_tl_counter *c)
+{
+	uint64_t k = 0, w = c->nseries;
+	bool sorted = true;
+
+	for (uint64_t i = 1; i < c->n && sorted; i++)
+		sorted = c->ts[i - 1] <= c->ts[i];
+	if (!sorted) {
+		uint64_t *idx = malloc(c->n * sizeof(*idx));
+		int64_t *ts = malloc(c->n * sizeof(*ts));
+		double *v = malloc(c->n * (w ? w : 1) * sizeof(*v));
+
+		if (!idx || !ts || !v) {
+			free(idx);
+			free(ts);
+			free(v);
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < c->n; i++)
+			idx[i] = i;
+		qsort_r(idx, c->n, sizeof(*idx), ts_idx_cmp, c->ts);
+		for (uint64_t i = 0; i < c->n; i++) {
+			ts[i] = c->ts[idx[i]];
+			memcpy(v + i * w, c->vals + idx[i] * w, w * sizeof(*v));
+		}
+		free(idx);
+		free(c->ts);
+		free(c->vals);
+		c->ts = ts;
+		c->vals = v;
+		c->cap = c->n;
+	}
+	for (uint64_t i = 0; i < c->n; i++)
+		c->ts[i] = c->ts[i] < tl->origin ? -1 : c->ts[i] - tl->origin;
+	while (k < c->n && c->ts[k] < 0)
+		k++;
+	if (k && (k == c->n || c->ts[k] > 0)) {
+		k--;
+		c->ts[k] = 0;
+	}
+	if (k) {
+		memmove(c->ts, c->ts + k, (c->n - k) * sizeof(*c->ts));
+		memmove(c->vals, c->vals + k * w, (c->n - k) * w * sizeof(*c->vals));
+		c->n -= k;
+	}
+	c->max = 0;
+	for (uint64_t i = 0; i < c->n * w; i++)
+		if (c->vals[i] > c->max)
+			c->max = c->vals[i];
+	if (c->n && c->ts[c->n - 1] > tl->counter_end)
+		tl->counter_end = c->ts[c->n - 1];
+	return 0;
+}
+
+static int finish_counters(struct kv_timeline *tl)
+{
+	uint64_t *rank;
+	uint32_t m = 0, *prank;
+
+	tl->counter_end = 0;
+	tl->counter_order = malloc(((size_t)tl->ncounters + 1) * sizeof(*tl->counter_order));
+	if (!tl->counter_order)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < tl->ncounters; i++)
+		if (finish_counter(tl, &tl->counters[i]) < 0)
+			return -ENOMEM;
+	/* by the rank of their process (none: last), then first sight */
+	rank = malloc(((size_t)tl->ncounters + 1) * sizeof(*rank));
+	prank = malloc(((size_t)tl->nprocesses + 1) * sizeof(*prank));
+	if (!rank || !prank) {
+		free(rank);
+		free(prank);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < tl->nprocesses; k++)
+		prank[tl->proc_order[k]] = k;
+	for (uint32_t i = 0; i < tl->ncounters; i++) {
+		uint32_t p = pmap_get(tl, tl->counters[i].pid);
+
+		rank[i] = (uint64_t)(p == KV_TL_NONE ? tl->nprocesses : prank[p]) << 32 | i;
+	}
+	if (tl->ncounters > 1)
+		qsort(rank, tl->ncounters, sizeof(*rank), u64_cmp);
+	for (; m < tl->ncounters; m++)
+		tl->counter_order[m] = (uint32_t)(rank[m] & UINT32_MAX);
+	free(rank);
+	free(prank);
+	return 0;
+}
+
 int kv_tl_finish(struct kv_timeline *tl, struct ks_err *err)
 {
 	struct kv_tl_slice *s = tl->slices, *tmp = NULL;
@@ -710,6 +985,14 @@ int kv_tl_finish(struct kv_timeline *tl, struct ks_err *err)
 		for (int k = 0; k < 2; k++)
 			if (tl->flows[i].ts[k] < tl->origin)
 				tl->origin = tl->flows[i].ts[k];
+	/* Counters do not move it (a trace's span is its slices', as the
+	 * Perfetto reader, which skips counters, gives it too), unless the
+	 * trace has nothing else. */
+	if (tl->origin == INT64_MAX)
+		for (uint32_t c = 0; c < tl->ncounters; c++)
+			for (uint64_t i = 0; i < tl->counters[c].n; i++)
+				if (tl->counters[c].ts[i] < tl->origin)
+					tl->origin = tl->counters[c].ts[i];
 	if (tl->origin == INT64_MAX)
 		tl->origin = 0;
 	tl->last_end = 0;
@@ -832,6 +1115,8 @@ int kv_tl_finish(struct kv_timeline *tl, struct ks_err *err)
 	for (uint32_t p = 0; p < tl->nprocesses; p++)
 		tl->proc_order[p] = p;
 	qsort_r(tl->proc_order, tl->nprocesses, sizeof(uint32_t), process_order_cmp, tl);
+	if (finish_counters(tl) < 0)
+		goto nomem;
 
 	/* Flows: bind both ends, index them by slice. */
 	tl->flow_index = malloc((tl->nflows * 2 + 1) * sizeof(*tl->flow_index));
@@ -1124,4 +1409,73 @@ int64_t kv_tl_self_time(const struct kv_timeline *tl, uint64_t slice)
 			self -= b - a;
 	}
 	return self < 0 ? 0 : self;
+}
+
+/*
+ * The samples of a counter in a window, cut into items as kv_tl_query
+ * cuts a depth: an item takes the samples starting less than a pixel
+ * after its first, so the next item starts a pixel or more later.
+ */
+int kv_tl_counter_query(const struct kv_timeline *tl, uint32_t c, int64_t ws, int64_t we,
+			double time_per_px, struct kv_tl_citem **out, size_t *n)
+{
+	const struct kv_tl_counter *k = &tl->counters[c];
+	uint64_t lo = 0, hi = k->n, i, e;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	/* i: the first sample after ws; the one before it is in force at ws */
+	while (lo < hi) {
+		uint64_t m = lo + (hi - lo) / 2;
+
+		if (k->ts[m] <= ws)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	i = lo ? lo - 1 : 0;
+	lo = i;
+	hi = k->n;
+	while (lo < hi) {
+		uint64_t m = lo + (hi - lo) / 2;
+
+		if (k->ts[m] <= we)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	e = lo;
+	while (i < e) {
+		/* the first sample in (i, e) a pixel or more after sample i */
+		double lim = (double)k->ts[i] + time_per_px;
+		uint64_t a = i + 1, b = e;
+
+		while (a < b) {
+			uint64_t m = a + (b - a) / 2;
+
+			if ((double)k->ts[m] < lim)
+				a = m + 1;
+			else
+				b = m;
+		}
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct kv_tl_citem *q = realloc(*out, nc * sizeof(*q));
+
+			if (!q) {
+				free(*out);
+				*out = NULL;
+				*n = 0;
+				return -ENOMEM;
+			}
+			*out = q;
+			cap = nc;
+		}
+		(*out)[*n].first = i;
+		(*out)[*n].count = a - i;
+		(*n)++;
+		i = a;
+	}
+	return 0;
 }

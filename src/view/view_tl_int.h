@@ -108,12 +108,44 @@ struct kv_timeline {
 	 * once per bound end (twice if both ends are the same slice: once) */
 	uint64_t *flow_index;
 	uint64_t nflow_index;
+	struct kv_tl_counter *counters;
+	uint32_t ncounters, ctrcap;
+	/* display order (after kv_tl_finish): the counters of processes with
+	 * tracks in the processes' order, then the others, each group in
+	 * order of first sight; indexes into counters */
+	uint32_t *counter_order;
+	uint32_t *ctr_map, ctr_mapcap; /* key string id -> counter + 1 */
+	int64_t counter_end;     /* ns from the origin of the latest sample */
 	int64_t origin;     /* absolute ns of the earliest event */
 	int64_t last_end;   /* ns from the origin of the latest end */
 	uint32_t last_thread; /* the builder's one-entry cache */
 	uint32_t last_pid, last_tid;
 	int finished;
 };
+
+/* A counter track: the samples of the "C" events of one name in one
+ * process (and thread, when its events name one).  After kv_tl_finish
+ * the samples are in time order, from the origin; a sample holds until
+ * the next one (a step chart). */
+struct kv_tl_counter {
+	uint32_t pid, tid;  /* string ids; tid 0: the process's counter */
+	uint32_t name;      /* string id */
+	uint32_t nseries;
+	uint32_t *series;   /* string ids of the series, in order of first sight */
+	uint64_t n, cap;    /* samples */
+	int64_t *ts;        /* ns */
+	double *vals;       /* nseries per sample; a series an event lacks is 0 */
+	double max;         /* the largest value of any series (0 if none above) */
+};
+
+/* Adds a sample of counter name of process pid (thread tid; NULL or ""
+ * for the process's) at ts_ns: series[i] has values[i] (finite).
+ * Counters make no process or thread track of their own.  0, -EINVAL
+ * after kv_tl_finish, -ENOMEM, -E2BIG past KV_TL_MAX_COUNTERS tracks. */
+#define KV_TL_MAX_COUNTERS 65536
+int kv_tl_counter(struct kv_timeline *tl, const char *pid, const char *tid,
+		  const char *name, int64_t ts_ns, size_t n, const char *const *series,
+		  const double *values);
 
 /* The text of string id s ("" for 0). */
 static inline const char *kv_tl_str(const struct kv_timeline *tl, uint32_t s)
@@ -154,6 +186,22 @@ int kv_tl_busy(const struct kv_timeline *tl, uint32_t pr, int64_t ws, int64_t we
  * indices in tl->flows, in the order they were added.  0 or -ENOMEM. */
 int kv_tl_flows_of(const struct kv_timeline *tl, uint64_t slice, uint64_t **out,
 		   size_t *n);
+
+/* An item of a unit/counterValues answer: samples [first, first+count)
+ * of a counter merged where they start within a pixel of the first. */
+struct kv_tl_citem {
+	uint64_t first, count;
+};
+
+/* The samples of counter c in force in [ws, we] (the last one at or
+ * before ws, then those up to we), merged as kv_tl_citem says.  *out
+ * malloc'ed; at most (we - ws) / time_per_px + 2 items.  0 or -ENOMEM. */
+int kv_tl_counter_query(const struct kv_timeline *tl, uint32_t c, int64_t ws, int64_t we,
+			double time_per_px, struct kv_tl_citem **out, size_t *n);
+
+/* The counter (pid, tid, name); KV_TL_NONE if absent. */
+uint32_t kv_tl_counter_find(const struct kv_timeline *tl, const char *pid,
+			    const char *tid, const char *name);
 
 /* The time of slice id not covered by its direct children (the slices one
  * depth deeper overlapping it). */

@@ -16,8 +16,11 @@
  *                 thread_sort_index
  *   "s" "t" "f"   flow steps, linked per (cat, id) in time order; each
  *                 end binds to the slice enclosing its time (kv_tl_flow)
- * and everything else ("C" counters, "P" samples, object and memory-dump
- * events, ...) is skipped: the timeline shows slices and flows only.
+ *   "C"           counter samples: one counter track per name (and "id")
+ *                 per process, or per thread when the event has a "tid",
+ *                 a series per numeric member of args (kv_tl_counter)
+ * and everything else ("P" samples, object and memory-dump events, ...)
+ * is skipped.
  * pid and tid may be numbers or strings (both become their text); ts and
  * dur are microseconds, possibly fractional, and become integer
  * nanoseconds (rounded); "displayTimeUnit" only concerns display.  args
@@ -675,6 +678,57 @@ static int flow_event(struct scan *sc, char ph, int64_t ts)
 	return 0;
 }
 
+/* "C": a sample of a counter, one series per member of args that is a
+ * finite number (the others are skipped, as Chrome's viewer skips them;
+ * so is an event with none, and one whose args jansson cannot read:
+ * counters were once skipped altogether, and a trace that loaded then
+ * still does).  With an "id" the counter is "NAME ID", as in Chrome. */
+static int counter_event(struct scan *sc, int64_t ts)
+{
+	json_t *args, *v;
+	const char *key, **names;
+	double *vals;
+	char *name = NULL;
+	size_t n = 0, cap;
+	int rc = 0;
+
+	if (!sc->args)
+		return 0;
+	args = json_loadb(sc->args, sc->args_len, JSON_DECODE_INT_AS_REAL, NULL);
+	if (!args)
+		return 0;
+	cap = json_object_size(args);
+	names = malloc((cap ? cap : 1) * sizeof(*names));
+	vals = malloc((cap ? cap : 1) * sizeof(*vals));
+	if (sc->has_id) {
+		name = malloc(sc->name.len + sc->id.len + 2);
+		if (name)
+			sprintf(name, "%s %s", fb(&sc->name), fb(&sc->id));
+	}
+	if (!names || !vals || (sc->has_id && !name)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	json_object_foreach(args, key, v) {
+		if (json_is_number(v) && isfinite(json_number_value(v)) && n < cap) {
+			names[n] = key;
+			vals[n++] = json_number_value(v);
+		}
+	}
+	if (n)
+		rc = kv_tl_counter(sc->tl, fb(&sc->pid), sc->has_tid ? fb(&sc->tid) : "",
+				   name ? name : fb(&sc->name), ts, n, names, vals);
+out:
+	free(names);
+	free(vals);
+	free(name);
+	json_decref(args);
+	if (rc == -E2BIG)
+		return scan_fail(sc, rc, "more than %u counter tracks; kscope view does not "
+				 "read timelines with that many", KV_TL_MAX_COUNTERS);
+	return add_rc(sc, rc);
+}
+
 /* Acts on the event whose fields were just read. */
 static int do_event(struct scan *sc)
 {
@@ -691,8 +745,14 @@ static int do_event(struct scan *sc)
 	ph = sc->ph.p[0];
 	if (ph == 'M')
 		return meta_event(sc);
+	/* A counter without a time or out of range is skipped, as all
+	 * counters once were; it does not end the slices left open
+	 * (see_time): the timeline's span is its slices'. */
+	if (ph == 'C')
+		return sc->has_ts && fabs(sc->ts) * 1000.0 <= TIME_LIMIT_NS ?
+		       counter_event(sc, llround(sc->ts * 1000.0)) : 0;
 	if (!strchr("XBEbeiIstf", ph))
-		return 0;  /* counters, samples, objects, ...: not shown */
+		return 0;  /* samples, objects, ...: not shown */
 	if (!sc->has_ts)
 		return scan_fail(sc, -EINVAL, "a \"%c\" event without \"ts\"", ph);
 	if (to_ns(sc, sc->ts, "ts", &ts) < 0)

@@ -592,6 +592,64 @@ static void test_payload_checks(void **state)
 	}
 }
 
+/* 0x0E: every cache line's fields (docs/formats.md), and the optional
+ * levels, line_size and other. */
+static void test_cacheline_heat_checks(void **state)
+{
+#define HEAT_TOP "{\"address\":\"0x401000\",\"misses\":5,\"function\":\"f\",\"file\":\"a.c\"," \
+		 "\"line\":3,\"source\":\"mov\"}"
+#define HEAT_LINE(misses, ld, st, top) "{\"address\":\"0x40\",\"misses\":" misses \
+		 ",\"load_misses\":" ld ",\"store_misses\":" st ",\"writebacks\":1," \
+		 "\"top_instruction\":" top "}"
+	static const char *const good[] = {
+		"{\"cache_lines\":[]}",
+		"{\"levels\":[\"L1\",\"LL\"],\"line_size\":64,\"cache_lines\":["
+		HEAT_LINE("[6,2]", "4", "2", HEAT_TOP) "," HEAT_LINE("[0,0]", "0", "0", "null")
+		"],\"other\":{\"lines\":3,\"dropped_pairs\":0,\"misses\":[3,1],"
+		"\"load_misses\":3,\"store_misses\":0,\"writebacks\":0}}",
+		"{\"cache_lines\":[" HEAT_LINE("[6]", "6", "0", "null") "]}",
+	};
+	static const struct { const char *json, *msg; } bad[] = {
+		{ "{\"cache_lines\":[1]}", "cache line 0: bad or missing" },
+		{ "{\"cache_lines\":[" HEAT_LINE("[6,7]", "4", "2", "null") "]}",
+		  "cache line 0: bad or missing \"misses\"" },
+		{ "{\"cache_lines\":[" HEAT_LINE("[6,2]", "4", "1", "null") "]}",
+		  "load_misses + store_misses" },
+		{ "{\"cache_lines\":[" HEAT_LINE("[6]", "6", "0", "null") ","
+		  HEAT_LINE("[6,2]", "6", "0", "null") "]}", "cache line 1: bad or missing" },
+		{ "{\"cache_lines\":[" HEAT_LINE("[4]", "4", "0", HEAT_TOP) "]}",
+		  "more misses than its line" },
+		{ "{\"cache_lines\":[" HEAT_LINE("[6]", "6", "0", "{}") "]}",
+		  "\"top_instruction\"" },
+		{ "{\"levels\":[\"L1\"],\"cache_lines\":[" HEAT_LINE("[6,2]", "4", "2", "null")
+		  "]}", "cache line 0: bad or missing \"misses\"" },
+		{ "{\"levels\":[],\"cache_lines\":[]}", "\"levels\" is not an array" },
+		{ "{\"line_size\":0,\"cache_lines\":[]}", "\"line_size\" is not a positive" },
+		{ "{\"cache_lines\":[],\"other\":{\"lines\":1}}", "\"other\" is not an object" },
+		{ "{\"levels\":[\"L1\"],\"cache_lines\":[],\"other\":{\"lines\":1,"
+		  "\"dropped_pairs\":0,\"misses\":[1,1]}}", "\"other\": bad or missing" },
+		{ "{\"cache_lines\":[{\"address\":\"40\",\"misses\":[0],\"load_misses\":0,"
+		  "\"store_misses\":0,\"writebacks\":0,\"top_instruction\":null}]}",
+		  "\"address\"" },
+	};
+	struct ks_vb_error e;
+	char sum[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(check_json(KS_VB_CACHELINE_HEAT, good[i], sum, sizeof(sum), &e),
+				 0);
+	assert_string_equal(sum, "1 cache line");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(check_json(KS_VB_CACHELINE_HEAT, bad[i].json, sum, sizeof(sum),
+					    &e), -EINVAL);
+		if (!strstr(e.msg, bad[i].msg))
+			fail_msg("case %zu: %s", i, e.msg);
+	}
+#undef HEAT_TOP
+#undef HEAT_LINE
+}
+
 /* ks_vb_check_seed on a JSON payload of type; e->msg on failure. */
 static int seed_json(unsigned type, const char *json, struct ks_vb_error *e)
 {
@@ -808,6 +866,7 @@ int main(void)
 		cmocka_unit_test(test_padding_bytes),
 		cmocka_unit_test(test_unfinished_block),
 		cmocka_unit_test(test_payload_checks),
+		cmocka_unit_test(test_cacheline_heat_checks),
 		cmocka_unit_test(test_seed_checks),
 		cmocka_unit_test(test_type_names),
 		cmocka_unit_test(test_failed_write_cuts_back),

@@ -80,4 +80,20 @@ void kv_fuzz_query(const struct ks_view *v)
 		}
 	}
 	json_decref(threads);
+	/* the counters, coarse and at 1 ns per pixel */
+	threads = ask(v, "unit/counters", json_pack("{s:s}", "cardId", "fuzz"));
+	end = json_integer_value(json_object_get(threads, "endTime"));
+	if (end < 1)
+		end = 1;
+	json_array_foreach(json_object_get(threads, "counters"), i, p)
+		for (int fine = 0; fine < 2; fine++)
+			json_decref(ask(v, "unit/counterValues",
+					json_pack("{s:s,s:O,s:O,s:O,s:I,s:I,s:f}", "cardId", "fuzz",
+						  "processId", json_object_get(p, "pid"),
+						  "threadId", json_object_get(p, "tid"),
+						  "name", json_object_get(p, "name"),
+						  "startTime", (json_int_t)0, "endTime", end,
+						  "timePerPx", fine ? (double)end / 90000.0 + 1.0
+						  : (double)end / 100.0 + 1e-3)));
+	json_decref(threads);
 }

@@ -64,6 +64,15 @@ static const char *const block_json[16] = {
 	[13] = "{\"multiple_rooflines\": [{\"title\": \"Memory Unit\", \"rooflines\": ["
 	       " {\"bw\": 1600.0, \"computility\": 256.0, \"computility_name\": \"Vector FP32\","
 	       "  \"point\": [0.25, 42.5]}]}]}",
+	/* 0x0B as the import keeps it: each record's eight counts. */
+	[11] = "[[5, 1, 0, 4, 2, 2, 0, 1], [0, 0, 1, 0, 0, 0, 0, 0]]",
+	[14] = "{\"levels\": [\"L1\", \"LL\"], \"line_size\": 64, \"cache_lines\": ["
+	       " {\"address\": \"0x40\", \"misses\": [3, 1], \"load_misses\": 2,"
+	       "  \"store_misses\": 1, \"writebacks\": 1, \"top_instruction\": {\"address\":"
+	       "  \"0x401000\", \"misses\": 2, \"function\": \"f\", \"file\": \"a.c\","
+	       "  \"line\": 3, \"source\": \"mov\"}}],"
+	       " \"other\": {\"lines\": 0, \"dropped_pairs\": 0, \"misses\": [0, 0],"
+	       "  \"load_misses\": 0, \"store_misses\": 0, \"writebacks\": 0}}",
 };
 
 static const char source_text[] = "int main(void)\n{\n\treturn 0;\n}\n";

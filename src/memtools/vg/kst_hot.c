@@ -47,6 +47,10 @@
  * number (each instruction remembers the counters its last thread used),
  * and the common cases (a fetch from the line fetched last, an access to
  * the most recently used line of its level-0 set) stay in the helpers.
+ * Only a level-0 miss, in the slow path, also counts the sets of the
+ * second level and the hot lines (one bucket of a small table): the
+ * hits cost nothing more (with one level, whose sets count every
+ * access, every access takes the slow path).
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_clientstate.h"
@@ -119,6 +123,17 @@ static ULong interval;            /* bandwidth bucket width, doubles */
 static Bool trace_open, trace_gate_main, trace_opened_at_main;
 static UInt trace_tid;
 static ULong trace_clock;
+/* The per-set counters (KST_SET_N per set) of level set_level: the
+ * second level, or the only one; summed over threads (one runs at a
+ * time).  Counted by the cache model on the accesses that reach that
+ * level (struct kst_hc_obs), so level-0 hits cost nothing. */
+static UInt set_level;
+static UWord set_count;
+static ULong *set_ctrs;
+static UInt l0_line_bits;         /* level 0's line is 2^l0_line_bits bytes */
+/* With one level, the sets of level 0 count every access: do_data's
+ * fast path is given this set, which no line matches. */
+static UWord no_line_set[1] = { KST_HC_EMPTY };
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -370,6 +385,8 @@ struct hins {
 	UChar bytes[16];
 	Addr addr;
 	UInt flops;
+	UChar vlanes, velem;      /* vector lanes used and their bits, 0 0
+				   * without lane-wise vector work */
 	Int file, fn;             /* -1: unknown */
 	UInt line;                /* 0: unknown */
 	struct hins *hnext;       /* hash chain, by (addr, len) */
@@ -523,6 +540,13 @@ static struct hthread *thread_new(ThreadId tid)
 	t->l0_mask = t->hier.lv[0]->set_mask;
 	t->l0_assoc = t->hier.lv[0]->assoc;
 	t->l0_bits = t->hier.lv[0]->line_bits;
+	if (set_level == 0) {
+		/* One level: its sets are counted, hits too, so every access
+		 * takes the slow path (a set no line matches). */
+		t->l0_tags = no_line_set;
+		t->l0_mask = 0;
+		t->l0_assoc = 0;
+	}
 	return t;
 }
 
@@ -721,6 +745,107 @@ static __attribute__((noinline)) void trace_close(struct hthread *t)
 }
 
 /* ------------------------------------------------------------------ */
+/* Cache sets and hot lines                                            */
+/* ------------------------------------------------------------------ */
+
+/* The hot lines: per (level-0 line, instruction), the accesses of that
+ * instruction that missed level 0 on that line (the first line that
+ * missed, for an access touching two), and per line its dirty
+ * write-backs from level 0 (ins HL_WB).  Counted only on level-0
+ * misses.  The pairs live in a set-associative table of HL_BUCKETS
+ * buckets of HL_WAYS pairs, small enough to stay in the host's caches
+ * (a bigger table, or one pruned by sweeps, slowed streaming programs,
+ * which miss on a new line at every step, by some 10%): a new pair that
+ * finds its bucket full replaces the pair of the bucket with the fewest
+ * level-0 misses (write-backs for HL_WB), whose counts go to hl_other.
+ * The hot pairs stay, every count is in the table or in hl_other, and
+ * each access costs one bucket. */
+struct hline {
+	UWord line;               /* KST_HC_EMPTY: a free slot */
+	UInt ins;                 /* instruction id, or HL_WB */
+	ULong ld, st;             /* loads, stores that missed level 0;
+				   * HL_WB: ld counts the write-backs */
+	ULong miss[KS_SIM_MAX_LEVELS]; /* misses of each level */
+};
+#define HL_WB (~0u)
+#define HL_WAYS 4
+#define HL_BUCKETS (1u << 11)
+static struct hline *hl;          /* HL_BUCKETS * HL_WAYS pairs */
+static struct hline hl_other;     /* the sums of the replaced pairs */
+static ULong hl_other_wb;         /* and of the replaced write-backs */
+static ULong hl_dropped;          /* pairs replaced */
+
+static void hl_init(void)
+{
+	UInt i;
+
+	hl = VG_(malloc)("kst.hot.lines", (SizeT)HL_BUCKETS * HL_WAYS * sizeof(*hl));
+	for (i = 0; i < HL_BUCKETS * HL_WAYS; i++)
+		hl[i].line = KST_HC_EMPTY;
+}
+
+static inline ULong hl_weight(const struct hline *e)
+{
+	return e->ins == HL_WB ? e->ld : e->miss[0];
+}
+
+/* The pair (line, ins), made (replacing the coldest of its bucket when
+ * the bucket is full) if absent.  Pairs are never removed, only
+ * replaced, so a bucket's free slots are at its end. */
+static struct hline *hl_get(UWord line, UInt ins)
+{
+	ULong h = ((ULong)line ^ ((ULong)ins << 40)) * 0x9E3779B97F4A7C15ULL;
+	struct hline *b = hl + ((UInt)(h >> 40) & (HL_BUCKETS - 1)) * HL_WAYS, *v = b;
+	UInt i, k;
+
+	for (i = 0; i < HL_WAYS; i++) {
+		if (b[i].line == line && b[i].ins == ins)
+			return &b[i];
+		if (b[i].line == KST_HC_EMPTY) {
+			v = &b[i];
+			goto fill;
+		}
+		if (hl_weight(&b[i]) < hl_weight(v))
+			v = &b[i];
+	}
+	if (v->ins == HL_WB) {
+		hl_other_wb += v->ld;
+	} else {
+		hl_other.ld += v->ld;
+		hl_other.st += v->st;
+		for (k = 0; k < KS_SIM_MAX_LEVELS; k++)
+			hl_other.miss[k] += v->miss[k];
+	}
+	hl_dropped++;
+fill:
+	VG_(memset)(v, 0, sizeof(*v));
+	v->line = line;
+	v->ins = ins;
+	return v;
+}
+
+/* A counted data access of instruction in missed level 0 (a store when
+ * write), served by level r >= 1; obs says which lines. */
+static __attribute__((noinline)) void heat_note(const struct hins *in, Bool write, UInt r,
+						const struct kst_hc_obs *obs)
+{
+	struct hline *e;
+	UInt k;
+
+	if (r) {
+		e = hl_get(obs->first_miss, in->id);
+		if (write)
+			e->st++;
+		else
+			e->ld++;
+		for (k = 0; k < r; k++)
+			e->miss[k]++;
+	}
+	for (k = 0; k < obs->nwb; k++)
+		hl_get(obs->wb[k], HL_WB)->ld++;
+}
+
+/* ------------------------------------------------------------------ */
 /* Run-time helpers                                                    */
 /* ------------------------------------------------------------------ */
 
@@ -850,10 +975,18 @@ static __attribute__((noinline)) void data_slow(struct hthread *t, struct hins *
 						Addr a, UWord info)
 {
 	ULong *bw = t->active ? bw_row(t) : NULL;
-	UInt r = kst_hc_data(&t->hier, a, ACC_SIM(info), (info & ACC_WR) != 0, bw);
+	struct kst_hc_obs obs;
+	UInt r;
 
-	if (t->active)
+	obs.sets = set_ctrs;
+	obs.sets_level = set_level;
+	r = kst_hc_data(&t->hier, a, ACC_SIM(info), (info & ACC_WR) != 0, bw,
+			t->active ? &obs : NULL);
+	if (t->active) {
 		count_data(t, in, info, r, bw);
+		if (r || obs.nwb)
+			heat_note(in, (info & ACC_WR) != 0, r, &obs);
+	}
 }
 
 static inline __attribute__((always_inline)) void do_data(struct hthread *t,
@@ -962,6 +1095,10 @@ static VG_REGPARM(3) void h_d(struct hins *in, Addr a, UWord info)
 
 struct facts {
 	UInt flops;
+	UInt vbits;               /* lane-wise vector work: lanes x element bits,
+				   * summed over the operations (op_lanes) */
+	UInt vwide, velem;        /* the widest such operation's lanes x bits,
+				   * and its element bits */
 	Bool divsqrt, vector, load, store;
 };
 
@@ -1054,11 +1191,156 @@ static Bool op_is_vector(IROp op)
 	       fp_or_simd_type(a3) || fp_or_simd_type(a4);
 }
 
+/* The lanes a lane-wise operation works on, and in *elem their bits; 0
+ * for any other.  Lane-wise: arithmetic, minimum and maximum, averages,
+ * compares, absolute value and negation, and per-lane shifts, on
+ * floating-point or integer vectors of 64 to 256 bits (a "scalar in a
+ * vector" operation such as addss's Add32F0x4 works on one lane), and
+ * any scalar floating-point operation (one lane of its widest F16, F32
+ * or F64 operand: x87 arithmetic, conversions, the per-lane MAddF32 of
+ * which the front end builds packed FMAs).  Bitwise logic, shuffles,
+ * permutes, packs, widening and pairwise operations have no lanes here:
+ * an instruction made only of them has no vector utilisation. */
+#define LANES(l, b) (*elem = (b), (UInt)(l))
+static UInt op_lanes(IROp op, UInt *elem)
+{
+	IRType ty[5];
+	UInt bits = 0, k;
+
+	switch (op) {
+	case Iop_Abs8x8: case Iop_Add8x8: case Iop_Avg8Ux8: case Iop_CmpEQ8x8:
+	case Iop_CmpGT8Sx8: case Iop_CmpGT8Ux8: case Iop_Max8Sx8: case Iop_Max8Ux8:
+	case Iop_Min8Sx8: case Iop_Min8Ux8: case Iop_Mul8x8: case Iop_QAdd8Sx8:
+	case Iop_QAdd8Ux8: case Iop_QSub8Sx8: case Iop_QSub8Ux8: case Iop_Sar8x8:
+	case Iop_SarN8x8: case Iop_Shl8x8: case Iop_ShlN8x8: case Iop_Shr8x8:
+	case Iop_ShrN8x8: case Iop_Sub8x8:
+		return LANES(8, 8);
+	case Iop_Abs8x16: case Iop_Add8x16: case Iop_Avg8Sx16: case Iop_Avg8Ux16:
+	case Iop_CmpEQ8x16: case Iop_CmpGT8Sx16: case Iop_CmpGT8Ux16: case Iop_Max8Sx16:
+	case Iop_Max8Ux16: case Iop_Min8Sx16: case Iop_Min8Ux16: case Iop_Mul8x16:
+	case Iop_MulHi8Sx16: case Iop_MulHi8Ux16: case Iop_QAdd8Sx16: case Iop_QAdd8Ux16:
+	case Iop_QSub8Sx16: case Iop_QSub8Ux16: case Iop_Sar8x16: case Iop_SarN8x16:
+	case Iop_Shl8x16: case Iop_ShlN8x16: case Iop_Shr8x16: case Iop_ShrN8x16:
+	case Iop_Sub8x16:
+		return LANES(16, 8);
+	case Iop_Add8x32: case Iop_Avg8Ux32: case Iop_CmpEQ8x32: case Iop_CmpGT8Sx32:
+	case Iop_Max8Sx32: case Iop_Max8Ux32: case Iop_Min8Sx32: case Iop_Min8Ux32:
+	case Iop_QAdd8Sx32: case Iop_QAdd8Ux32: case Iop_QSub8Sx32: case Iop_QSub8Ux32:
+	case Iop_Sub8x32:
+		return LANES(32, 8);
+	case Iop_Abs16x4: case Iop_Add16x4: case Iop_Avg16Ux4: case Iop_CmpEQ16x4:
+	case Iop_CmpGT16Sx4: case Iop_CmpGT16Ux4: case Iop_Max16Sx4: case Iop_Max16Ux4:
+	case Iop_Min16Sx4: case Iop_Min16Ux4: case Iop_Mul16x4: case Iop_MulHi16Sx4:
+	case Iop_MulHi16Ux4: case Iop_QAdd16Sx4: case Iop_QAdd16Ux4: case Iop_QSub16Sx4:
+	case Iop_QSub16Ux4: case Iop_Sar16x4: case Iop_SarN16x4: case Iop_Shl16x4:
+	case Iop_ShlN16x4: case Iop_Shr16x4: case Iop_ShrN16x4: case Iop_Sub16x4:
+		return LANES(4, 16);
+	case Iop_Abs16Fx8: case Iop_Abs16x8: case Iop_Add16Fx8: case Iop_Add16x8:
+	case Iop_Avg16Sx8: case Iop_Avg16Ux8: case Iop_CmpEQ16Fx8: case Iop_CmpEQ16x8:
+	case Iop_CmpGT16Sx8: case Iop_CmpGT16Ux8: case Iop_CmpLE16Fx8: case Iop_CmpLT16Fx8:
+	case Iop_Max16Sx8: case Iop_Max16Ux8: case Iop_Min16Sx8: case Iop_Min16Ux8:
+	case Iop_Mul16x8: case Iop_MulHi16Sx8: case Iop_MulHi16Ux8: case Iop_Neg16Fx8:
+	case Iop_QAdd16Sx8: case Iop_QAdd16Ux8: case Iop_QSub16Sx8: case Iop_QSub16Ux8:
+	case Iop_Sar16x8: case Iop_SarN16x8: case Iop_Shl16x8: case Iop_ShlN16x8:
+	case Iop_Shr16x8: case Iop_ShrN16x8: case Iop_Sqrt16Fx8: case Iop_Sub16Fx8:
+	case Iop_Sub16x8:
+		return LANES(8, 16);
+	case Iop_Add16x16: case Iop_Avg16Ux16: case Iop_CmpEQ16x16: case Iop_CmpGT16Sx16:
+	case Iop_Max16Sx16: case Iop_Max16Ux16: case Iop_Min16Sx16: case Iop_Min16Ux16:
+	case Iop_Mul16x16: case Iop_MulHi16Sx16: case Iop_MulHi16Ux16: case Iop_QAdd16Sx16:
+	case Iop_QAdd16Ux16: case Iop_QSub16Sx16: case Iop_QSub16Ux16: case Iop_SarN16x16:
+	case Iop_ShlN16x16: case Iop_ShrN16x16: case Iop_Sub16x16:
+		return LANES(16, 16);
+	case Iop_Add32F0x4: case Iop_CmpEQ32F0x4: case Iop_CmpLE32F0x4: case Iop_CmpLT32F0x4:
+	case Iop_CmpUN32F0x4: case Iop_Div32F0x4: case Iop_Max32F0x4: case Iop_Min32F0x4:
+	case Iop_Mul32F0x4: case Iop_RSqrtEst32F0x4: case Iop_RecipEst32F0x4:
+	case Iop_Sqrt32F0x4: case Iop_Sub32F0x4:
+		return LANES(1, 32);
+	case Iop_Abs32Fx2: case Iop_Abs32x2: case Iop_Add32Fx2: case Iop_Add32x2:
+	case Iop_CmpEQ32Fx2: case Iop_CmpEQ32x2: case Iop_CmpGE32Fx2: case Iop_CmpGT32Fx2:
+	case Iop_CmpGT32Sx2: case Iop_CmpGT32Ux2: case Iop_Max32Fx2: case Iop_Max32Sx2:
+	case Iop_Max32Ux2: case Iop_Min32Fx2: case Iop_Min32Sx2: case Iop_Min32Ux2:
+	case Iop_Mul32Fx2: case Iop_Mul32x2: case Iop_Neg32Fx2: case Iop_QAdd32Sx2:
+	case Iop_QAdd32Ux2: case Iop_QSub32Sx2: case Iop_QSub32Ux2: case Iop_RSqrtEst32Fx2:
+	case Iop_RSqrtEst32Ux2: case Iop_RecipEst32Fx2: case Iop_RecipEst32Ux2:
+	case Iop_Sar32x2: case Iop_SarN32x2: case Iop_Shl32x2: case Iop_ShlN32x2:
+	case Iop_Shr32x2: case Iop_ShrN32x2: case Iop_Sub32Fx2: case Iop_Sub32x2:
+		return LANES(2, 32);
+	case Iop_Abs32Fx4: case Iop_Abs32x4: case Iop_Add32Fx4: case Iop_Add32x4:
+	case Iop_Avg32Sx4: case Iop_Avg32Ux4: case Iop_CmpEQ32Fx4: case Iop_CmpEQ32x4:
+	case Iop_CmpGE32Fx4: case Iop_CmpGT32Fx4: case Iop_CmpGT32Sx4: case Iop_CmpGT32Ux4:
+	case Iop_CmpLE32Fx4: case Iop_CmpLT32Fx4: case Iop_CmpUN32Fx4: case Iop_Div32Fx4:
+	case Iop_Max32Fx4: case Iop_Max32Sx4: case Iop_Max32Ux4: case Iop_Min32Fx4:
+	case Iop_Min32Sx4: case Iop_Min32Ux4: case Iop_Mul32Fx4: case Iop_Mul32x4:
+	case Iop_MulHi32Sx4: case Iop_MulHi32Ux4: case Iop_Neg32Fx4: case Iop_QAdd32Sx4:
+	case Iop_QAdd32Ux4: case Iop_QSub32Sx4: case Iop_QSub32Ux4: case Iop_RSqrtEst32Fx4:
+	case Iop_RSqrtEst32Ux4: case Iop_RecipEst32Fx4: case Iop_RecipEst32Ux4:
+	case Iop_Sar32x4: case Iop_SarN32x4: case Iop_Shl32x4: case Iop_ShlN32x4:
+	case Iop_Shr32x4: case Iop_ShrN32x4: case Iop_Sqrt32Fx4: case Iop_Sub32Fx4:
+	case Iop_Sub32x4:
+		return LANES(4, 32);
+	case Iop_Add32Fx8: case Iop_Add32x8: case Iop_CmpEQ32x8: case Iop_CmpGT32Sx8:
+	case Iop_Div32Fx8: case Iop_Max32Fx8: case Iop_Max32Sx8: case Iop_Max32Ux8:
+	case Iop_Min32Fx8: case Iop_Min32Sx8: case Iop_Min32Ux8: case Iop_Mul32Fx8:
+	case Iop_Mul32x8: case Iop_RSqrtEst32Fx8: case Iop_RecipEst32Fx8: case Iop_SarN32x8:
+	case Iop_ShlN32x8: case Iop_ShrN32x8: case Iop_Sqrt32Fx8: case Iop_Sub32Fx8:
+	case Iop_Sub32x8:
+		return LANES(8, 32);
+	case Iop_Add64F0x2: case Iop_CmpEQ64F0x2: case Iop_CmpLE64F0x2: case Iop_CmpLT64F0x2:
+	case Iop_CmpUN64F0x2: case Iop_Div64F0x2: case Iop_Max64F0x2: case Iop_Min64F0x2:
+	case Iop_Mul64F0x2: case Iop_QAdd64Sx1: case Iop_QAdd64Ux1: case Iop_QSub64Sx1:
+	case Iop_QSub64Ux1: case Iop_Sqrt64F0x2: case Iop_Sub64F0x2:
+		return LANES(1, 64);
+	case Iop_Abs64Fx2: case Iop_Abs64x2: case Iop_Add64Fx2: case Iop_Add64x2:
+	case Iop_Avg64Sx2: case Iop_Avg64Ux2: case Iop_CmpEQ64Fx2: case Iop_CmpEQ64x2:
+	case Iop_CmpGT64Sx2: case Iop_CmpGT64Ux2: case Iop_CmpLE64Fx2: case Iop_CmpLT64Fx2:
+	case Iop_CmpUN64Fx2: case Iop_Div64Fx2: case Iop_Max64Fx2: case Iop_Max64Sx2:
+	case Iop_Max64Ux2: case Iop_Min64Fx2: case Iop_Min64Sx2: case Iop_Min64Ux2:
+	case Iop_Mul64Fx2: case Iop_Neg64Fx2: case Iop_QAdd64Sx2: case Iop_QAdd64Ux2:
+	case Iop_QSub64Sx2: case Iop_QSub64Ux2: case Iop_RSqrtEst64Fx2:
+	case Iop_RecipEst64Fx2: case Iop_Sar64x2: case Iop_SarN64x2: case Iop_Shl64x2:
+	case Iop_ShlN64x2: case Iop_Shr64x2: case Iop_ShrN64x2: case Iop_Sqrt64Fx2:
+	case Iop_Sub64Fx2: case Iop_Sub64x2:
+		return LANES(2, 64);
+	case Iop_Add64Fx4: case Iop_Add64x4: case Iop_CmpEQ64x4: case Iop_CmpGT64Sx4:
+	case Iop_Div64Fx4: case Iop_Max64Fx4: case Iop_Min64Fx4: case Iop_Mul64Fx4:
+	case Iop_ShlN64x4: case Iop_ShrN64x4: case Iop_Sqrt64Fx4: case Iop_Sub64Fx4:
+	case Iop_Sub64x4:
+		return LANES(4, 64);
+	default:
+		break;
+	}
+	typeOfPrimop(op, &ty[0], &ty[1], &ty[2], &ty[3], &ty[4]);
+	for (k = 0; k < 5; k++) {
+		if (ty[k] == Ity_V128 || ty[k] == Ity_V256)
+			return 0;
+		if (ty[k] == Ity_F16 && bits < 16)
+			bits = 16;
+		if (ty[k] == Ity_F32 && bits < 32)
+			bits = 32;
+		if (ty[k] == Ity_F64 && bits < 64)
+			bits = 64;
+	}
+	return bits ? LANES(1, bits) : 0;
+}
+#undef LANES
+
 static void note_op(struct facts *f, IROp op)
 {
+	UInt elem = 0, lanes;
+
 	f->flops += op_flops(op, &f->divsqrt);
-	if (!f->vector && op_is_vector(op))
-		f->vector = True;
+	if (!op_is_vector(op))
+		return;
+	f->vector = True;
+	lanes = op_lanes(op, &elem);
+	if (lanes) {
+		f->vbits += lanes * elem;
+		if (lanes * elem > f->vwide) {
+			f->vwide = lanes * elem;
+			f->velem = elem;
+		}
+	}
 }
 
 static void scan_expr(struct facts *f, const IRExpr *e)
@@ -1264,6 +1546,16 @@ static struct hins *ins_get(const IRSB *in, Int from, Int to, Addr addr, UInt le
 	x->flops = f.flops;
 	x->base = 1 + (f.divsqrt ? KST_HOT_DIV_CYCLES : 0);
 	x->pipe = (UChar)classify(in, from, to, addr, len, &f);
+	/* Lanes: the bits of lane-wise work over the element size of its
+	 * widest operation (two V128 halves of a 256-bit operation, or the
+	 * eight MAddF32 of a vfmadd ymm, add up), at most the widest vector
+	 * the engine runs. */
+	if (x->pipe == KS_SIM_PIPE_VECTOR && f.velem) {
+		UInt lanes = f.vbits / f.velem, most = KS_SIM_VECTOR_BITS / f.velem;
+
+		x->vlanes = (UChar)(lanes < 1 ? 1 : lanes > most ? most : lanes);
+		x->velem = (UChar)f.velem;
+	}
 	/* The bytes: the translator has just read them from guest memory. */
 	for (i = 0; i < len && i < sizeof(x->bytes); i++)
 		x->bytes[i] = ((const UChar *)addr)[i];
@@ -1568,6 +1860,13 @@ void kst_hot_init(void)
 	shared_last = VG_(malloc)("kst.hot.cache", sizeof(*shared_last));
 	kst_hc_init(shared_last, o->level[nlev - 1].size, o->level[nlev - 1].assoc,
 		    o->level[nlev - 1].line);
+	set_level = nlev >= 2 ? 1 : 0;
+	set_count = (UWord)(o->level[set_level].size /
+			    ((ULong)o->level[set_level].assoc * o->level[set_level].line));
+	set_ctrs = VG_(calloc)("kst.hot.sets", set_count * KST_SET_N, sizeof(ULong));
+	while ((1u << l0_line_bits) < o->level[0].line)
+		l0_line_bits++;
+	hl_init();
 	region_on = o->region != NULL;
 	trace_gate_main = !region_on;
 	trace_open = region_on;
@@ -1637,9 +1936,9 @@ static void write_ins(const struct hins *x)
 		bytes[2 * i + 1] = hex[x->bytes[i] & 15];
 	}
 	bytes[2 * n] = 0;
-	VG_(fprintf)(out, "ins\t%u\t%#lx\t%u\t%s\t%d\t%u\t%d\t%s\t%u\t%u\n", x->id, x->addr,
-		     (UInt)x->len, bytes, x->file, x->file >= 0 ? x->line : 0, x->fn,
-		     pipes[x->pipe], x->flops, x->base);
+	VG_(fprintf)(out, "ins\t%u\t%#lx\t%u\t%s\t%d\t%u\t%d\t%s\t%u\t%u\t%u\t%u\n", x->id,
+		     x->addr, (UInt)x->len, bytes, x->file, x->file >= 0 ? x->line : 0, x->fn,
+		     pipes[x->pipe], x->flops, x->base, (UInt)x->vlanes, (UInt)x->velem);
 }
 
 void kst_hot_fini(void)
@@ -1769,6 +2068,39 @@ void kst_hot_fini(void)
 	for (i = 0; i < n_trace; i++)
 		VG_(fprintf)(out, "tr\t%u\t%u\t%u\t%llu\t%llu\n", trace[i].tid, trace[i].sb,
 			     trace[i].executed, trace[i].start, trace[i].end);
+
+	/* The sets of the observed level, then the hot lines by
+	 * (line, instruction), their write-backs, and what was dropped. */
+	VG_(fprintf)(out, "sets\t%u\t%lu\n", set_level, set_count);
+	for (i = 0; i < set_count; i++) {
+		const ULong *c = set_ctrs + (SizeT)i * KST_SET_N;
+		if (!c[KST_SET_LOAD] && !c[KST_SET_STORE] && !c[KST_SET_ALLOC])
+			continue;
+		VG_(fprintf)(out, "set\t%u", i);
+		for (k = 0; k < KST_SET_N; k++)
+			VG_(fprintf)(out, "\t%llu", c[k]);
+		VG_(fprintf)(out, "\n");
+	}
+	for (i = 0; i < HL_BUCKETS * HL_WAYS; i++) {
+		const struct hline *e = &hl[i];
+		if (e->line == KST_HC_EMPTY)
+			continue;
+		if (e->ins == HL_WB) {
+			VG_(fprintf)(out, "hlwb\t%#lx\t%llu\n", e->line << l0_line_bits,
+				     e->ld);
+			continue;
+		}
+		VG_(fprintf)(out, "hl\t%#lx\t%u\t%llu\t%llu", e->line << l0_line_bits,
+			     e->ins, e->ld, e->st);
+		for (k = 0; k < nlev; k++)
+			VG_(fprintf)(out, "\t%llu", e->miss[k]);
+		VG_(fprintf)(out, "\n");
+	}
+	VG_(fprintf)(out, "hlother\t%llu\t%llu\t%llu\t%llu", hl_dropped, hl_other.ld,
+		     hl_other.st, hl_other_wb);
+	for (k = 0; k < nlev; k++)
+		VG_(fprintf)(out, "\t%llu", hl_other.miss[k]);
+	VG_(fprintf)(out, "\n");
 
 	/* A thread's exit is the program's only when it was the last one:
 	 * evidence of a signal wins over it. */

@@ -34,11 +34,6 @@
 
 #include "kst_int.h"
 
-/* An access spans at most this many lines of any level: accesses are at
- * most 32 bytes (wider ones are cut to level 0's line by the
- * instrumenter) and lines are at least KST_HC_MIN_LINE bytes. */
-#define KST_HC_MAX_LINES 4
-
 void kst_hc_init(struct kst_hc *c, ULong size, UInt assoc, UInt line)
 {
 	UWord sets = (UWord)(size / ((ULong)assoc * line)), i, n;
@@ -113,16 +108,53 @@ static void write_back(const struct kst_hier *h, UInt k, UWord line, ULong *bw)
 		mark_dirty(h->lv[k + 1], line >> (h->lv[k + 1]->line_bits - c->line_bits));
 }
 
+/* ---- the per-set counters (struct kst_hc_obs) ---- */
+
+/* The least recently used entry of line l's set: what a miss evicts. */
+static inline UWord lru_of(const struct kst_hc *c, UWord l)
+{
+	return c->tags[(l & c->set_mask) * c->assoc + c->assoc - 1];
+}
+
+static inline ULong *set_ctr(const struct kst_hc_obs *o, const struct kst_hc *c, UWord l)
+{
+	return o->sets + (l & c->set_mask) * KST_SET_N;
+}
+
+/* Line l missed the observed level c and was allocated, evicting last. */
+static void obs_alloc(const struct kst_hc_obs *o, const struct kst_hc *c, UWord l,
+		      UWord last)
+{
+	ULong *s = set_ctr(o, c, l);
+
+	s[KST_SET_ALLOC]++;
+	if (last != KST_HC_EMPTY)
+		s[(last & 1) ? KST_SET_EVW : KST_SET_EVWO]++;
+}
+
+/* One access of the observed level c: first is its first line, missed
+ * its first line that missed (KST_HC_EMPTY: all hit). */
+static void obs_access(const struct kst_hc_obs *o, const struct kst_hc *c, UWord first,
+		       UWord missed, Bool write)
+{
+	ULong *s = set_ctr(o, c, missed != KST_HC_EMPTY ? missed : first);
+
+	s[write ? KST_SET_STORE : KST_SET_LOAD]++;
+	s[missed != KST_HC_EMPTY ? KST_SET_MISS : KST_SET_HIT]++;
+}
+
 /* lines[0..n) (of 2^bits bytes, in increasing order) missed level k-1
  * (or the instruction cache when k is 1): they are filled across
  * boundary k from level k, whose misses go on down.  Returns the level
- * that served the access (h->n: memory).  Overwrites lines. */
+ * that served the access (h->n: memory).  Overwrites lines.  obs, when
+ * not NULL, observes a data access (a store when write). */
 static UInt go_below(const struct kst_hier *h, UInt k, UWord *lines, UInt n,
-		     UInt bits, ULong *bw)
+		     UInt bits, ULong *bw, const struct kst_hc_obs *obs, Bool write)
 {
-	UWord next[KST_HC_MAX_LINES], victim, prev;
+	UWord next[KST_HC_MAX_LINES], victim, prev, last = 0;
 	UInt i, nn;
 	struct kst_hc *c;
+	Bool watch;
 
 	for (;;) {
 		if (bw)
@@ -132,16 +164,25 @@ static UInt go_below(const struct kst_hier *h, UInt k, UWord *lines, UInt n,
 		c = h->lv[k];
 		nn = 0;
 		prev = KST_HC_EMPTY;
+		watch = obs && obs->sets && k == obs->sets_level;
 		for (i = 0; i < n; i++) {
 			UWord l = lines[i] >> (c->line_bits - bits);
 			if (l == prev)
 				continue;
 			prev = l;
-			if (set_ref(c, l, False, &victim))
+			if (watch)
+				last = lru_of(c, l);
+			if (set_ref(c, l, False, &victim)) {
 				next[nn++] = l;
+				if (watch)
+					obs_alloc(obs, c, l, last);
+			}
 			if (victim != KST_HC_EMPTY)
 				write_back(h, k, victim, bw);
 		}
+		if (watch)
+			obs_access(obs, c, lines[0] >> (c->line_bits - bits),
+				   nn ? next[0] : KST_HC_EMPTY, write);
 		if (nn == 0)
 			return k;
 		for (i = 0; i < nn; i++)
@@ -152,25 +193,43 @@ static UInt go_below(const struct kst_hier *h, UInt k, UWord *lines, UInt n,
 	}
 }
 
-UInt kst_hc_data(const struct kst_hier *h, Addr a, UInt size, Bool write, ULong *bw)
+UInt kst_hc_data(const struct kst_hier *h, Addr a, UInt size, Bool write, ULong *bw,
+		 struct kst_hc_obs *obs)
 {
 	struct kst_hc *c = h->lv[0];
-	UWord miss[KST_HC_MAX_LINES], first, last, l, victim;
+	UWord miss[KST_HC_MAX_LINES], first, last, l, victim, lru = 0;
 	UInt n = 0;
+	Bool watch = obs && obs->sets && obs->sets_level == 0;
 
 	first = a >> c->line_bits;
 	last = (a + (size ? size : 1) - 1) >> c->line_bits;
 	if (last - first >= KST_HC_MAX_LINES)
 		last = first + KST_HC_MAX_LINES - 1;
-	for (l = first; l <= last; l++) {
-		if (set_ref(c, l, write, &victim))
-			miss[n++] = l;
-		if (victim != KST_HC_EMPTY)
-			write_back(h, 0, victim, bw);
+	if (obs) {
+		obs->first_miss = KST_HC_EMPTY;
+		obs->nwb = 0;
 	}
+	for (l = first; l <= last; l++) {
+		if (watch)
+			lru = lru_of(c, l);
+		if (set_ref(c, l, write, &victim)) {
+			miss[n++] = l;
+			if (watch)
+				obs_alloc(obs, c, l, lru);
+		}
+		if (victim != KST_HC_EMPTY) {
+			write_back(h, 0, victim, bw);
+			if (obs)
+				obs->wb[obs->nwb++] = victim;
+		}
+	}
+	if (watch)
+		obs_access(obs, c, first, n ? miss[0] : KST_HC_EMPTY, write);
 	if (n == 0)
 		return 0;
-	return go_below(h, 1, miss, n, c->line_bits, bw);
+	if (obs)
+		obs->first_miss = miss[0];
+	return go_below(h, 1, miss, n, c->line_bits, bw, obs, write);
 }
 
 UInt kst_hc_fetch(const struct kst_hier *h, Addr a, UInt size, ULong *bw)
@@ -188,5 +247,5 @@ UInt kst_hc_fetch(const struct kst_hier *h, Addr a, UInt size, ULong *bw)
 			miss[n++] = l;
 	if (n == 0)
 		return 0;
-	return go_below(h, 1, miss, n, c->line_bits, bw);
+	return go_below(h, 1, miss, n, c->line_bits, bw, NULL, False);
 }

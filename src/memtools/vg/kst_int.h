@@ -153,7 +153,30 @@ void kst_hc_init(struct kst_hc *c, ULong size, UInt assoc, UInt line);
  * receives the lines filled and written back: bw[2k] and bw[2k+1] are
  * the bytes read and written across boundary k (boundary 0, the
  * register side, is the caller's). */
-UInt kst_hc_data(const struct kst_hier *h, Addr a, UInt size, Bool write, ULong *bw);
+/* An access spans at most this many lines of any level: accesses are at
+ * most 32 bytes (wider ones are cut to level 0's line by the
+ * instrumenter) and lines are at least KST_HC_MIN_LINE bytes. */
+#define KST_HC_MAX_LINES 4
+/* The per-set counters of one level (the raw file's `cset` records, in
+ * this order), KST_SET_N per set. */
+enum { KST_SET_LOAD, KST_SET_STORE, KST_SET_HIT, KST_SET_MISS, KST_SET_ALLOC,
+       KST_SET_EVW, KST_SET_EVWO, KST_SET_N };
+/* What a counted data access did beyond its level, for the per-set and
+ * per-line figures; only accesses that miss level 0 get here, so hits
+ * cost nothing.  An access touching several lines counts once in the
+ * sets, in the set of its first line that missed the level (or of its
+ * first line when all hit), so that the sets sum to the level's
+ * accesses and misses; allocations and evictions count per line. */
+struct kst_hc_obs {
+	ULong *sets;              /* in: KST_SET_N counters per set of level
+				   * sets_level (summed over threads), or NULL */
+	UInt sets_level;
+	UWord first_miss;         /* out: the first level-0 line that missed */
+	UWord wb[KST_HC_MAX_LINES]; /* out: dirty level-0 lines written back */
+	UInt nwb;
+};
+UInt kst_hc_data(const struct kst_hier *h, Addr a, UInt size, Bool write, ULong *bw,
+		 struct kst_hc_obs *obs);
 /* One instruction fetch; the same, 0 meaning an instruction-cache hit. */
 UInt kst_hc_fetch(const struct kst_hier *h, Addr a, UInt size, ULong *bw);
 

@@ -10,7 +10,9 @@
  *   Load Bytes, Store Bytes, Flops (executions x FLOPs per execution),
  *   L2Cache Hit Rate (the design's column: sim_l2_level() says which
  *   level), then per data-cache level "<NAME> Accesses", "<NAME> Misses",
- *   "<NAME> Hit Rate", then ICache Misses.
+ *   "<NAME> Hit Rate", then ICache Misses, Stall Cycles, GPR Count and
+ *   Vector Utilization (%) (lanes used / lanes of a 256-bit vector at the
+ *   element size, over the VECTOR instructions with lanes; empty without).
  * Hit rates are fractions with 4 decimals, empty without accesses.
  * instr_exe.csv ends with Function, File, Line; code_exe.csv starts with
  * File, Line, Address Range: the line's instructions as merged address
@@ -43,7 +45,7 @@ static void header(struct ks_text *t, const struct sim *s)
 		snprintf(col, sizeof(col), "%s Hit Rate", s->cache[k].name);
 		ks_csv_str(t, false, col);
 	}
-	ks_text_puts(t, ",ICache Misses,Stall Cycles,GPR Count");
+	ks_text_puts(t, ",ICache Misses,Stall Cycles,GPR Count,Vector Utilization (%)");
 }
 
 /* The shared columns, each after a comma. */
@@ -66,6 +68,7 @@ static void figures(struct ks_text *t, const struct sim *s, const struct sim_acc
 	ks_csv_u64(t, a->imiss);
 	ks_csv_u64(t, sim_stall(a));
 	ks_csv_u64(t, (uint64_t)__builtin_popcount(a->gprs));
+	ks_csv_num(t, sim_vector_util(a), 2);
 }
 
 /* Writes the merged address ranges of instructions seen in address
@@ -196,12 +199,61 @@ static int thread_dir(struct ks_rundir *run, uint32_t tid, struct ks_rundir *d,
 	return 0;
 }
 
+/* pipe_utilization.csv: per thread, then over all ("total"), each pipe
+ * class's instructions and cycles and its share of the thread's cycles
+ * (every pipe, 0 when it ran nothing; the share is empty without
+ * cycles). */
+static int write_pipes(struct ks_rundir *run, const struct sim *s, struct ks_err *err)
+{
+	static const char *const pipes[] = KS_SIM_PIPE_NAMES;
+	struct sim_acc *a = NULL;
+	struct ks_outfile of;
+	struct ks_text t;
+	int rc = sim_pipe_acc(s, &a, err);
+
+	if (!rc)
+		rc = sim_open(run, "pipe_utilization.csv", &of, &t, err);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	ks_text_puts(&t, "Thread,Pipe,Instructions,Cycles,Cycle Share (%)\n");
+	for (size_t c = 0; c <= s->ncores; c++) {
+		const struct sim_acc *row = &a[c * KS_SIM_PIPE_COUNT];
+		uint64_t total = 0;
+		char th[32];
+
+		if (c < s->ncores)
+			snprintf(th, sizeof(th), "%u", s->threads[s->cores[c]].tid);
+		else
+			snprintf(th, sizeof(th), "total");
+		for (unsigned p = 0; p < KS_SIM_PIPE_COUNT; p++)
+			total += row[p].cycles;
+		for (unsigned p = 0; p < KS_SIM_PIPE_COUNT; p++) {
+			ks_csv_str(&t, true, th);
+			ks_csv_str(&t, false, pipes[p]);
+			ks_csv_u64(&t, row[p].execs);
+			ks_csv_u64(&t, row[p].cycles);
+			ks_csv_num(&t, total ? 100.0 * (double)row[p].cycles / (double)total : NAN,
+				   4);
+			ks_csv_end(&t);
+		}
+	}
+	free(a);
+	return sim_commit(&of, &t, err);
+}
+
 int sim_write_csv(struct ks_rundir *run, const struct sim *s, struct ks_err *err)
 {
 	uint32_t *by_addr = NULL, *by_line = NULL;
 	size_t ia = 0, il = 0;
-	int rc = sim_sort_x(s, SIM_BY_CORE_ADDR, &by_addr, err);
+	int rc;
 
+	/* The hot-spot map's CSVs with --aic-metrics Source, pipe
+	 * utilisation with PipeUtilization. */
+	if (!(s->metrics & KS_SIM_METRIC_SOURCE))
+		return s->metrics & KS_SIM_METRIC_PIPE ? write_pipes(run, s, err) : 0;
+	rc = sim_sort_x(s, SIM_BY_CORE_ADDR, &by_addr, err);
 	if (!rc)
 		rc = sim_sort_x(s, SIM_BY_CORE_LINE, &by_line, err);
 	for (uint32_t c = 0; c < s->ncores && !rc; c++) {
@@ -220,5 +272,7 @@ int sim_write_csv(struct ks_rundir *run, const struct sim *s, struct ks_err *err
 	}
 	free(by_addr);
 	free(by_line);
+	if (!rc && (s->metrics & KS_SIM_METRIC_PIPE))
+		rc = write_pipes(run, s, err);
 	return rc;
 }

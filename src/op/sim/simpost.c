@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <kscope/vizbin.h>
+
 #include "simpost_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -39,6 +41,10 @@ void sim_acc_add(const struct sim *s, struct sim_acc *a, size_t xi)
 	a->flops += v[XE] * s->ins[s->x[xi].ins].flops;
 	a->basec += v[XE] * s->ins[s->x[xi].ins].base;
 	a->gprs |= s->ins[s->x[xi].ins].gprs;
+	if (s->ins[s->x[xi].ins].pipe == KS_SIM_PIPE_VECTOR && s->ins[s->x[xi].ins].velem) {
+		a->vused += v[XE] * s->ins[s->x[xi].ins].vlanes;
+		a->vavail += v[XE] * (KS_SIM_VECTOR_BITS / s->ins[s->x[xi].ins].velem);
+	}
 	for (unsigned k = 0; k < s->levels; k++) {
 		a->acc[k] += v[XA(k)];
 		a->miss[k] += v[XM(k)];
@@ -55,6 +61,27 @@ double sim_hit_rate(const struct sim_acc *a, unsigned k)
 	if (k >= KS_SIM_MAX_LEVELS || !a->acc[k])
 		return NAN;
 	return (double)(a->acc[k] - a->miss[k]) / (double)a->acc[k];
+}
+
+double sim_vector_util(const struct sim_acc *a)
+{
+	return a->vavail ? 100.0 * (double)a->vused / (double)a->vavail : NAN;
+}
+
+int sim_pipe_acc(const struct sim *s, struct sim_acc **out, struct ks_err *err)
+{
+	struct sim_acc *a = calloc((s->ncores + 1) * KS_SIM_PIPE_COUNT, sizeof(*a));
+
+	if (!a)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->nx; i++) {
+		unsigned p = s->ins[s->x[i].ins].pipe;
+
+		sim_acc_add(s, &a[s->threads[s->x[i].th].core * KS_SIM_PIPE_COUNT + p], i);
+		sim_acc_add(s, &a[s->ncores * KS_SIM_PIPE_COUNT + p], i);
+	}
+	*out = a;
+	return 0;
 }
 
 /* The "L2Cache Hit Rate" column of the MindStudio design names the level
@@ -121,6 +148,44 @@ int sim_commit(struct ks_outfile *of, struct ks_text *t, struct ks_err *err)
 	if (rc && !of->error)
 		of->error = rc;
 	return ks_outfile_commit(of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Streaming a JSON block                                              */
+/* ------------------------------------------------------------------ */
+
+static int vb_sink(void *ctx, const void *buf, size_t len)
+{
+	struct sim_vb *v = ctx;
+
+	if (v->tee)
+		ks_outfile_write(v->tee, buf, len);  /* its error: at commit */
+	return ks_vb_append(v->w, buf, len, &v->verr);
+}
+
+int sim_vb_begin(struct sim_vb *v, struct ks_text *t, unsigned type, unsigned version,
+		 struct ks_err *err)
+{
+	int rc = ks_vb_begin(v->w, type, version, NULL, &v->verr);
+
+	if (rc)
+		return ks_err_set(err, rc, "visualize_data.bin: %s", v->verr.msg);
+	if (ks_text_open(t, vb_sink, v))
+		return ks_err_set(err, -ENOMEM, "visualize_data.bin: out of memory");
+	return 0;
+}
+
+int sim_vb_end(struct sim_vb *v, struct ks_text *t, struct ks_err *err)
+{
+	int rc = ks_text_close(t);
+
+	if (rc == -ENOMEM && !v->verr.msg[0])
+		return ks_err_set(err, rc, "visualize_data.bin: out of memory");
+	if (!rc)
+		rc = ks_vb_end(v->w, &v->verr);
+	if (rc)
+		return ks_err_set(err, rc, "visualize_data.bin: %s", v->verr.msg);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -382,6 +447,7 @@ int ks_simpost_write(struct ks_rundir *run, const struct ks_simpost_opts *o,
 		     struct ks_simpost_summary *sum, struct ks_err *err)
 {
 	struct sim s;
+	bool trace_done = false;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -395,7 +461,10 @@ int ks_simpost_write(struct ks_rundir *run, const struct ks_simpost_opts *o,
 	s.warn = o->warn;
 	s.warn_ctx = o->warn_ctx;
 	s.clock_hz = o->clock_hz;
+	s.metrics = o->metrics ? o->metrics & KS_SIM_METRIC_ALL : KS_SIM_METRIC_ALL;
 	rc = sim_read(&s, err);
+	if (!(s.metrics & KS_SIM_METRIC_PIPE))
+		s.ntr = 0;  /* a run rebuilt by --export may have block executions */
 	if (!rc)
 		rc = sim_disasm(&s, err);
 	if (!rc)
@@ -412,13 +481,19 @@ int ks_simpost_write(struct ks_rundir *run, const struct ks_simpost_opts *o,
 			  s.region && strcmp(s.region, "*") ? s.region : "",
 			  s.region && strcmp(s.region, "*") ? "' (--kernel-name)" : "");
 
-	/* Every deliverable is attempted; the first failure is returned. */
+	/* Every deliverable is attempted; the first failure is returned.
+	 * The container writes trace.json with its 0x02 block; without the
+	 * container, trace.json is written alone. */
 	for (int w = 0; w < 4; w++) {
 		struct ks_err e;
+		/* --aic-metrics: the trace is the pipeline and bandwidth charts. */
+		unsigned m = s.metrics;
+		bool want_trace = m & (KS_SIM_METRIC_PIPE | KS_SIM_METRIC_BANDWIDTH);
 		int r = w == 0 ? sim_write_csv(run, &s, &e)
-			: w == 1 ? sim_write_trace(run, &s, &sum->trace_slices, &e)
-			: w == 2 ? sim_write_viz(run, &s, o, sum, &e)
-			: sim_write_bw(run, &s, &e);
+			: w == 1 ? sim_write_viz(run, &s, o, sum, &trace_done, &e)
+			: w == 2 ? (want_trace && !trace_done ?
+				    sim_write_trace(run, &s, &sum->trace_slices, &e) : 0)
+			: m & KS_SIM_METRIC_BANDWIDTH ? sim_write_bw(run, &s, &e) : 0;
 
 		if (r && !rc) {
 			rc = r;

@@ -34,6 +34,18 @@
 /* Receives the warnings of one call (one line each, without "warning:"). */
 typedef void (*ks_simpost_warn_fn)(void *ctx, const char *msg);
 
+/* The metric sets of --aic-metrics (docs/simulate.md): which deliverables
+ * are written.  The summary, summary.csv and the roofline always are. */
+enum {
+	KS_SIM_METRIC_PIPE = 1u << 0,      /* PipeUtilization: pipeline chart,
+					    * pipe utilisation, compute workload */
+	KS_SIM_METRIC_BANDWIDTH = 1u << 1, /* PMSampling: bandwidth chart */
+	KS_SIM_METRIC_SOURCE = 1u << 2,    /* Source: hot-spot map */
+	KS_SIM_METRIC_MEMORY = 1u << 3,    /* MemoryDetail: caches, memory heat
+					    * map and tables */
+	KS_SIM_METRIC_ALL = (1u << 4) - 1, /* Default */
+};
+
 struct ks_simpost_opts {
 	const char *raw_path;            /* the tool's raw file */
 	double clock_hz;                 /* simulated clock: cycles to time */
@@ -41,6 +53,8 @@ struct ks_simpost_opts {
 					  * the cost model */
 	ks_simpost_warn_fn warn;         /* may be NULL */
 	void *warn_ctx;
+	unsigned metrics;                /* KS_SIM_METRIC_*; 0 means all */
+	const char *soc;                 /* --soc-version preset, or NULL */
 };
 
 /* A source line in the summary. */

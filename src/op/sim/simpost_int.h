@@ -16,8 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kscope/vizbin.h>
+
+#include "outdir.h"
 #include "simpost.h"
 #include "textout.h"
+
+struct ks_vb_writer;
 
 #define SIM_NONE UINT32_MAX
 
@@ -38,6 +43,8 @@ struct sim_ins {
 	uint16_t gprs;           /* general-purpose registers it reads or
 	                            writes, bit 0 rax .. bit 15 r15 (disasm) */
 	uint8_t len, pipe;
+	uint8_t vlanes, velem;   /* vector lanes used and their bits (0 0: no
+				    lane-wise vector work, or an older file) */
 	uint8_t bytes[KS_SIM_MAX_INS_BYTES];
 	bool executed;           /* some x record names it */
 };
@@ -74,6 +81,18 @@ struct sim_tr {
 	uint64_t start, end;
 };
 
+/* The counters of a cache set (`set` record), in the raw file's order. */
+enum { CS_LOAD, CS_STORE, CS_HIT, CS_MISS, CS_ALLOC, CS_EVW, CS_EVWO, CS_N };
+
+/* A (level-0 line, instruction) pair of the hot lines (`hl`), or a
+ * line's write-backs (`hlwb`: ins SIM_NONE, only wb set). */
+struct sim_hl {
+	uint64_t addr;           /* the level-0 line's address */
+	uint32_t ins;            /* index into ins */
+	uint64_t ld, st, wb;
+	uint64_t miss[KS_SIM_MAX_LEVELS];
+};
+
 /* A source line (or the group of instructions without one). */
 struct sim_line {
 	int32_t file;            /* -1: the "??" group */
@@ -92,6 +111,7 @@ struct sim {
 	ks_simpost_warn_fn warn;
 	void *warn_ctx;
 	double clock_hz;
+	unsigned metrics;        /* KS_SIM_METRIC_*: the deliverables asked for */
 	/* header */
 	long long pid;
 	char *exe, *region;
@@ -124,6 +144,17 @@ struct sim {
 	 * or "" (an older tool: from the program's first instruction) */
 	char trace_from[8];
 	uint64_t trace_clock;    /* "main": the entering thread's cycle */
+	uint32_t trace_tid;      /* "main": the entering thread's TID */
+	/* cache sets and hot lines (simcache.c; none in older files) */
+	bool have_sets;
+	unsigned set_level;      /* the level the sets count */
+	uint64_t nsets;
+	uint64_t *setv;          /* CS_N per set, nsets sets */
+	struct sim_hl *hl;
+	size_t nhl, cap_hl;
+	bool have_hl_other;
+	struct sim_hl hl_other;  /* dropped pairs' sums (hlother) */
+	uint64_t hl_dropped;
 	struct sim_map file_ids, fn_ids, ins_ids, sb_ids, tids;
 	/* end */
 	bool have_end;
@@ -145,6 +176,9 @@ struct sim {
 struct sim_acc {
 	uint64_t execs, cycles, loadb, storeb, flops, imiss;
 	uint64_t basec;          /* the cost model's base cycles: execs x base */
+	uint64_t vused, vavail;  /* VECTOR instructions with lanes: execs x
+				    lanes used, execs x lanes of the widest
+				    vector at their element size */
 	uint16_t gprs;           /* union of the instructions' register masks */
 	uint64_t acc[KS_SIM_MAX_LEVELS], miss[KS_SIM_MAX_LEVELS];
 };
@@ -172,6 +206,12 @@ void sim_acc_add(const struct sim *s, struct sim_acc *a, size_t xi);
  * instructions (cache and memory latency, instruction-fetch misses). */
 uint64_t sim_stall(const struct sim_acc *a);
 double sim_hit_rate(const struct sim_acc *a, unsigned k);
+/* Vector utilisation in percent (vused / vavail), NaN without lanes. */
+double sim_vector_util(const struct sim_acc *a);
+/* The sums per core and pipe class: (*out)[core * KS_SIM_PIPE_COUNT +
+ * pipe], then a last row (core s->ncores) over all cores.  The caller
+ * frees *out. */
+int sim_pipe_acc(const struct sim *s, struct sim_acc **out, struct ks_err *err);
 /* The level shown as "L2Cache Hit Rate": the second level when there is
  * one, else the first; -1 without levels. */
 int sim_l2_level(const struct sim *s);
@@ -200,14 +240,49 @@ int sim_open(struct ks_rundir *rd, const char *name, struct ks_outfile *of,
 /* Flushes t and commits of (mode 0440). */
 int sim_commit(struct ks_outfile *of, struct ks_text *t, struct ks_err *err);
 
+/* A container being written, a JSON block at a time: sim_vb_begin
+ * starts a block of type and a writer t on it, whose text also goes to
+ * tee when set (trace.json beside its 0x02 block); sim_vb_end finishes
+ * it.  Errors name visualize_data.bin. */
+struct sim_vb {
+	struct ks_vb_writer *w;
+	struct ks_vb_error verr;
+	struct ks_outfile *tee;
+};
+int sim_vb_begin(struct sim_vb *v, struct ks_text *t, unsigned type, unsigned version,
+		 struct ks_err *err);
+int sim_vb_end(struct sim_vb *v, struct ks_text *t, struct ks_err *err);
+
 /* The writers: each writes its deliverables into run. */
 int sim_write_csv(struct ks_rundir *run, const struct sim *s, struct ks_err *err);
 int sim_write_trace(struct ks_rundir *run, const struct sim *s, uint64_t *slices,
 		    struct ks_err *err);
+/* visualize_data.bin, and trace.json as its 0x02 block's document
+ * (*trace_done then true: the caller writes it alone otherwise). */
 int sim_write_viz(struct ks_rundir *run, const struct sim *s,
 		  const struct ks_simpost_opts *o, struct ks_simpost_summary *sum,
-		  struct ks_err *err);
+		  bool *trace_done, struct ks_err *err);
 int sim_write_bw(struct ks_rundir *run, const struct sim *s, struct ks_err *err);
+/* simcache.c: the cache sets (0x0B, cache_sets.csv) and the hot cache
+ * lines (0x0E, cache_lines.csv); nothing when the raw file has none. */
+int sim_write_cache_sets(struct ks_rundir *run, struct ks_vb_writer *w,
+			 const struct sim *s, struct ks_err *err);
+int sim_write_cache_lines(struct ks_rundir *run, struct ks_vb_writer *w,
+			  const struct sim *s, struct ks_err *err);
+/* simdetails.c: the Details page's blocks 0x05 to 0x09, each written to
+ * w (sim_write_viz calls them after the roofline). */
+int sim_write_base_info(struct ks_vb_writer *w, const struct sim *s,
+			const struct ks_simpost_opts *o, const struct ks_simpost_summary *sum,
+			struct ks_err *err);
+int sim_write_compute_graph(struct ks_vb_writer *w, const struct sim *s, struct ks_err *err);
+int sim_write_compute_table(struct ks_vb_writer *w, const struct sim *s, struct ks_err *err);
+int sim_write_memory_graph(struct ks_vb_writer *w, const struct sim *s,
+			   const struct ks_simpost_opts *o, struct ks_err *err);
+int sim_write_memory_table(struct ks_vb_writer *w, const struct sim *s, struct ks_err *err);
+/* 0x0C: per core its cycles, bytes and second-level hit rate, and advice
+ * when the cores' cycles are more than a fifth apart. */
+int sim_write_core_load(struct ks_vb_writer *w, const struct sim *s,
+			const struct ks_simpost_opts *o, struct ks_err *err);
 
 /* Writes the pipeline chart's document to t (trace.json and 0x02);
  * *slices gets the number of slices. */

@@ -29,7 +29,7 @@
  *   region  PATTERN                        the --kernel-name filter, or "*"
  *   file    ID PATH                        a source file (IDs from 0)
  *   fn      ID NAME                        a function name (IDs from 0)
- *   ins     ID ADDR LEN BYTES FILE LINE FN PIPE FLOPS BASE
+ *   ins     ID ADDR LEN BYTES FILE LINE FN PIPE FLOPS BASE [VLANES VELEM]
  *           one per instruction ever instrumented (IDs from 0, unique
  *           per (ADDR, LEN)).  LEN: 1 to KS_SIM_MAX_INS_LEN (the engine
  *           sees Valgrind's client-request marker, a 19-byte sequence, as
@@ -38,6 +38,12 @@
  *           when unknown.  PIPE: one of KS_SIM_PIPE_NAMES.  FLOPS: floating-
  *           point operations per execution (each SIMD lane counts; a fused
  *           multiply-add counts 2).  BASE: base cycles per execution.
+ *           VLANES, VELEM (appended later: a file without them reads as
+ *           0 0): a VECTOR instruction's lanes of lane-wise work and their
+ *           element bits (addss 1 32, mulpd xmm 2 64, vaddps ymm 8 32), at
+ *           most KS_SIM_VECTOR_BITS / VELEM lanes; 0 0 for any other
+ *           instruction and a VECTOR one without lane-wise work (bitwise
+ *           logic, shuffles: the engine's op_lanes says what counts).
  *   sb      ID COUNT INS...                a translated block (superblock):
  *           its instruction IDs in execution order
  *   thread  TID INSTRS CYCLES              a thread that ran counted code:
@@ -61,6 +67,31 @@
  *           one execution of block SB by thread TID: its first EXECUTED
  *           instructions ran (a side exit leaves early) from simulated
  *           cycle START to END.  At most the --trace-limit first.
+ *   sets    LEVEL NSETS                    the level whose sets the `set`
+ *           records count: 1 (the second), or 0 when there is one level;
+ *           NSETS its number of sets
+ *   set     INDEX LOADS STORES HITS MISSES ALLOCS EVICTW EVICTWO
+ *           one per set INDEX (0 to NSETS-1) that was accessed, summed
+ *           over threads: the accesses of that level by data loads and
+ *           stores (a load-and-modify is a store) in the region, its
+ *           hits and misses, lines allocated (one per line that missed),
+ *           and the lines those allocations evicted dirty (written back)
+ *           or clean.  An access touching two lines counts once, in the
+ *           set of its first line that missed (or its first line), so
+ *           the sets sum to the x records' ACC and MISS of LEVEL.
+ *   hl      ADDR INS LOADS STORES MISS0 ... MISSn-1
+ *           the data accesses of instruction INS in the region that
+ *           missed level 0 on the level-0 line at address ADDR (the
+ *           first line that missed, for an access touching two): loads
+ *           and stores, and how many missed each level (MISS0 = LOADS +
+ *           STORES).  One per (line, instruction) pair the tool kept
+ *   hlwb    ADDR COUNT                     dirty write-backs of the level-0
+ *           line at ADDR from level 0 (in the region)
+ *   hlother PAIRS LOADS STORES WB MISS0 ... MISSn-1
+ *           the sums of the hl and hlwb pairs the tool dropped (PAIRS of
+ *           them: its table holds a bounded number, and a new pair
+ *           replaces the coldest of its bucket): with these, the hl
+ *           records sum to the x records' MISS counts
  *   end     HOW CODE DROPPED
  *           HOW "exit" (CODE the exit status) or "signal" (CODE the
  *           signal); DROPPED the tr records past the trace limit.
@@ -69,7 +100,10 @@
  *
  * The order is: kscope-hotspot, pid, exe, cache..., icache, memory,
  * region, file/fn/ins/sb in any interleaving (each ID defined before it is
- * used), thread, x, interval, bw, tr, end.
+ * used), thread, x, interval, bw, tr, sets, set, hl/hlwb, hlother, end.
+ * The sets to hlother records came later: a file without them still
+ * reads (no cache sets or lines), and an older reader skips them as
+ * unknown records.
  */
 #ifndef KS_SIMRAW_H
 #define KS_SIMRAW_H
@@ -79,6 +113,9 @@
 /* Longest instruction, and most bytes of one the raw file carries. */
 #define KS_SIM_MAX_INS_LEN 64
 #define KS_SIM_MAX_INS_BYTES 16
+/* Bits of the widest vector the engine runs (Valgrind on amd64: AVX2),
+ * against which vector lanes are counted. */
+#define KS_SIM_VECTOR_BITS 256
 /* Data-cache levels the tool simulates at most. */
 #define KS_SIM_MAX_LEVELS 4
 /* Bandwidth buckets per thread before the interval doubles. */

@@ -354,7 +354,8 @@ static int rec_ins(struct reader *r)
 	uint64_t len;
 	int64_t file, fn;
 	uint32_t id;
-	int rc = need_fields(r, 11);
+	/* 13 fields since VLANES and VELEM; older files have 11. */
+	int rc = r->nf == 13 ? 0 : need_fields(r, 11);
 
 	memset(&in, 0, sizeof(in));
 	if (rc || (rc = get_u32(r, 1, &id)) || (rc = get_addr(r, 2, &in.addr)) ||
@@ -392,6 +393,19 @@ static int rec_ins(struct reader *r)
 		return bad(r, "instruction %u: unknown pipe '%.40s'", id, r->f[8]);
 	if ((rc = get_u32(r, 9, &in.flops)) || (rc = get_u32(r, 10, &in.base)))
 		return rc;
+	if (r->nf == 13) {
+		uint32_t lanes, elem;
+
+		if ((rc = get_u32(r, 11, &lanes)) || (rc = get_u32(r, 12, &elem)))
+			return rc;
+		if (elem ? (elem != 8 && elem != 16 && elem != 32 && elem != 64) || !lanes ||
+			   lanes > KS_SIM_VECTOR_BITS / elem : lanes != 0)
+			return bad(r, "instruction %u: %u vector lanes of %u bits (lanes of 8, "
+				   "16, 32 or 64 bits, up to %d bits in all)", id, lanes, elem,
+				   KS_SIM_VECTOR_BITS);
+		in.vlanes = (uint8_t)lanes;
+		in.velem = (uint8_t)elem;
+	}
 	in.lineid = SIM_NONE;
 	if (grow(&s->ins, &s->cap_ins, s->nins + 1, sizeof(*s->ins)))
 		return nomem(r);
@@ -545,6 +559,9 @@ static int rec_trace(struct reader *r)
 		return rc;
 	if (strcmp(r->f[1], "region") && strcmp(r->f[1], "main") && strcmp(r->f[1], "never"))
 		return bad(r, "the trace starts at '%.20s', not region, main or never", r->f[1]);
+	if (tid > UINT32_MAX)
+		return bad(r, "thread %llu is out of range", (unsigned long long)tid);
+	s->trace_tid = (uint32_t)tid;
 	snprintf(s->trace_from, sizeof(s->trace_from), "%s", r->f[1]);
 	return 0;
 }
@@ -572,6 +589,113 @@ static int rec_tr(struct reader *r)
 	if (grow(&s->tr, &s->cap_tr, s->ntr + 1, sizeof(*s->tr)))
 		return nomem(r);
 	s->tr[s->ntr++] = t;
+	return 0;
+}
+
+/* sets LEVEL NSETS: NSETS must be the level's (and so is bounded). */
+static int rec_sets(struct reader *r)
+{
+	struct sim *s = r->s;
+	uint64_t level, n;
+	const struct sim_cache *c;
+	int rc = need_fields(r, 3);
+
+	if (rc || (rc = get_u64(r, 1, &level)) || (rc = get_u64(r, 2, &n)))
+		return rc;
+	r->counting = true;      /* no cache record may follow */
+	if (s->have_sets)
+		return bad(r, "a second 'sets' record");
+	if (level >= s->levels)
+		return bad(r, "the sets of cache level %llu, of %u levels",
+			   (unsigned long long)level, s->levels);
+	c = &s->cache[level];
+	/* The tool simulates at most 2^28 lines. */
+	if (!c->assoc || c->assoc > (1u << 28) || n != c->size / (c->assoc * c->line) ||
+	    n == 0 || n > (1u << 28))
+		return bad(r, "%llu sets, but cache level %llu has %llu",
+			   (unsigned long long)n, (unsigned long long)level,
+			   (unsigned long long)(c->assoc ? c->size / (c->assoc * c->line) : 0));
+	s->setv = calloc(n, CS_N * sizeof(*s->setv));
+	if (!s->setv)
+		return nomem(r);
+	s->have_sets = true;
+	s->set_level = (unsigned)level;
+	s->nsets = n;
+	return 0;
+}
+
+static int rec_set(struct reader *r)
+{
+	struct sim *s = r->s;
+	uint64_t i, *v;
+	int rc = need_fields(r, 2 + CS_N);
+
+	if (rc || (rc = get_u64(r, 1, &i)))
+		return rc;
+	if (!s->have_sets)
+		return bad(r, "a 'set' record before the 'sets' record");
+	if (i >= s->nsets)
+		return bad(r, "set %llu of %llu", (unsigned long long)i,
+			   (unsigned long long)s->nsets);
+	v = s->setv + i * CS_N;
+	for (size_t k = 0; k < CS_N; k++)
+		if ((rc = get_u64(r, 2 + k, &v[k])))
+			return rc;
+	if (v[CS_HIT] + v[CS_MISS] != v[CS_LOAD] + v[CS_STORE])
+		return bad(r, "set %llu: hits and misses do not add up to its accesses",
+			   (unsigned long long)i);
+	return 0;
+}
+
+/* hl ADDR INS LOADS STORES MISS0.., hlwb ADDR COUNT, hlother PAIRS
+ * LOADS STORES WB MISS0.. */
+static int rec_hl(struct reader *r)
+{
+	struct sim *s = r->s;
+	struct sim_hl h;
+	bool wb = strcmp(r->f[0], "hlwb") == 0, other = strcmp(r->f[0], "hlother") == 0;
+	size_t f = 1;
+	int64_t ins;
+	int rc = need_fields(r, wb ? 3 : 5 + s->levels);
+
+	memset(&h, 0, sizeof(h));
+	h.ins = SIM_NONE;
+	if (rc)
+		return rc;
+	r->counting = true;      /* no cache record may follow */
+	if (!s->levels)
+		return bad(r, "a '%s' record before the 'cache' records", r->f[0]);
+	if (other) {
+		if ((rc = get_u64(r, f++, &s->hl_dropped)))
+			return rc;
+	} else if ((rc = get_addr(r, f++, &h.addr))) {
+		return rc;
+	}
+	if (wb)
+		rc = get_u64(r, f++, &h.wb);
+	else if (!other && !(rc = get_ref(r, f++, &s->ins_ids, "instruction", false, &ins)))
+		h.ins = (uint32_t)ins;
+	if (!rc && !wb && !(rc = get_u64(r, f++, &h.ld)))
+		rc = get_u64(r, f++, &h.st);
+	if (!rc && other)
+		rc = get_u64(r, f++, &h.wb);
+	for (unsigned k = 0; !rc && !wb && k < s->levels; k++)
+		rc = get_u64(r, f++, &h.miss[k]);
+	if (rc)
+		return rc;
+	if (!wb && h.miss[0] != h.ld + h.st)
+		return bad(r, "level-0 misses are not its loads and stores that missed");
+	for (unsigned k = 1; !wb && k < s->levels; k++)
+		if (h.miss[k] > h.miss[k - 1])
+			return bad(r, "more misses of level %u than of level %u", k, k - 1);
+	if (other) {
+		s->hl_other = h;
+		s->have_hl_other = true;
+		return 0;
+	}
+	if (grow(&s->hl, &s->cap_hl, s->nhl + 1, sizeof(*s->hl)))
+		return nomem(r);
+	s->hl[s->nhl++] = h;
 	return 0;
 }
 
@@ -683,6 +807,13 @@ static int record(struct reader *r, char *line)
 		rc = rec_trace(r);
 	} else if (strcmp(k, "tr") == 0) {
 		rc = rec_tr(r);
+	} else if (strcmp(k, "sets") == 0) {
+		rc = rec_sets(r);
+	} else if (strcmp(k, "set") == 0) {
+		rc = rec_set(r);
+	} else if (strcmp(k, "hl") == 0 || strcmp(k, "hlwb") == 0 ||
+		   strcmp(k, "hlother") == 0) {
+		rc = rec_hl(r);
 	} else if (strcmp(k, "end") == 0) {
 		rc = rec_end(r);
 		r->after_end = rc == 0;
@@ -746,6 +877,8 @@ int sim_read(struct sim *s, struct ks_err *err)
 		sim_warnf(s, "%s has no 'end' record: kscope's Valgrind tool did not "
 			  "finish (was it killed?); the deliverables show what it wrote "
 			  "up to line %zu", s->raw_path, r.lineno);
+	if (!(s->metrics & KS_SIM_METRIC_PIPE))
+		return 0;  /* no pipeline chart asked for: nothing to say of it */
 	if (s->dropped)
 		sim_warnf(s, "the pipeline chart shows the first block executions%s only: "
 			  "%llu more were past the trace limit",
@@ -778,6 +911,8 @@ void sim_free(struct sim *s)
 	free(s->bw);
 	free(s->bwv);
 	free(s->tr);
+	free(s->setv);
+	free(s->hl);
 	map_free(&s->file_ids);
 	map_free(&s->fn_ids);
 	map_free(&s->ins_ids);

@@ -18,7 +18,9 @@
  * Each `tr` record (one execution of a block) shares its cycles among the
  * instructions that ran in proportion to their base cycles, and
  * consecutive instructions of one pipe become one slice, named after its
- * first instruction's mnemonic.
+ * first instruction's mnemonic.  The transfer bandwidth chart follows the
+ * slices as counter ("C") events on each thread's process, one counter
+ * per path (bw_counters).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +129,138 @@ static void slice(struct ks_text *t, const struct sim *s, uint32_t tid,
 	ks_text_puts(t, "}}");
 }
 
+/* ------------------------------------------------------------------ */
+/* The bandwidth counters                                              */
+/* ------------------------------------------------------------------ */
+
+/* Steps of one thread's counters at most (bandwidth.svg's cap): a longer
+ * run has its buckets merged, SIM_TRACE_BW_STEPS at most per path and
+ * thread, so the counters add at most about 2 x 1000 x (levels + 1)
+ * events per thread to the document whatever the run's length. */
+#define SIM_TRACE_BW_STEPS 1000
+
+struct bwkey {
+	uint32_t tid, bi;
+	uint64_t bucket;
+};
+
+static int bwkey_cmp(const void *pa, const void *pb)
+{
+	const struct bwkey *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->bucket != b->bucket)
+		return a->bucket < b->bucket ? -1 : 1;
+	return a->bi < b->bi ? -1 : a->bi > b->bi;
+}
+
+/* The first bucket of thread tid the chart shows: the one holding the
+ * trace's start, main's entry, on the thread that entered main; 0 on the
+ * others (a thread's clock starts when it does), with a region (the
+ * clock counts only inside it), and when main was never seen (the
+ * simulated threads did not run it, or it has no symbol: the bandwidth
+ * is still charted, from the start). */
+static uint64_t bw_first(const struct sim *s, uint32_t tid)
+{
+	if (strcmp(s->trace_from, "main") == 0 && tid == s->trace_tid)
+		return s->trace_clock / s->interval;
+	return 0;
+}
+
+/* One counter event: the GB/s of one path from time us on. */
+static void bw_event(struct ks_text *t, const char *path, uint32_t tid, double us,
+		     double rd, double wr)
+{
+	ks_text_puts(t, ",\n{\"name\":");
+	ks_text_json_str(t, path);
+	ks_text_puts(t, ",\"cat\":\"bandwidth\",\"ph\":\"C\",\"pid\":");
+	ks_text_u64(t, tid);
+	ks_text_puts(t, ",\"ts\":");
+	put_us(t, us);
+	ks_text_printf(t, ",\"args\":{\"Read GB/s\":%.10g,\"Write GB/s\":%.10g}}", rd, wr);
+}
+
+/*
+ * The transfer bandwidth chart: per thread (on its process) a counter per
+ * path, named as in bandwidth.csv, with its read and write GB/s as two
+ * series.  A step of the chart is a bucket of the tool's interval (or
+ * merged buckets, their bytes over their span): an event at its start,
+ * a zero where a path stops moving bytes, and a zero at the end of the
+ * thread's last bucket, so that a step chart integrates to the bytes of
+ * bandwidth.csv.  Steps in which a path moves nothing after a zero are
+ * left out: the zero before them holds.
+ */
+static void bw_counters(struct ks_text *t, const struct sim *s)
+{
+	unsigned np = s->levels + 1;
+	char names[KS_SIM_MAX_LEVELS + 1][64];
+	bool on[KS_SIM_MAX_LEVELS + 1];
+	struct bwkey *k;
+	uint64_t *sum;
+
+	if (!s->nbw || !s->interval || !(s->clock_hz > 0) || t->error)
+		return;
+	k = malloc(s->nbw * sizeof(*k));
+	sum = malloc(BW(s) * sizeof(*sum));
+	if (!k || !sum) {
+		free(k);
+		free(sum);
+		t->error = -ENOMEM;
+		return;
+	}
+	for (unsigned p = 0; p < np; p++)
+		sim_path_name(s, p, names[p], sizeof(names[p]));
+	for (size_t i = 0; i < s->nbw; i++) {
+		k[i].tid = s->threads[s->bw[i].th].tid;
+		k[i].bucket = s->bw[i].bucket;
+		k[i].bi = (uint32_t)i;
+	}
+	qsort(k, s->nbw, sizeof(*k), bwkey_cmp);
+	for (size_t i = 0, e; i < s->nbw; i = e) {
+		uint32_t tid = k[i].tid;
+		uint64_t b0 = bw_first(s, tid), b1, g;
+		size_t j = i;
+
+		for (e = i; e < s->nbw && k[e].tid == tid; e++)
+			;
+		while (j < e && k[j].bucket < b0)
+			j++;
+		if (j == e)
+			continue;
+		b0 = k[j].bucket;
+		b1 = k[e - 1].bucket;
+		g = (b1 - b0) / SIM_TRACE_BW_STEPS + 1;
+		memset(on, 0, sizeof(on));
+		for (uint64_t st = b0; st <= b1; st += g) {
+			uint64_t se = b1 - st < g ? b1 + 1 : st + g;
+			double secs = (double)(se - st) * (double)s->interval / s->clock_hz;
+
+			memset(sum, 0, BW(s) * sizeof(*sum));
+			for (; j < e && k[j].bucket < se; j++)
+				for (size_t f = 0; f < BW(s); f++)
+					sum[f] += sim_bwv(s, k[j].bi)[f];
+			for (unsigned p = 0; p < np; p++) {
+				bool nz = sum[2 * p] || sum[2 * p + 1];
+				double us = sim_us(s, (double)st * (double)s->interval);
+
+				if (nz || on[p])
+					bw_event(t, names[p], tid, us, (double)sum[2 * p] / secs / 1e9,
+						 (double)sum[2 * p + 1] / secs / 1e9);
+				on[p] = nz;
+			}
+			if (b1 - st < g)
+				break;
+		}
+		for (unsigned p = 0; p < np; p++)
+			if (on[p])
+				bw_event(t, names[p], tid, sim_us(s, ((double)b1 + 1) *
+					 (double)s->interval), 0, 0);
+	}
+	free(k);
+	free(sum);
+}
+
 void sim_trace_doc(const struct sim *s, struct ks_text *t, uint64_t *slices)
 {
 	uint32_t *order = malloc((s->nthreads ? s->nthreads : 1) * sizeof(*order));
@@ -190,6 +324,8 @@ void sim_trace_doc(const struct sim *s, struct ks_text *t, uint64_t *slices)
 			}
 		}
 	}
+	if (s->metrics & KS_SIM_METRIC_BANDWIDTH)
+		bw_counters(t, s);
 	ks_text_puts(t, "\n]}\n");
 }
 
@@ -207,46 +343,8 @@ int sim_write_trace(struct ks_rundir *run, const struct sim *s, uint64_t *slices
 }
 
 /* ------------------------------------------------------------------ */
-/* Streaming a block                                                   */
+/* The hot-spot map                                                    */
 /* ------------------------------------------------------------------ */
-
-struct vbsink {
-	struct ks_vb_writer *w;
-	struct ks_vb_error verr;
-};
-
-static int vb_sink(void *ctx, const void *buf, size_t len)
-{
-	struct vbsink *v = ctx;
-
-	return ks_vb_append(v->w, buf, len, &v->verr);
-}
-
-/* Begins a block of type on v and a writer t on it. */
-static int block_begin(struct vbsink *v, struct ks_text *t, unsigned type,
-		       unsigned version, struct ks_err *err)
-{
-	int rc = ks_vb_begin(v->w, type, version, NULL, &v->verr);
-
-	if (rc)
-		return ks_err_set(err, rc, "visualize_data.bin: %s", v->verr.msg);
-	if (ks_text_open(t, vb_sink, v))
-		return ks_err_set(err, -ENOMEM, "visualize_data.bin: out of memory");
-	return 0;
-}
-
-static int block_end(struct vbsink *v, struct ks_text *t, struct ks_err *err)
-{
-	int rc = ks_text_close(t);
-
-	if (rc == -ENOMEM && !v->verr.msg[0])
-		return ks_err_set(err, rc, "visualize_data.bin: out of memory");
-	if (!rc)
-		rc = ks_vb_end(v->w, &v->verr);
-	if (rc)
-		return ks_err_set(err, rc, "visualize_data.bin: %s", v->verr.msg);
-	return 0;
-}
 
 static void cores(struct ks_text *t, const struct sim *s)
 {
@@ -257,7 +355,7 @@ static void cores(struct ks_text *t, const struct sim *s)
 }
 
 /* The per-core arrays of one line or instruction. */
-enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS, C_STALL, C_GPR };
+enum col { C_CYCLES, C_EXECS, C_HIT, C_BYTES, C_FLOPS, C_STALL, C_GPR, C_VEC };
 
 static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		     const struct sim_acc *a, enum col col)
@@ -277,6 +375,7 @@ static void per_core(struct ks_text *t, const struct sim *s, const char *key,
 		case C_FLOPS: ks_text_u64(t, a[c].flops); break;
 		case C_STALL: ks_text_u64(t, sim_stall(&a[c])); break;
 		case C_GPR: ks_text_u64(t, (uint64_t)__builtin_popcount(a[c].gprs)); break;
+		case C_VEC: ks_text_json_num(t, sim_vector_util(&a[c]), 2); break;
 		case C_HIT:
 			ks_text_json_num(t, l2 < 0 ? NAN : sim_hit_rate(&a[c], (unsigned)l2), 4);
 			break;
@@ -320,7 +419,7 @@ static void source_skip(struct skipped *sk, const char *path, const char *why)
 			 len ? ", " : "", path, why);
 }
 
-static int write_sources(struct vbsink *v, const struct sim *s,
+static int write_sources(struct sim_vb *v, const struct sim *s,
 			 struct ks_simpost_summary *sum, struct ks_err *err)
 {
 	const char *prev = NULL;
@@ -429,7 +528,7 @@ static void line_ranges(struct ks_text *t, const struct sim *s, const struct ike
 	ks_text_puts(t, "]");
 }
 
-static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err)
+static int write_files(struct sim_vb *v, const struct sim *s, struct ks_err *err)
 {
 	struct sim_acc *acc = calloc(s->ncores ? s->ncores : 1, sizeof(*acc));
 	struct ikey *k = malloc((s->nins ? s->nins : 1) * sizeof(*k));
@@ -441,7 +540,7 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 		 : sim_sort_x(s, SIM_BY_LINE_CORE, &idx, err);
 
 	if (!rc)
-		rc = block_begin(v, &t, KS_VB_API_FILES, KS_VB_VERSION, err);
+		rc = sim_vb_begin(v, &t, KS_VB_API_FILES, KS_VB_VERSION, err);
 	if (rc) {
 		free(acc);
 		free(k);
@@ -461,8 +560,8 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 	cores(&t, s);
 	ks_text_puts(&t, ",\"Files Dtype\":{\"Lines\":{\"Address Range\":0,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"Line\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1,\"Stall Cycles\":1,\"GPR Count\":1}},"
-		     "\"Files\":[");
+		     "\"Process Bytes\":1,\"Stall Cycles\":1,\"GPR Count\":1,"
+		     "\"Vector Utilization (%)\":2}},\"Files\":[");
 	for (uint32_t l = 0; l < s->nlines; l++) {
 		const struct sim_line *ln = &s->lines[l];
 
@@ -492,20 +591,21 @@ static int write_files(struct vbsink *v, const struct sim *s, struct ks_err *err
 		per_core(&t, s, "Process Bytes", acc, C_BYTES);
 		per_core(&t, s, "Stall Cycles", acc, C_STALL);
 		per_core(&t, s, "GPR Count", acc, C_GPR);
+		per_core(&t, s, "Vector Utilization (%)", acc, C_VEC);
 		ks_text_puts(&t, "}");
 	}
 	ks_text_puts(&t, prev ? "]}\n]}\n" : "]}\n");
 	free(acc);
 	free(k);
 	free(idx);
-	return block_end(v, &t, err);
+	return sim_vb_end(v, &t, err);
 }
 
 /* ------------------------------------------------------------------ */
 /* 0x04 instructions                                                   */
 /* ------------------------------------------------------------------ */
 
-static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_err *err)
+static int write_instructions(struct sim_vb *v, const struct sim *s, struct ks_err *err)
 {
 	struct sim_acc *acc = calloc(s->ncores ? s->ncores : 1, sizeof(*acc));
 	uint32_t *idx = NULL;
@@ -514,7 +614,7 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 		 : sim_sort_x(s, SIM_BY_ADDR_CORE, &idx, err);
 
 	if (!rc)
-		rc = block_begin(v, &t, KS_VB_API_INSTR, KS_VB_VERSION, err);
+		rc = sim_vb_begin(v, &t, KS_VB_API_INSTR, KS_VB_VERSION, err);
 	if (rc) {
 		free(acc);
 		free(idx);
@@ -525,8 +625,8 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 	ks_text_puts(&t, ",\"Instructions Dtype\":{\"Instructions\":{\"Address\":3,"
 		     "\"Source\":3,\"Pipe\":3,\"Source Location\":3,\"Cycles\":1,"
 		     "\"Instructions Executed\":1,\"L2Cache Hit Rate\":2,"
-		     "\"Process Bytes\":1,\"Flops\":1,\"Stall Cycles\":1,\"GPR Count\":1}},"
-		     "\"Instructions\":[");
+		     "\"Process Bytes\":1,\"Flops\":1,\"Stall Cycles\":1,\"GPR Count\":1,"
+		     "\"Vector Utilization (%)\":2}},\"Instructions\":[");
 	for (size_t i = 0; i < s->nx;) {
 		uint32_t ins = s->x[idx[i]].ins;
 		const struct sim_ins *in = &s->ins[ins];
@@ -550,12 +650,13 @@ static int write_instructions(struct vbsink *v, const struct sim *s, struct ks_e
 		per_core(&t, s, "Flops", acc, C_FLOPS);
 		per_core(&t, s, "Stall Cycles", acc, C_STALL);
 		per_core(&t, s, "GPR Count", acc, C_GPR);
+		per_core(&t, s, "Vector Utilization (%)", acc, C_VEC);
 		ks_text_puts(&t, i < s->nx ? "}," : "}");
 	}
 	ks_text_puts(&t, "\n]}\n");
 	free(acc);
 	free(idx);
-	return block_end(v, &t, err);
+	return sim_vb_end(v, &t, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -592,7 +693,7 @@ static const struct ks_calib_ceiling *calib_find(const struct ks_calib *c, bool 
  * FP32; a boundary above level k: the calibrated "L<k+1>"; memory: "DRAM"),
  * otherwise from the cost model of the simulation: the most FLOPs an
  * executed instruction does, once per cycle; a line per access latency. */
-static int write_roofline(struct vbsink *v, const struct sim *s,
+static int write_roofline(struct sim_vb *v, const struct sim *s,
 			  const struct ks_simpost_opts *o, struct ks_simpost_summary *sum,
 			  struct ks_err *err)
 {
@@ -637,7 +738,7 @@ static int write_roofline(struct vbsink *v, const struct sim *s,
 			 (unsigned long long)s->max_flops);
 		from_model = true;
 	}
-	rc = block_begin(v, &t, KS_VB_ROOFLINE, KS_VB_VERSION, err);
+	rc = sim_vb_begin(v, &t, KS_VB_ROOFLINE, KS_VB_VERSION, err);
 	if (rc)
 		return rc;
 	ks_text_puts(&t, "{\"multiple_rooflines\":[{\"rooflines\":[");
@@ -697,7 +798,7 @@ static int write_roofline(struct vbsink *v, const struct sim *s,
 	ks_text_puts(&t, ",\"seconds\":");
 	num_g(&t, sum->sim_seconds);
 	ks_text_puts(&t, "}]}\n");
-	rc = block_end(v, &t, err);
+	rc = sim_vb_end(v, &t, err);
 	if (!rc)
 		sum->roofline = true;
 	return rc;
@@ -709,10 +810,10 @@ static int write_roofline(struct vbsink *v, const struct sim *s,
 
 int sim_write_viz(struct ks_rundir *run, const struct sim *s,
 		  const struct ks_simpost_opts *o, struct ks_simpost_summary *sum,
-		  struct ks_err *err)
+		  bool *trace_done, struct ks_err *err)
 {
-	struct vbsink v = { 0 };
-	struct ks_outfile of;
+	struct sim_vb v = { 0 };
+	struct ks_outfile of, tof;
 	struct ks_text t;
 	uint64_t slices;
 	int rc = ks_outfile_open(run, "visualize_data.bin", &of, err);
@@ -724,19 +825,56 @@ int sim_write_viz(struct ks_rundir *run, const struct sim *s,
 		ks_outfile_abort(&of);
 		return ks_err_set(err, rc, "visualize_data.bin: %s", v.verr.msg);
 	}
-	rc = block_begin(&v, &t, KS_VB_TRACE, KS_VB_VERSION, err);
-	if (!rc) {
-		sim_trace_doc(s, &t, &slices);
-		rc = block_end(&v, &t, err);
+	/* Each block when its metric set was asked for (--aic-metrics); the
+	 * roofline and the basic info always. */
+	if (s->metrics & (KS_SIM_METRIC_PIPE | KS_SIM_METRIC_BANDWIDTH)) {
+		/* trace.json is the 0x02 block's document: made once, written
+		 * to both. */
+		rc = ks_outfile_open(run, "trace.json", &tof, err);
+		if (!rc) {
+			v.tee = &tof;
+			rc = sim_vb_begin(&v, &t, KS_VB_TRACE, KS_VB_VERSION, err);
+			if (!rc) {
+				sim_trace_doc(s, &t, &slices);
+				rc = sim_vb_end(&v, &t, err);
+			}
+			v.tee = NULL;
+			if (rc) {
+				ks_outfile_abort(&tof);
+			} else {
+				rc = ks_outfile_commit(&tof, KS_DELIVERABLE_MODE, err);
+				sum->trace_slices = slices;
+				*trace_done = rc == 0;
+			}
+		}
+	}
+	if (!rc && (s->metrics & KS_SIM_METRIC_SOURCE)) {
+		rc = write_sources(&v, s, sum, err);
+		if (!rc)
+			rc = write_files(&v, s, err);
+		if (!rc)
+			rc = write_instructions(&v, s, err);
 	}
 	if (!rc)
-		rc = write_sources(&v, s, sum, err);
-	if (!rc)
-		rc = write_files(&v, s, err);
-	if (!rc)
-		rc = write_instructions(&v, s, err);
-	if (!rc)
 		rc = write_roofline(&v, s, o, sum, err);
+	if (!rc)
+		rc = sim_write_base_info(v.w, s, o, sum, err);
+	if (!rc && (s->metrics & KS_SIM_METRIC_PIPE)) {
+		rc = sim_write_compute_graph(v.w, s, err);
+		if (!rc)
+			rc = sim_write_compute_table(v.w, s, err);
+		if (!rc)
+			rc = sim_write_core_load(v.w, s, o, err);
+	}
+	if (!rc && (s->metrics & KS_SIM_METRIC_MEMORY)) {
+		rc = sim_write_memory_graph(v.w, s, o, err);
+		if (!rc)
+			rc = sim_write_memory_table(v.w, s, err);
+		if (!rc)
+			rc = sim_write_cache_sets(run, v.w, s, err);
+		if (!rc)
+			rc = sim_write_cache_lines(run, v.w, s, err);
+	}
 	sum->blocks = rc ? 0 : ks_vb_writer_blocks(v.w);
 	ks_vb_writer_free(v.w);
 	if (rc) {

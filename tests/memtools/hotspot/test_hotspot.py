@@ -123,9 +123,10 @@ def cachegrind(argv, geometry):
 # Record order: each kind's phase; single ones appear exactly once.
 PHASE = {"kscope-hotspot": 0, "pid": 1, "exe": 2, "cache": 3, "icache": 4, "memory": 5,
          "region": 6, "file": 7, "fn": 7, "ins": 7, "sb": 7, "thread": 8, "x": 9,
-         "interval": 10, "bw": 11, "trace": 12, "tr": 13, "end": 14}
+         "interval": 10, "bw": 11, "trace": 12, "tr": 13, "sets": 14, "set": 15, "hl": 16,
+         "hlwb": 16, "hlother": 17, "end": 18}
 SINGLE = {"kscope-hotspot", "pid", "exe", "icache", "memory", "region", "interval", "trace",
-          "end"}
+          "end", "sets", "hlother"}
 
 
 def unescape(s, where):
@@ -159,6 +160,7 @@ def read_raw(path):
     r.caches, r.files, r.fns, r.ins, r.sbs = [], [], [], {}, {}
     r.threads, r.x, r.bw, r.tr, r.end = {}, [], [], [], None
     r.trace_from = None
+    r.sets, r.hl, r.hlwb, r.hlother = {}, [], {}, None
     seen, phase = set(), -1
     with open(path, encoding="utf-8", errors="strict", newline="\n") as f:
         text = f.read()
@@ -209,7 +211,9 @@ def read_raw(path):
             check(num(fld[1], where) == len(table), f"{where}: {kind} ids not in order")
             table.append(unescape(fld[2], where))
         elif kind == "ins":
-            check(len(fld) == 11, f"{where}: ins has {len(fld)} fields")
+            # 13 fields since VLANES VELEM (simraw.h), which the reader
+            # still takes without
+            check(len(fld) == 13, f"{where}: ins has {len(fld)} fields")
             iid = num(fld[1], where)
             check(iid not in r.ins, f"{where}: ins {iid} defined twice")
             addr = fld[2]
@@ -226,7 +230,12 @@ def read_raw(path):
             key = (int(addr, 16), length)
             r.ins[iid] = {"addr": key[0], "len": length, "file": fid, "line": line_no,
                           "fn": r.fns[fnid] if fnid >= 0 else None, "pipe": fld[8],
-                          "flops": num(fld[9], where), "base": num(fld[10], where, 1)}
+                          "flops": num(fld[9], where), "base": num(fld[10], where, 1),
+                          "vlanes": num(fld[11], where), "velem": num(fld[12], where)}
+            lanes, elem = r.ins[iid]["vlanes"], r.ins[iid]["velem"]
+            check((lanes, elem) == (0, 0) or (fld[8] == "VECTOR" and elem in (8, 16, 32, 64)
+                                              and 1 <= lanes <= 256 // elem),
+                  f"{where}: {lanes} vector lanes of {elem} bits ({fld[8]})")
         elif kind == "sb":
             sid, count = num(fld[1], where), num(fld[2], where, 1)
             check(sid not in r.sbs, f"{where}: sb {sid} defined twice")
@@ -281,11 +290,54 @@ def read_raw(path):
             check(start <= end, f"{where}: START after END")
             r.tr.append({"tid": tid, "sb": sid, "executed": executed, "start": start,
                          "end": end})
+        elif kind == "sets":
+            check(len(fld) == 3, where)
+            r.set_level, r.nsets = num(fld[1], where), num(fld[2], where, 1)
+            c = r.caches[min(1, len(r.caches) - 1)]
+            check(r.set_level == min(1, len(r.caches) - 1) and
+                  r.nsets == c["size"] // (c["assoc"] * c["line"]), f"{where}: {line!r}")
+        elif kind == "set":
+            check(len(fld) == 9, f"{where}: set has {len(fld)} fields")
+            v = [num(s, where) for s in fld[1:]]
+            check(v[0] < r.nsets and v[0] not in r.sets, f"{where}: set {v[0]}")
+            check(v[1] + v[2] == v[3] + v[4], f"{where}: hits + misses != accesses")
+            check(v[5] >= v[4] and v[6] + v[7] <= v[5], f"{where}: allocations, evictions")
+            r.sets[v[0]] = v[1:]
+        elif kind in ("hl", "hlother"):
+            nl = len(r.caches)
+            check(len(fld) == 5 + nl, f"{where}: {kind} has {len(fld)} fields")
+            if kind == "hl":
+                check(fld[1].startswith("0x") and int(fld[1], 16) % r.caches[0]["line"] == 0,
+                      f"{where}: line address {fld[1]}")
+                v = [num(s, where) for s in fld[2:]]
+                check(v[0] in r.ins, f"{where}: ins {v[0]} not defined")
+                ld, st, miss = v[1], v[2], v[3:]
+                r.hl.append({"addr": int(fld[1], 16), "ins": v[0], "ld": ld, "st": st,
+                             "miss": miss})
+            else:
+                v = [num(s, where) for s in fld[1:]]
+                ld, st, miss = v[1], v[2], v[4:]
+                r.hlother = {"pairs": v[0], "ld": ld, "st": st, "wb": v[3], "miss": miss}
+            check(miss[0] == ld + st and all(miss[k + 1] <= miss[k] for k in range(nl - 1)),
+                  f"{where}: {line!r}")
+        elif kind == "hlwb":
+            check(len(fld) == 3 and fld[1].startswith("0x"), where)
+            r.hlwb[int(fld[1], 16)] = num(fld[2], where)
         elif kind == "end":
             check(len(fld) == 4 and fld[1] in ("exit", "signal"), f"{where}: {line!r}")
             r.end = (fld[1], num(fld[2], where), num(fld[3], where))
     check(r.end is not None, f"{path}: no end record (the file is cut short)")
     check(seen >= SINGLE, f"{path}: missing {sorted(SINGLE - seen)}")
+    # The sets of the observed level sum to its accesses and misses, and
+    # the hot lines (with what was dropped) to every level's misses.
+    lv = r.set_level
+    check(sum(v[0] + v[1] for v in r.sets.values()) == sum(x["acc"][lv] for x in r.x) and
+          sum(v[3] for v in r.sets.values()) == sum(x["miss"][lv] for x in r.x),
+          f"{path}: the sets of level {lv} do not sum to its accesses and misses")
+    for k in range(len(r.caches)):
+        check(sum(h["miss"][k] for h in r.hl) + r.hlother["miss"][k] ==
+              sum(x["miss"][k] for x in r.x),
+              f"{path}: the hot lines do not sum to level {k}'s misses")
     # Sums the file must agree with.
     for tid, t in r.threads.items():
         xs = [x for x in r.x if x["tid"] == tid]
@@ -354,6 +406,13 @@ def test_counts_and_flops():
             if build == "vector" and fn != "dot":
                 pipes = {r.ins[x["ins"]]["pipe"] for x in r.x if r.ins[x["ins"]]["flops"]}
                 check(pipes == {"VECTOR"}, f"{build}/{fn}: FP instructions in {pipes}")
+            # Every FP instruction has lanes, and does 1 FLOP (2 for an
+            # FMA) per lane.
+            for i in {x["ins"] for x in r.x if r.ins[x["ins"]]["flops"]}:
+                v = r.ins[i]
+                check(v["velem"] in (32, 64) and v["flops"] in (v["vlanes"], 2 * v["vlanes"]),
+                      f"{build}/{fn}: ins {hex(v['addr'])}: {v['flops']} FLOPs on "
+                      f"{v['vlanes']} lanes of {v['velem']} bits")
         print(f"counts/flops {build}: ok")
 
 

@@ -22,11 +22,13 @@ Selenium is missing (scripts/install-deps.sh installs them): a browser
 test that cannot drive a browser has not passed.
 """
 import argparse
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -271,6 +273,67 @@ def check_timeline(run, page, where, hook, panel):
         got = page.text(f'{panel} .tl-details') or ''
         run.fail(where, f'clicking slice "{chosen["name"]}" did not show its details '
                         f'(panel: {got[:200]})')
+
+
+# A trace with counters ("C" events, as op --simulate writes its bandwidth
+# chart): each drawn as a row of its process, its samples as written, its
+# value shown on hover.
+COUNTER_TRACE = {"traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "thread1"}},
+    {"ph": "X", "name": "work", "pid": 1, "tid": 1, "ts": 0, "dur": 40},
+    {"ph": "C", "name": "L1 -> registers", "cat": "bandwidth", "pid": 1, "ts": 0,
+     "args": {"Read GB/s": 1.5, "Write GB/s": 0.25}},
+    {"ph": "C", "name": "L1 -> registers", "cat": "bandwidth", "pid": 1, "ts": 10,
+     "args": {"Read GB/s": 6.125, "Write GB/s": 2}},
+    {"ph": "C", "name": "L1 -> registers", "cat": "bandwidth", "pid": 1, "ts": 30,
+     "args": {"Read GB/s": 0, "Write GB/s": 0}},
+]}
+
+
+def check_counters(run, page, kscope, tmp, artifacts):
+    where = 'counters'
+    d = os.path.join(tmp, 'counters')
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'trace.json'), 'w') as f:
+        json.dump(COUNTER_TRACE, f)
+    server = Server(kscope, d)
+    try:
+        page.d.get(server.url)
+        page.wait_for('the card list',
+                      'return document.querySelectorAll("#card-select option").length > 0;')
+        page.click('#tab-timeline')
+        rows = page.wait_for('the counter row and its samples',
+                             'const h = window.kscopeView && window.kscopeView.timeline;'
+                             'if (!h || h.pending()) return null;'
+                             'const r = h.counterRows();'
+                             'return r.length && r.every((x) => x.data) ? r : null;')
+        want = [(e["ts"] * 1000, [e["args"]["Read GB/s"], e["args"]["Write GB/s"]])
+                for e in COUNTER_TRACE["traceEvents"] if e["ph"] == "C"]
+        got = [(x["startTime"], x["values"]) for x in rows[0]["data"]]
+        if len(rows) != 1 or rows[0]["name"] != "L1 -> registers" or got != want:
+            run.fail(where, f'counter rows {rows}, expected the samples {want}')
+            return
+        run.ok(where, 'the counter row holds the samples as written')
+        page.screenshot(os.path.join(artifacts, 'counters-timeline.png'))
+        x = page.js('return window.kscopeView.timeline.xAt(arguments[0]);', 20000)
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+        a = ActionBuilder(page.d)
+        a.pointer_action.move_to_location(int(round(x)), int(round(rows[0]["y"])))
+        a.perform()
+        tip = page.wait_for('the counter tooltip',
+                            'const t = document.querySelector(".tooltip");'
+                            'return t && !t.hidden ? t.textContent : null;')
+        if 'Read GB/s: 6.125' not in tip or 'Write GB/s: 2' not in tip:
+            run.fail(where, f'hovering the counter at 20 us shows {tip!r}')
+        else:
+            run.ok(where, 'hovering the counter shows its values')
+        for e in browser_errors(page.d):
+            run.fail(where, e)
+        page.d.get('about:blank')
+    finally:
+        code = server.stop()
+        if code != 0:
+            run.fail(where, f'kscope view exited with {code} on SIGINT, not 0')
 
 
 def check_source(run, page, where):
@@ -624,6 +687,13 @@ def main():
             code = server.stop()
             if code != 0:
                 run.fail(name, f'kscope view exited with {code} on SIGINT, not 0')
+        if not only:
+            with tempfile.TemporaryDirectory(prefix='ks-view-ctr-') as tmp:
+                try:
+                    check_counters(run, page, args.kscope, tmp, args.artifacts)
+                except Exception as e:  # noqa: BLE001 -- a check that broke is a failure
+                    run.fail('counters', (str(e).strip().split('\n') or [''])[0]
+                             or type(e).__name__)
     finally:
         driver.quit()
 

@@ -734,6 +734,142 @@ static void test_bad_params(void **state)
 	view_free(h);
 }
 
+/* Item i of unit/counterValues as "start:v0,v1[/last0,last1]xcount". */
+static void citem_text(json_t *data, size_t i, char *buf, size_t size)
+{
+	json_t *it = json_array_get(data, i), *v;
+	size_t k, len;
+
+	assert_non_null(it);
+	len = (size_t)snprintf(buf, size, "%" JSON_INTEGER_FORMAT ":",
+			       json_integer_value(json_object_get(it, "startTime")));
+	json_array_foreach(json_object_get(it, "values"), k, v)
+		len += (size_t)snprintf(buf + len, size - len, "%s%.17g", k ? "," : "",
+					json_real_value(v));
+	if (json_object_get(it, "last")) {
+		json_array_foreach(json_object_get(it, "last"), k, v)
+			len += (size_t)snprintf(buf + len, size - len, "%s%.17g",
+						k ? "," : "/", json_real_value(v));
+	}
+	snprintf(buf + len, size - len, "x%" JSON_INTEGER_FORMAT,
+		 json_integer_value(json_object_get(it, "count")));
+}
+
+/* "C" events: counter tracks per process (and thread), series, the
+ * values as written, time order, the origin, merging, and that counters
+ * add no track to unit/threads. */
+static void test_counters(void **state)
+{
+	(void)state;
+	struct hv *h = view_of(load(
+		"{\"traceEvents\":[\n"
+		"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"thread1\"}},\n"
+		"{\"ph\":\"X\",\"name\":\"s\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5},\n"
+		"{\"name\":\"L1 -> registers\",\"cat\":\"bandwidth\",\"ph\":\"C\",\"pid\":1,"
+		"\"ts\":9.5,\"args\":{\"Read GB/s\":2.5,\"Write GB/s\":0.125}},\n"
+		"{\"name\":\"L1 -> registers\",\"ph\":\"C\",\"pid\":1,\"ts\":11,"
+		"\"args\":{\"Read GB/s\":0,\"Write GB/s\":4}},\n"
+		"{\"name\":\"L1 -> registers\",\"ph\":\"C\",\"pid\":1,\"ts\":11.002,"
+		"\"args\":{\"Read GB/s\":7,\"Write GB/s\":1.0000000001}},\n"
+		"{\"name\":\"L1 -> registers\",\"ph\":\"C\",\"pid\":1,\"ts\":20,"
+		"\"args\":{\"Read GB/s\":0,\"Write GB/s\":0}},\n"
+		"{\"name\":\"ctr\",\"ph\":\"C\",\"pid\":1,\"tid\":2,\"ts\":12,"
+		"\"args\":{\"v\":1,\"s\":\"x\"}},\n"
+		"{\"name\":\"ctr\",\"ph\":\"C\",\"pid\":1,\"tid\":2,\"ts\":11,\"args\":{\"w\":3}},\n"
+		"{\"name\":\"cpu\",\"id\":\"7\",\"ph\":\"C\",\"pid\":\"9\",\"ts\":15,"
+		"\"args\":{\"value\":1e3}},\n"
+		"{\"name\":\"nothing\",\"ph\":\"C\",\"pid\":1,\"ts\":15,\"args\":{\"s\":\"x\"}},\n"
+		"{\"name\":\"nots\",\"ph\":\"C\",\"pid\":1,\"args\":{\"v\":1}}\n"
+		"]}\n"));
+	json_t *r, *cs, *c, *data;
+	char buf[256];
+
+	/* no track of their own: one process, one thread, the slice's span */
+	r = req(h, "unit/threads", "{}", true);
+	assert_int_equal(json_array_size(json_object_get(body(r), "processes")), 1);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(json_object_get(
+		body(r), "processes"), 0), "threads")), 1);
+	assert_int_equal(json_integer_value(json_object_get(body(r), "endTime")), 5000);
+	json_decref(r);
+
+	r = req(h, "unit/counters", "{}", true);
+	/* times from the origin, the first slice (10 us) */
+	assert_int_equal(json_integer_value(json_object_get(body(r), "endTime")), 10000);
+	cs = json_object_get(body(r), "counters");
+	assert_int_equal(json_array_size(cs), 3);
+	c = json_array_get(cs, 0);
+	assert_string_equal(json_string_value(json_object_get(c, "name")), "L1 -> registers");
+	assert_string_equal(json_string_value(json_object_get(c, "pid")), "1");
+	assert_string_equal(json_string_value(json_object_get(c, "processName")), "thread1");
+	assert_string_equal(json_string_value(json_object_get(c, "tid")), "");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(c, "series"), 1)),
+			    "Write GB/s");
+	assert_true(json_real_value(json_object_get(c, "max")) == 7);
+	assert_int_equal(json_integer_value(json_object_get(c, "samples")), 4);
+	c = json_array_get(cs, 1);
+	assert_string_equal(json_string_value(json_object_get(c, "name")), "ctr");
+	assert_string_equal(json_string_value(json_object_get(c, "tid")), "2");
+	assert_int_equal(json_array_size(json_object_get(c, "series")), 2);
+	c = json_array_get(cs, 2);
+	assert_string_equal(json_string_value(json_object_get(c, "name")), "cpu 7");
+	assert_string_equal(json_string_value(json_object_get(c, "processName")), "9");
+	json_decref(r);
+
+	/* as written; the sample before the origin holds from 0 */
+	r = req(h, "unit/counterValues", "{\"processId\":1,\"name\":\"L1 -> registers\","
+		"\"startTime\":0,\"endTime\":20000,\"timePerPx\":0.5}", true);
+	data = json_object_get(body(r), "data");
+	assert_int_equal(json_array_size(data), 4);
+	citem_text(data, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "0:2.5,0.125x1");
+	citem_text(data, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "1000:0,4x1");
+	citem_text(data, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "1002:7,1.0000000001x1");
+	citem_text(data, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "10000:0,0x1");
+	json_decref(r);
+	/* within a pixel: the largest of each series, then the last values */
+	r = req(h, "unit/counterValues", "{\"processId\":1,\"name\":\"L1 -> registers\","
+		"\"startTime\":0,\"endTime\":20000,\"timePerPx\":10}", true);
+	data = json_object_get(body(r), "data");
+	assert_int_equal(json_array_size(data), 3);
+	citem_text(data, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "1000:7,4/7,1.0000000001x2");
+	json_decref(r);
+	/* a window from 5 us: the sample in force there first */
+	r = req(h, "unit/counterValues", "{\"processId\":1,\"name\":\"L1 -> registers\","
+		"\"startTime\":5000,\"endTime\":6000,\"timePerPx\":1}", true);
+	data = json_object_get(body(r), "data");
+	assert_int_equal(json_array_size(data), 1);
+	citem_text(data, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "1002:7,1.0000000001x1");
+	json_decref(r);
+	/* a thread's counter, its events out of order, a series added */
+	r = req(h, "unit/counterValues", "{\"processId\":1,\"threadId\":2,\"name\":\"ctr\","
+		"\"startTime\":0,\"endTime\":20000,\"timePerPx\":1}", true);
+	data = json_object_get(body(r), "data");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(body(r), "series"),
+							     0)), "v");
+	citem_text(data, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "1000:0,3x1");
+	citem_text(data, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "2000:1,0x1");
+	json_decref(r);
+	r = req(h, "unit/counterValues", "{\"processId\":\"9\",\"name\":\"cpu 7\","
+		"\"startTime\":0,\"endTime\":20000,\"timePerPx\":1}", true);
+	citem_text(json_object_get(body(r), "data"), 0, buf, sizeof(buf));
+	assert_string_equal(buf, "5000:1000x1");
+	json_decref(r);
+	bad(h, "unit/counterValues", "{\"processId\":1,\"startTime\":0,\"endTime\":5,"
+	    "\"timePerPx\":1}", "params.name is missing");
+	bad(h, "unit/counterValues", "{\"processId\":1,\"name\":\"ctr\",\"startTime\":0,"
+	    "\"endTime\":5,\"timePerPx\":1}", "has no counter \"ctr\" of process \"1\"");
+	bad(h, "unit/counterValues", "{\"processId\":1,\"name\":\"nothing\",\"startTime\":0,"
+	    "\"endTime\":5,\"timePerPx\":1}", "has no counter");
+	view_free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_kscope_traces),
 		cmocka_unit_test(test_aggregation),
 		cmocka_unit_test(test_bad_params),
+		cmocka_unit_test(test_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,10 @@
 // diagram of the memory units with the paths between them labelled with
 // bandwidth and requests and coloured by their share of the peak
 // (source/details/memoryGraph), and the memory tables
-// (source/details/memoryTable).
+// (source/details/memoryTable), the inter-core load (source/details/coreLoad),
+// and the caches (source/details/cacheSets
+// and cacheLines): a strip of the sets coloured by miss ratio and a table
+// of the hottest lines.
 
 import { request } from './api.js';
 import { el, svg, clear, emptyState, fmtNum, ratioColour, SortTable, showTip, hideTip } from './util.js';
@@ -33,6 +36,8 @@ export class DetailsView {
 		this.compute = el('section.box');
 		this.memGraph = el('section.box');
 		this.memTable = el('section.box');
+		this.cacheBox = el('section.box');
+		this.coreBox = el('section.box');
 		this.panel.append(el('div.toolbar', null, this.blockBox, el('label', null, 'Memory paths by ', this.showAs)),
 			el('div.details-grid', null, this.base, this.compute), this.memGraph, this.memTable);
 		const [base, compute] = await Promise.all([
@@ -54,6 +59,43 @@ export class DetailsView {
 		this.blockId = list.length ? list[0] : null;
 		this.renderCompute(compute);
 		this.loadBlock(true);
+		this.loadCores(card);
+		this.loadCaches(card);
+	}
+
+	// The inter-core load (0x0C): a row per core, and the advice; nothing
+	// shown when the card has none.
+	async loadCores(card) {
+		const r = await this.quiet('source/details/coreLoad', {});
+		if (this.card !== card || !r.body)
+			return;
+		clear(this.coreBox).append(el('h3', { text: 'Inter-core load' }));
+		this.panel.append(this.coreBox);
+		const rows = Array.isArray(r.body.rows) ? r.body.rows : [];
+		const cols = [{ key: 'coreId', label: 'Core', num: true }, { key: 'thread', label: 'Thread' },
+			{ key: 'subcoreType', label: 'Type' }, { key: 'cycles', label: 'Cycles', num: true },
+			{ key: 'throughput', label: 'Bytes moved', num: true },
+			{ key: 'l2HitRate', label: 'L2 hit rate (%)', num: true,
+				value: (row) => (Number(row.l2HitRate) >= 0 ? row.l2HitRate : '') }];
+		this.coreBox.append(new SortTable(cols, rows, { sortKey: 'cycles' }).table);
+		this.advice(this.coreBox, r.body.advice);
+	}
+
+	// The cache sets and hot lines (kscope op --simulate); nothing shown when
+	// the card has neither.
+	async loadCaches(card) {
+		const [sets, lines] = await Promise.all([
+			this.quiet('source/details/cacheSets', {}),
+			this.quiet('source/details/cacheLines', {}),
+		]);
+		if (this.card !== card || (!sets.body && !lines.body))
+			return;
+		clear(this.cacheBox).append(el('h3', { text: 'Caches' }));
+		this.panel.append(this.cacheBox);
+		if (sets.body)
+			this.cacheBox.append(cacheStrip(sets.body));
+		if (lines.body)
+			this.cacheBox.append(cacheLinesTable(lines.body));
 	}
 
 	// A request whose failure (data missing from this card) is shown in the
@@ -297,21 +339,24 @@ function memoryDiagram(units, showAs) {
 		// The design's -1 (or nothing) is "no peak to compare with".
 		if (!(Number(p.u.peakRatio) >= 0) || p.u.peakRatio === '')
 			p.u.peakRatio = '';
-		const colour = ratioColour(p.u.peakRatio);
+		// A negative peak ratio is the design's "unknown" (-1: kscope op
+		// --simulate without a calibration): drawn grey, no share shown.
+		const known = p.u.peakRatio !== '' && Number(p.u.peakRatio) >= 0;
+		const colour = known ? ratioColour(p.u.peakRatio) : '#888';
 		defs.append(svg('marker', { id: `${uid}-${i}`, viewBox: '0 0 10 10', refX: 9, refY: 5,
 			markerWidth: 6, markerHeight: 6, orient: 'auto' }, svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: colour })));
 		const d = `M${x0 + (up ? -10 : 10)},${y0} C${x0},${y0 + bend} ${x1},${y0 + bend} ${x1 + (up ? 10 : -10)},${y0}`;
-		const path = svg('path', { d, class: 'mempath', stroke: colour, 'stroke-width': 2 + Math.min(4, (Number(p.u.peakRatio) || 0) / 25),
+		const path = svg('path', { d, class: 'mempath', stroke: colour, 'stroke-width': 2 + Math.min(4, known ? Number(p.u.peakRatio) / 25 : 0),
 			fill: 'none', 'marker-end': `url(#${uid}-${i})` });
 		const bw = `${fmtNum(p.u.bandwidth)} GB/s`, req = `${fmtNum(p.u.request)} ${showAs === 'request' ? 'requests' : 'bytes'}`;
 		const label = showAs === 'request' ? req : bw;
 		const tip = [String(p.u.memoryPath), `bandwidth ${bw}`, `requests ${fmtNum(p.u.request)}`,
-			`peak ratio ${fmtNum(p.u.peakRatio, 2)}%`];
+			known ? `peak ratio ${fmtNum(p.u.peakRatio, 2)}%` : 'peak ratio unknown (no calibration)'];
 		path.addEventListener('mousemove', (ev) => showTip(ev, tip));
 		path.addEventListener('mouseleave', hideTip);
 		const lx = (x0 + x1) / 2, ly = y0 + bend * 0.75 + (up ? -4 : 12);
 		s.append(path, svg('text', { x: lx, y: ly, 'text-anchor': 'middle', class: 'mem-label', fill: colour },
-			`${label} · ${fmtNum(p.u.peakRatio, 1)}%`));
+			known ? `${label} · ${fmtNum(p.u.peakRatio, 1)}%` : label));
 	});
 	for (const n of names) {
 		s.append(svg('rect', { x: x(n), y: midY - boxH / 2, width: boxW, height: boxH, rx: 6, class: 'memunit' }),
@@ -324,4 +369,62 @@ function memoryDiagram(units, showAs) {
 			return el('span', null, sw, `${p}% `);
 		}));
 	return el('div.memwrap', null, s, legend);
+}
+
+// One cell per cache set, coloured by its miss ratio (grey: never
+// accessed); the tooltip gives the set's counts.
+function cacheStrip(b) {
+	const box = el('div.cache-sets');
+	const sets = Array.isArray(b.sets) ? b.sets : [];
+	const t = b.totals || {};
+	const acc = (Number(t.load) || 0) + (Number(t.store) || 0);
+	box.append(el('h4', { text: `Sets of ${b.level || 'the second level'}` }),
+		el('p.note', { text: `${fmtNum(sets.length)} sets, ${fmtNum(acc)} accesses, ${fmtNum(t.miss)} misses` +
+			(acc ? ` (miss ratio ${fmtNum(100 * t.miss / acc, 2)}%)` : '') }));
+	if (!sets.length)
+		return box;
+	const perRow = Math.min(128, sets.length), cell = 8;
+	const rows = Math.ceil(sets.length / perRow);
+	const s = svg('svg', { class: 'cachestrip', viewBox: `0 0 ${perRow * cell} ${rows * cell}`, role: 'img',
+		'aria-label': 'Cache sets coloured by miss ratio' });
+	sets.forEach((x, i) => {
+		const r = svg('rect', { x: (i % perRow) * cell, y: Math.floor(i / perRow) * cell, width: cell - 1, height: cell - 1,
+			fill: x.missRatio === null ? '#ccc' : ratioColour(100 * x.missRatio) });
+		const tip = [`set ${x.set}`, `loads ${fmtNum(x.load)}, stores ${fmtNum(x.store)}`,
+			`hits ${fmtNum(x.hit)}, misses ${fmtNum(x.miss)}` + (x.missRatio === null ? '' : ` (${fmtNum(100 * x.missRatio, 2)}%)`),
+			`allocated ${fmtNum(x.allocate)}, evicted ${fmtNum(x.evictAndWrite)} dirty + ${fmtNum(x.evictWithoutWrite)} clean`];
+		r.addEventListener('mousemove', (ev) => showTip(ev, tip));
+		r.addEventListener('mouseleave', hideTip);
+		s.append(r);
+	});
+	box.append(s);
+	return box;
+}
+
+// The hottest cache lines by first-level misses, with the instruction that
+// missed most on each.
+function cacheLinesTable(b) {
+	const box = el('div.cache-lines');
+	const levels = Array.isArray(b.levels) ? b.levels : [];
+	const lines = Array.isArray(b.lines) ? b.lines : [];
+	const o = b.other || {};
+	box.append(el('h4', { text: `Hottest ${b.lineSize ? b.lineSize + '-byte ' : ''}lines` }));
+	if (!lines.length) {
+		box.append(emptyState('No line missed the first level.'));
+		return box;
+	}
+	const cols = [{ key: 'address', label: 'Address' }];
+	levels.forEach((name, k) => cols.push({ key: `m${k}`, label: `${name} misses`, num: true, value: (r) => (r.misses || [])[k] }));
+	const top = (f) => (r) => (r.topInstruction ? r.topInstruction[f] : '');
+	cols.push({ key: 'loadMisses', label: 'Load misses', num: true }, { key: 'storeMisses', label: 'Store misses', num: true },
+		{ key: 'writebacks', label: 'Write-backs', num: true },
+		{ key: 'top', label: 'Top instruction', value: top('address') },
+		{ key: 'topMisses', label: 'Its misses', num: true, value: top('misses') },
+		{ key: 'source', label: 'Disassembly', value: top('source') },
+		{ key: 'where', label: 'Source', value: (r) => (r.topInstruction ? `${r.topInstruction.file}:${r.topInstruction.line}` : '') },
+		{ key: 'function', label: 'Function', value: top('function') });
+	box.append(new SortTable(cols, lines, { sortKey: 'm0' }).table);
+	if (Number(o.lines) || (o.misses && Number(o.misses[0])))
+		box.append(el('p.note', { text: `Other lines: ${fmtNum(o.lines)} more, ${fmtNum((o.misses || [])[0])} first-level misses` }));
+	return box;
 }

@@ -1,7 +1,9 @@
 // timeline.js: the Timeline view, a canvas of tracks (one row per
 // process, one block of rows per thread, one row per nesting depth) with
 // a time ruler, zoom (wheel, +/-), pan (drag, arrow keys), slice details
-// and flow arrows.
+// and flow arrows; below a process's threads, one row per counter ("C"
+// events: op --simulate's bandwidth per path, sample's CPU %), a step
+// chart of its series scaled to the counter's maximum.
 //
 // The server aggregates: for the tracks on screen the view asks
 // unit/threadTraces (or unit/threadTracesSummary for a collapsed process)
@@ -18,6 +20,8 @@ const PROC_H = 22;     // a process header row, px
 const DEPTH_H = 18;    // one nesting depth of a thread, px
 const THREAD_PAD = 4;  // space below a thread's rows, px
 const MIN_WINDOW = 10; // ns: the deepest zoom
+const COUNTER_H = 42;  // a counter row, px
+const SERIES_COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd'];
 
 export class Timeline {
 	// container: the element to fill.  opts.hookName: the name under which
@@ -56,6 +60,17 @@ export class Timeline {
 				return s ? { x: s.x, y: s.y } : null;
 			},
 			window: () => ({ start: this.start, end: this.end }),
+			// the counter rows, with the samples they hold and the
+			// page y of their middle (null when off screen)
+			counterRows: () => this.rows.filter((r) => r.type === 'counter').map((r) => {
+				const top = this.canvas ? this.canvas.getBoundingClientRect().top : 0;
+				const y = RULER_H + r.y - this.scroller.scrollTop + r.h / 2;
+				return { pid: r.pid, tid: r.tid, name: r.cname, max: r.max,
+					y: y >= RULER_H && y <= this.cssH ? top + y : null,
+					data: (this.cache.get(key(r)) || {}).data || null };
+			}),
+			// the page x of time t (ns from the origin)
+			xAt: (t) => (this.canvas ? this.canvas.getBoundingClientRect().left : 0) + this.xOf(t),
 			pending: () => this.scheduled || this.inflight > 0,
 		};
 	}
@@ -78,13 +93,27 @@ export class Timeline {
 		}
 		if (this.card !== card)
 			return;
+		// Counters: a server without unit/counters has none to show.
+		let counters = null;
+		try {
+			counters = await request('timeline', 'unit/counters', { cardId: card.cardId });
+		} catch {
+			counters = null;
+		}
+		if (this.card !== card)
+			return;
 		this.processes = Array.isArray(body.processes) ? body.processes : [];
+		this.counters = counters && Array.isArray(counters.counters) ? counters.counters : [];
+		// A counter of a pid without a thread track gets a process row.
+		for (const c of this.counters)
+			if (!this.processes.some((p) => String(p.pid) === String(c.pid)))
+				this.processes.push({ pid: c.pid, name: c.processName || c.pid, threads: [] });
 		const nthreads = this.processes.reduce((n, p) => n + (p.threads || []).length, 0);
-		if (!nthreads) {
+		if (!nthreads && !this.counters.length) {
 			clear(this.root).append(emptyState('This timeline has no tracks.'));
 			return;
 		}
-		this.total = Math.max(Number(body.endTime) || 0, 1);
+		this.total = Math.max(Number(body.endTime) || 0, Number(counters && counters.endTime) || 0, 1);
 		this.start = 0;
 		this.end = this.total;
 		const expand = nthreads <= 48;
@@ -143,6 +172,14 @@ export class Timeline {
 				const h = depths * DEPTH_H + THREAD_PAD;
 				this.rows.push({ type: 'thread', pid: p.pid, tid: t.tid, name: t.name || `thread ${t.tid}`, y, h, depths });
 				y += h;
+			}
+			for (const c of this.counters || []) {
+				if (String(c.pid) !== pid)
+					continue;
+				const name = c.tid ? `${c.name} (thread ${c.tid})` : c.name;
+				this.rows.push({ type: 'counter', pid: c.pid, tid: c.tid || '', cname: c.name, name,
+					series: c.series || [], max: Number(c.max) || 0, y, h: COUNTER_H });
+				y += COUNTER_H;
 			}
 		}
 		this.tracksH = y;
@@ -315,8 +352,37 @@ export class Timeline {
 			this.select(hit.row, hit.item);
 	}
 
+	// The sample of a counter row in force at x: {row, item, next}.
+	counterAt(x, y) {
+		const row = this.rowAt(y);
+		if (!row || row.type !== 'counter' || x < LABEL_W)
+			return null;
+		const c = this.cache.get(key(row));
+		if (!c || !Array.isArray(c.data))
+			return null;
+		const t = this.tOf(x);
+		let k = -1;
+		for (let i = 0; i < c.data.length && Number(c.data[i].startTime) <= t; i++)
+			k = i;
+		return k < 0 ? null : { row, item: c.data[k], series: c.series || row.series };
+	}
+
 	onHover(ev) {
 		const rect = this.canvas.getBoundingClientRect();
+		const ctr = this.counterAt(ev.clientX - rect.left, ev.clientY - rect.top);
+		if (ctr) {
+			const it = ctr.item, vals = it.count > 1 ? it.last || it.values : it.values;
+			const lines = [ctr.row.name];
+			(ctr.series || []).forEach((s, i) => {
+				const v = Number((vals || [])[i]);
+				const peak = it.count > 1 ? ` (peak ${fmtValue(Number(it.values[i]))} in ${it.count} samples)` : '';
+				lines.push(`${s}: ${fmtValue(v)}${peak}`);
+			});
+			lines.push(`from ${fmtNs(it.startTime)}`);
+			this.canvas.style.cursor = 'default';
+			showTip(ev, lines);
+			return;
+		}
 		const hit = this.itemAt(ev.clientX - rect.left, ev.clientY - rect.top);
 		this.canvas.style.cursor = hit ? 'pointer' : 'default';
 		if (!hit) {
@@ -457,6 +523,9 @@ export class Timeline {
 			let p;
 			if (row.type === 'thread')
 				p = request('timeline', 'unit/threadTraces', { ...base, threadId: String(row.tid) });
+			else if (row.type === 'counter')
+				p = request('timeline', 'unit/counterValues', { ...base, name: row.cname,
+					...(row.tid ? { threadId: String(row.tid) } : {}) });
 			else if (row.collapsed)
 				p = request('timeline', 'unit/threadTracesSummary', base);
 			else
@@ -464,7 +533,7 @@ export class Timeline {
 			this.inflight = (this.inflight || 0) + 1;
 			jobs.push(p.then((body) => {
 				if (gen === this.gen || !this.cache.has(k))
-					this.cache.set(k, { start, end, tpp, data: body.data });
+					this.cache.set(k, { start, end, tpp, data: body.data, series: body.series });
 			}).catch(() => {}).finally(() => {
 				this.inflight--;
 			}));
@@ -524,6 +593,15 @@ export class Timeline {
 				g.font = '12px system-ui, sans-serif';
 				if (row.collapsed)
 					this.drawSummary(row, y);
+			} else if (row.type === 'counter') {
+				g.fillStyle = '#4a5468';
+				g.fillText(fitText(g, row.name, LABEL_W - 24), 18, y + DEPTH_H / 2);
+				this.drawCounter(row, y);
+				g.strokeStyle = '#e6e9ef';
+				g.beginPath();
+				g.moveTo(0, y + row.h - 0.5);
+				g.lineTo(W, y + row.h - 0.5);
+				g.stroke();
 			} else {
 				g.fillStyle = '#4a5468';
 				g.fillText(fitText(g, row.name, LABEL_W - 24), 18, y + DEPTH_H / 2);
@@ -558,6 +636,66 @@ export class Timeline {
 			if (x1 >= x0)
 				g.fillRect(x0, y + 5, Math.max(1, x1 - x0), row.h - 10);
 		}
+	}
+
+	// A counter's series as step lines (the first also as an area), each
+	// sample holding until the next and the last until the end; a merged
+	// item rises to its peak for a pixel, then holds its last values.
+	drawCounter(row, y) {
+		const c = this.cache.get(key(row));
+		const g = this.ctx;
+		const top = y + 4, h = row.h - 8;
+		if (row.max > 0) {
+			g.fillStyle = '#8a93a6';
+			g.font = '10px system-ui, sans-serif';
+			g.fillText(fmtValue(row.max), LABEL_W - 4 - g.measureText(fmtValue(row.max)).width, top + 5);
+			g.font = '12px system-ui, sans-serif';
+		}
+		if (!c || !Array.isArray(c.data) || !c.data.length)
+			return;
+		const yOf = (v) => top + h - (row.max > 0 ? Math.max(0, Math.min(1, v / row.max)) : 0) * h;
+		const nser = (c.series || row.series || []).length;
+		g.save();
+		g.beginPath();
+		g.rect(LABEL_W, y, this.cssW - LABEL_W, row.h);
+		g.clip();
+		for (let s = nser - 1; s >= 0; s--) {
+			const colour = SERIES_COLOURS[s % SERIES_COLOURS.length];
+			g.beginPath();
+			let first = true, x0 = 0;
+			c.data.forEach((it, i) => {
+				const xs = Math.max(LABEL_W - 1, this.xOf(Number(it.startTime)));
+				const next = i + 1 < c.data.length ? Number(c.data[i + 1].startTime) : this.total;
+				const xe = Math.min(this.cssW + 1, Math.max(xs, this.xOf(next)));
+				const peak = Number((it.values || [])[s]) || 0;
+				const hold = it.count > 1 ? Number((it.last || [])[s]) || 0 : peak;
+				if (first) {
+					g.moveTo(xs, yOf(0));
+					x0 = xs;
+					first = false;
+				}
+				g.lineTo(xs, yOf(peak));
+				if (it.count > 1 && xe > xs + 1) {
+					g.lineTo(xs + 1, yOf(peak));
+					g.lineTo(xs + 1, yOf(hold));
+				}
+				g.lineTo(xe, yOf(hold));
+			});
+			g.strokeStyle = colour;
+			g.lineWidth = 1.25;
+			g.stroke();
+			if (s === 0) {
+				// the area under the first series
+				g.lineTo(Math.min(this.cssW + 1, this.xOf(this.total)), yOf(0));
+				g.lineTo(x0, yOf(0));
+				g.globalAlpha = 0.18;
+				g.fillStyle = colour;
+				g.fill();
+				g.globalAlpha = 1;
+			}
+		}
+		g.restore();
+		g.lineWidth = 1;
 	}
 
 	drawThread(row, y) {
@@ -675,6 +813,19 @@ function fitText(g, text, maxW) {
 			hi = mid - 1;
 	}
 	return lo ? `${text.slice(0, lo)}…` : '';
+}
+
+// A counter value, short: 3 significant digits, SI suffixes above 1e4.
+function fmtValue(v) {
+	if (!Number.isFinite(v))
+		return String(v);
+	const a = Math.abs(v);
+	if (a >= 1e4) {
+		const units = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+		const [d, u] = units.find(([x]) => a >= x);
+		return `${(v / d).toPrecision(3)}${u}`;
+	}
+	return a === 0 ? '0' : String(Number(v.toPrecision(4)));
 }
 
 // A ruler tick with as many digits as its step needs.
