@@ -1913,7 +1913,10 @@ static int simulate(struct op_state *st, struct ks_parsed *ps)
 	if (!o->simulate) {
 		for (const char *const *n = simulate_only; *n; n++)
 			if (given(ps, *n)) {
-				ks_error("option --%s applies to --simulate only", *n);
+				ks_error("option --%s applies to --simulate only%s", *n,
+					 strcmp(*n, "dump") == 0 ? ": an on-board run has no "
+					 "simulator dump, and keeps its raw records "
+					 "(context.json, measure.json) always" : "");
 				break;
 			}
 		state_free(st);
