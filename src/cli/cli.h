@@ -42,6 +42,7 @@ extern const struct ks_cmd ks_cmd_calibrate;
 extern const struct ks_cmd ks_cmd_contention;
 extern const struct ks_cmd ks_cmd_falseshare;
 extern const struct ks_cmd ks_cmd_inspect;
+extern const struct ks_cmd ks_cmd_instrument;
 extern const struct ks_cmd ks_cmd_memcheck;
 extern const struct ks_cmd ks_cmd_merge;
 extern const struct ks_cmd ks_cmd_op;

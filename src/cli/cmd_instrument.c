@@ -1,0 +1,587 @@
+/*
+ * kscope instrument: exact calls and time per function of an unmodified
+ * x86-64 program, by patching the entries of its functions at run time
+ * (docs/instrument.md).
+ *
+ * kscope checks the program (a dynamically linked x86-64 ELF file: the
+ * runtime is preloaded) and the selection, and analyses it with ks_instr
+ * (src/instrument): --list prints that analysis and stops.  Otherwise it
+ * creates the run directory, writes functions.txt (the verdict of every
+ * function), runs the program with libkscope-instr.so preloaded, which
+ * analyses and patches the program itself before main, then reads each
+ * process's instr.<pid>.txt and writes report.txt: per function, calls,
+ * inclusive and exclusive time, min/mean/max per call, in total and per
+ * thread; the top functions are printed on stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "instr.h"
+#include "log.h"
+#include "outdir.h"
+#include "runprog.h"
+#include "textout.h"
+
+#define KS_INSTR_LIBNAME "libkscope-instr.so"
+
+extern char **environ;
+
+struct instrument_opts {
+	struct ks_common_opts common;
+	bool list;
+	int64_t min_insns;
+	char *include;
+	char *exclude;
+	char *output;
+	int64_t top;
+};
+
+#define OPT(field) .offset = offsetof(struct instrument_opts, field)
+
+static const struct ks_opt instrument_opts[] = {
+	{ .name = "list", .type = KS_OPT_FLAG, .env = "KSCOPE_INSTRUMENT_LIST",
+	  .flags = KS_OPT_HIDDEN_ENV,
+	  .help = "print each function's verdict (instrumented, or left alone and why) "
+		  "without running the program", OPT(list) },
+	{ .name = "min-instructions", .type = KS_OPT_INT, .metavar = "N", .def = "0",
+	  .env = "KSCOPE_INSTRUMENT_MIN_INSTRUCTIONS",
+	  .help = "instrument only functions of at least N instructions",
+	  OPT(min_insns), .min = 0, .max = 1000000 },
+	{ .name = "include", .type = KS_OPT_STRING, .metavar = "REGEX",
+	  .env = "KSCOPE_INSTRUMENT_INCLUDE",
+	  .help = "instrument only functions whose name matches REGEX (POSIX extended)",
+	  OPT(include), .max_len = 1024 },
+	{ .name = "exclude", .type = KS_OPT_STRING, .metavar = "REGEX",
+	  .env = "KSCOPE_INSTRUMENT_EXCLUDE",
+	  .help = "leave alone functions whose name matches REGEX (POSIX extended)",
+	  OPT(exclude), .max_len = 1024 },
+	{ .name = "top", .type = KS_OPT_INT, .metavar = "N", .def = "10",
+	  .env = "KSCOPE_INSTRUMENT_TOP",
+	  .help = "how many functions the summary on stderr shows", OPT(top),
+	  .min = 0, .max = 100000 },
+	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
+	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
+	  .help = "where the run directory is created", OPT(output) },
+	KS_COMMON_OPTS(struct instrument_opts),
+	KS_OPT_END
+};
+
+/* ------------------------------------------------------------------ */
+/* The verdicts                                                        */
+/* ------------------------------------------------------------------ */
+
+static void list_write(FILE *out, const struct ks_instr_image *img)
+{
+	fprintf(out, "# %s: %s, symbols from %s\n", img->path, img->pie ? "PIE" : "not PIE",
+		img->symtab ? img->symtab : "nowhere (no symbol table)");
+	fprintf(out, "%-32s %18s %8s %8s  %s\n", "function", "address", "size", "instrs",
+		"verdict");
+	for (size_t i = 0; i < img->nfuncs; i++) {
+		const struct ks_instr_func *f = &img->funcs[i];
+
+		fprintf(out, "%-32s 0x%016" PRIx64 " %8" PRIu64 " %8u  %s%s\n", f->name, f->addr,
+			f->size, f->ninsns, f->patch ? "instrumented" : "left alone: ",
+			f->patch ? "" : f->reason);
+	}
+	fprintf(out, "%zu functions: %zu instrumented, %zu left alone\n", img->nfuncs,
+		img->npatch, img->nfuncs - img->npatch);
+}
+
+/* ------------------------------------------------------------------ */
+/* The results                                                         */
+/* ------------------------------------------------------------------ */
+
+struct fstat_row {
+	char *name;
+	uint64_t calls, closed;
+	double incl, excl, sum, min, max;
+};
+
+struct table {
+	struct fstat_row *v;
+	size_t n, cap;
+};
+
+static struct fstat_row *table_get(struct table *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->v[i].name, name))
+			return &t->v[i];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct fstat_row *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->v = v;
+		t->cap = cap;
+	}
+	memset(&t->v[t->n], 0, sizeof(t->v[0]));
+	t->v[t->n].name = strdup(name);
+	if (!t->v[t->n].name)
+		return NULL;
+	return &t->v[t->n++];
+}
+
+static void table_add(struct fstat_row *r, uint64_t calls, uint64_t closed, double incl,
+		      double excl, double sum, double min, double max)
+{
+	if (closed && (!r->closed || min < r->min))
+		r->min = min;
+	if (max > r->max)
+		r->max = max;
+	r->calls += calls;
+	r->closed += closed;
+	r->incl += incl;
+	r->excl += excl;
+	r->sum += sum;
+}
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].name);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+static int cmp_incl(const void *pa, const void *pb)
+{
+	const struct fstat_row *a = pa, *b = pb;
+
+	if (a->incl != b->incl)
+		return a->incl > b->incl ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void table_write(struct ks_outfile *of, FILE *f, struct table *t, const char *indent,
+			size_t limit)
+{
+	qsort(t->v, t->n, sizeof(t->v[0]), cmp_incl);
+	for (size_t i = 0; i < t->n && i < limit; i++) {
+		const struct fstat_row *r = &t->v[i];
+		char line[1024];
+
+		snprintf(line, sizeof(line),
+			 "%s%-32s %12" PRIu64 " %14.0f %14.0f %12.1f %12.0f %12.0f\n", indent,
+			 r->name, r->calls, r->incl, r->excl, r->closed ? r->sum / r->closed : 0.0,
+			 r->min, r->max);
+		if (of)
+			ks_outfile_printf(of, "%s", line);
+		if (f)
+			fputs(line, f);
+	}
+}
+
+#define TABLE_HEAD "%s%-32s %12s %14s %14s %12s %12s %12s\n"
+
+struct results {
+	struct table total;
+	struct table *threads;      /* one per thread, over every process */
+	char (*thread_names)[48];
+	size_t nthreads;
+	size_t nprocs;
+	uint64_t unwound, overflow, open;
+	char errors[4][KS_ERR_MSG_MAX + 64];
+	size_t nerrors;
+	char late[8][300];
+	size_t nlate;
+};
+
+/* Reads one instr.<pid>.txt (docs/instrument.md) into r. */
+static int results_read(struct results *r, int dirfd, const char *name, struct ks_err *err)
+{
+	char **names = NULL;
+	size_t nnames = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	struct table *cur = NULL;
+	int fd, rc = 0, pid = 0;
+	FILE *f;
+	bool ended = false;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !(f = fdopen(fd, "r"))) {
+		if (fd >= 0)
+			close(fd);
+		return ks_err_set(err, -errno, "cannot read %s: %s", name, strerror(errno));
+	}
+	r->nprocs++;
+	while (getline(&line, &cap, f) > 0) {
+		char *nl = strchr(line, '\n');
+		unsigned long id, calls, closed, a, b, c;
+		double incl, excl, sum, mn, mx;
+		int n = 0, tid;
+
+		if (nl)
+			*nl = '\0';
+		if (sscanf(line, "pid %d", &pid) == 1)
+			continue;
+		if (!strncmp(line, "error ", 6)) {
+			if (r->nerrors < 4)
+				snprintf(r->errors[r->nerrors++], sizeof(r->errors[0]), "process %d: %s",
+					 pid, line + 6);
+			continue;
+		}
+		if (!strncmp(line, "r ", 2)) {
+			if (r->nlate < 8)
+				snprintf(r->late[r->nlate++], sizeof(r->late[0]), "%s", line + 2);
+			continue;
+		}
+		if (sscanf(line, "f %lu %*s %*s %*s %n", &id, &n) == 1 && n > 0) {
+			if (id >= 1u << 30) {
+				rc = ks_err_set(err, -EINVAL, "%s: bad function id", name);
+				goto out;
+			}
+			if (id >= nnames) {
+				char **v = realloc(names, (id + 1) * sizeof(*v));
+
+				if (!v) {
+					rc = ks_err_set(err, -ENOMEM, "out of memory");
+					goto out;
+				}
+				memset(v + nnames, 0, (id + 1 - nnames) * sizeof(*v));
+				names = v;
+				nnames = id + 1;
+			}
+			free(names[id]);
+			names[id] = strdup(line + n);
+			continue;
+		}
+		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu", &tid, &a, &b,
+			   &c) == 4) {
+			struct table *v = realloc(r->threads, (r->nthreads + 1) * sizeof(*v));
+			char (*tn)[48] = realloc(r->thread_names,
+						 (r->nthreads + 1) * sizeof(*tn));
+
+			if (v)
+				r->threads = v;
+			if (tn)
+				r->thread_names = tn;
+			if (!v || !tn) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			memset(&r->threads[r->nthreads], 0, sizeof(*v));
+			snprintf(r->thread_names[r->nthreads], 48, "pid %d tid %d", pid, tid);
+			cur = &r->threads[r->nthreads++];
+			r->overflow += a;
+			r->unwound += b;
+			r->open += c;
+			continue;
+		}
+		if (sscanf(line, "s %lu %lu %lu %lf %lf %lf %lf %lf", &id, &calls, &closed, &incl,
+			   &excl, &sum, &mn, &mx) == 8) {
+			struct fstat_row *row;
+
+			if (!cur || id >= nnames || !names[id]) {
+				rc = ks_err_set(err, -EINVAL, "%s: counters of an unknown function", name);
+				goto out;
+			}
+			row = table_get(cur, names[id]);
+			if (!row || !table_get(&r->total, names[id])) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			table_add(row, calls, closed, incl, excl, sum, mn, mx);
+			table_add(table_get(&r->total, names[id]), calls, closed, incl, excl, sum,
+				  mn, mx);
+			continue;
+		}
+		if (!strcmp(line, "end"))
+			ended = true;
+	}
+	if (!ended && r->nerrors < 4)
+		snprintf(r->errors[r->nerrors++], sizeof(r->errors[0]),
+			 "%s has no end line: the process was cut short while writing it", name);
+out:
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+static void results_free(struct results *r)
+{
+	table_free(&r->total);
+	for (size_t i = 0; i < r->nthreads; i++)
+		table_free(&r->threads[i]);
+	free(r->threads);
+	free(r->thread_names);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every instr.<pid>.txt of the run directory, in name order. */
+static int results_collect(struct ks_rundir *rd, struct results *r, struct ks_err *err)
+{
+	DIR *d;
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0, fd = dup(rd->dirfd);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return ks_err_set(err, -errno, "cannot list %s: %s", rd->path, strerror(errno));
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char **v;
+
+		if (strncmp(de->d_name, "instr.", 6) || len < 10 ||
+		    strcmp(de->d_name + len - 4, ".txt"))
+			continue;
+		v = realloc(names, (n + 1) * sizeof(*v));
+		if (!v || !(v[n] = strdup(de->d_name))) {
+			free(v ? v : names);
+			names = NULL;
+			n = 0;
+			rc = ks_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		names = v;
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = results_read(r, rd->dirfd, names[i], err);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+static int report_write(struct ks_rundir *rd, const char *prog, struct results *r,
+			struct ks_err *err)
+{
+	struct ks_outfile of;
+	int rc = ks_outfile_open(rd, "report.txt", &of, err);
+
+	if (rc)
+		return rc;
+	ks_outfile_printf(&of, "kscope instrument report\nprogram: %s\nprocesses: %zu, "
+			  "threads: %zu\ntimes in nanoseconds; incl counts a recursive "
+			  "function's outermost calls only; mean, min and max are per call "
+			  "(inclusive)\n\ntotal\n", prog, r->nprocs, r->nthreads);
+	ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl", "mean",
+			  "min", "max");
+	table_write(&of, NULL, &r->total, "", SIZE_MAX);
+	for (size_t i = 0; i < r->nthreads; i++) {
+		ks_outfile_printf(&of, "\nthread %s\n", r->thread_names[i]);
+		ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl",
+				  "mean", "min", "max");
+		table_write(&of, NULL, &r->threads[i], "", SIZE_MAX);
+	}
+	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                             */
+/* ------------------------------------------------------------------ */
+
+/* kscope's environment less KSCOPE_INSTR_* and LD_PRELOAD, plus the
+ * runtime's variables and the runtime first in LD_PRELOAD. */
+static char **run_env(const struct instrument_opts *o, const char *lib, const char *dir,
+		      char *owned[5])
+{
+	size_t n = 0, k = 0;
+	const char *pre = getenv("LD_PRELOAD");
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 6, sizeof(*env));
+	if (!env)
+		return NULL;
+	if (asprintf(&owned[0], "KSCOPE_INSTR_DIR=%s", dir) < 0 ||
+	    asprintf(&owned[1], "KSCOPE_INSTR_MIN=%" PRId64, o->min_insns) < 0 ||
+	    asprintf(&owned[2], "KSCOPE_INSTR_INCLUDE=%s", o->include ? o->include : "") < 0 ||
+	    asprintf(&owned[3], "KSCOPE_INSTR_EXCLUDE=%s", o->exclude ? o->exclude : "") < 0 ||
+	    asprintf(&owned[4], "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "",
+		     pre ? pre : "") < 0) {
+		free(env);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "KSCOPE_INSTR_", 13) || !strncmp(environ[i], "LD_PRELOAD=", 11))
+			continue;
+		env[k++] = environ[i];
+	}
+	for (int i = 0; i < 5; i++)
+		env[k++] = owned[i];
+	env[k] = NULL;
+	return env;
+}
+
+static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
+{
+	const struct instrument_opts *o = p->opts;
+	struct ks_instr_sel sel = { .min_insns = o->min_insns, .include = o->include,
+				    .exclude = o->exclude };
+	struct ks_instr_image img = { 0 };
+	struct results res = { 0 };
+	struct ks_rundir rd = { 0 };
+	struct ks_outfile of;
+	struct ks_err err;
+	char lib[PATH_MAX], *prog = NULL, *owned[5] = { 0 }, **env = NULL;
+	bool have_rd = false;
+	pid_t pid = 0;
+	int code = KS_EXIT_FAIL, status, rc;
+
+	(void)cmd;
+	ks_err_clear(&err);
+	if ((o->include && ks_instr_check_regex(o->include, "--include", &err)) ||
+	    (o->exclude && ks_instr_check_regex(o->exclude, "--exclude", &err))) {
+		ks_error("%s", err.msg);
+		return KS_EXIT_USAGE;
+	}
+	if (ks_find_program(p->program[0], &prog, &err) ||
+	    ks_check_dynamic(prog, "kscope instrument", "its runtime", &err)) {
+		ks_error("%s", err.msg);
+		code = KS_EXIT_USAGE;
+		goto out;
+	}
+	rc = ks_instr_analyze(prog, &sel, &img, &err);
+	if (rc == -ENOEXEC) {
+		ks_error("%s; kscope instrument patches the functions of an ELF program "
+			 "(for a script, instrument the program it runs)", err.msg);
+		code = KS_EXIT_USAGE;
+		goto out;
+	}
+	if (rc) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (o->list) {
+		list_write(stdout, &img);
+		code = fflush(stdout) == 0 ? KS_EXIT_OK : KS_EXIT_FAIL;
+		goto out;
+	}
+	if (ks_find_own_file(KS_INSTR_LIBNAME, R_OK, "kscope's runtime " KS_INSTR_LIBNAME, lib,
+			     sizeof(lib), &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (ks_rundir_create(o->output, "instrument", 0, &rd, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	have_rd = true;
+	/* The verdicts, as --list prints them. */
+	if (ks_outfile_open(&rd, "functions.txt", &of, &err) == 0) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mf = open_memstream(&buf, &len);
+
+		if (mf) {
+			list_write(mf, &img);
+			fclose(mf);
+			ks_outfile_write(&of, buf, len);
+			free(buf);
+		}
+		if (ks_outfile_commit(&of, KS_DELIVERABLE_MODE, &err)) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
+	} else {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (!img.npatch)
+		ks_warn("no function of %s can be instrumented (functions.txt says why): it runs, "
+			"and nothing is recorded; a stripped program shows only the functions it "
+			"exports (.dynsym)", prog);
+	if (!(env = run_env(o, lib, rd.path, owned))) {
+		ks_error("out of memory");
+		goto out;
+	}
+	ks_info("instrument: %zu of %zu functions of %s instrumented (functions.txt); results "
+		"in %s", img.npatch, img.nfuncs, prog, rd.path);
+	status = ks_run_program(p->program, env, &pid, &err);
+	if (status < 0) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	code = ks_exit_status(status);
+	if (WIFSIGNALED(status))
+		ks_info("the program was ended by signal %d (%s)", WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	if (results_collect(&rd, &res, &err) || report_write(&rd, prog, &res, &err)) {
+		ks_error("%s", err.msg);
+		code = KS_EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < res.nerrors; i++)
+		ks_warn("the runtime could not instrument: %s", res.errors[i]);
+	for (size_t i = 0; i < res.nlate; i++)
+		ks_warn("left alone at run time: %s", res.late[i]);
+	if (!res.nprocs)
+		ks_warn("no process wrote results: was LD_PRELOAD dropped, or did the program "
+			"end with _exit() or a signal?");
+	if (res.unwound)
+		ks_info("%" PRIu64 " calls were left without returning (longjmp, or a thread or "
+			"process ended inside them); each was closed when that was seen",
+			res.unwound);
+	if (res.overflow)
+		ks_warn("%" PRIu64 " calls were counted but not timed: deeper than the shadow "
+			"stack (%u frames)", res.overflow, 1u << 16);
+	if (o->top > 0 && res.total.n) {
+		fprintf(stderr, "kscope: top functions by inclusive time (ns), %zu processes, "
+			"%zu threads:\n", res.nprocs, res.nthreads);
+		fprintf(stderr, TABLE_HEAD, "  ", "function", "calls", "incl", "excl", "mean",
+			"min", "max");
+		table_write(NULL, stderr, &res.total, "  ", (size_t)o->top);
+	}
+	ks_info("report: %s/report.txt", rd.path);
+out:
+	if (have_rd)
+		ks_rundir_close(&rd);
+	for (int i = 0; i < 5; i++)
+		free(owned[i]);
+	free(env);
+	results_free(&res);
+	ks_instr_image_free(&img);
+	free(prog);
+	return code;
+}
+
+const struct ks_cmd ks_cmd_instrument = {
+	.name = "instrument",
+	.summary = "count and time every call of a program's functions",
+	.usage = "[options] -- PROGRAM [ARGS...]",
+	.description =
+		"Runs PROGRAM (an unmodified, dynamically linked x86-64 ELF program)\n"
+		"with kscope's runtime preloaded, which before main patches the entry of\n"
+		"each of the program's functions that can be patched safely with a jump\n"
+		"to a trampoline, and records every call and return: exact calls,\n"
+		"inclusive and exclusive time, min/mean/max per call, per thread.\n"
+		"Writes functions.txt (each function's verdict), instr.<pid>.txt (the\n"
+		"raw counters of each process) and report.txt to\n"
+		"<output>/instrument_<YYYYmmdd_HHMMSS>_<pid>/ and prints the top\n"
+		"functions on stderr.  --list prints the verdicts and runs nothing.\n"
+		"Exits with the program's status.  See docs/instrument.md.",
+	.args = {
+		.opts = instrument_opts,
+		.opts_size = sizeof(struct instrument_opts),
+		.takes_program = true,
+	},
+	.run = instrument_run,
+};

@@ -1,0 +1,129 @@
+/*
+ * kscope instrument's analysis (library ks_instr): which functions of an
+ * x86-64 ELF program can have their entry patched with a 5-byte
+ * `jmp rel32` to a trampoline, and the relocation of the instructions
+ * that jmp overwrites.  The same objects are compiled into kscope (for
+ * --list and the run's verdict list) and into libkscope-instr.so (which
+ * analyses the program it is loaded in, before main, and patches it), so
+ * both always agree.  docs/instrument.md states the safety rules.
+ *
+ * Symbols are read from the file by hand (instr_elf.c), as rt_sym.c does
+ * in the compiled front end's runtime: this code runs inside the program
+ * under test, which must not get libelf and its symbols.  Instructions are
+ * decoded with capstone, opened with dlopen() while the analysis runs.
+ */
+#ifndef KS_INSTR_H
+#define KS_INSTR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The patch is a 5-byte jmp rel32; the instructions it covers are at
+ * most 5 (each at least one byte) and at most 4 + 15 bytes long. */
+#define KS_INSTR_PATCH_LEN 5
+#define KS_INSTR_MAX_MOVED 5
+#define KS_INSTR_MAX_MOVED_BYTES 20
+/* Bound on what one moved area becomes in a trampoline: a rel8 branch
+ * grows to 6 bytes, a call to 32 (ks_instr_relocate), plus the jmp back. */
+#define KS_INSTR_MAX_RELOC_BYTES 64
+
+enum ks_instr_kind {
+	KS_INSTR_PLAIN,   /* position-independent: copied as it is */
+	KS_INSTR_RIPREL,  /* a RIP-relative memory operand: disp32 re-encoded */
+	KS_INSTR_JMP,     /* jmp rel8/rel32: becomes jmp rel32 */
+	KS_INSTR_JCC,     /* jcc rel8/rel32: becomes jcc rel32 (cc kept) */
+	KS_INSTR_CALL,    /* call rel32: becomes push of the original return
+			   * address + jmp rel32 */
+};
+
+struct ks_instr_moved {
+	uint8_t off;      /* from the function's start */
+	uint8_t len;
+	uint8_t kind;     /* enum ks_instr_kind */
+	uint8_t disp_off; /* KS_INSTR_RIPREL: the disp32's offset in the instruction */
+	uint8_t cc;       /* KS_INSTR_JCC: the condition (low nibble of 0x7x) */
+	uint64_t target;  /* file address the operand or branch refers to */
+};
+
+struct ks_instr_func {
+	char *name;              /* the symbol's name; malloc'd */
+	uint64_t addr;           /* file (link-time) address */
+	uint64_t size;
+	uint32_t ninsns;         /* instructions decoded in [addr, addr+size) */
+	bool patch;              /* instrumented; else reason says why not */
+	char reason[112];
+	uint8_t nmoved;          /* instructions the jmp covers */
+	uint8_t moved_len;       /* their bytes (>= KS_INSTR_PATCH_LEN) */
+	struct ks_instr_moved moved[KS_INSTR_MAX_MOVED];
+	uint8_t bytes[KS_INSTR_MAX_MOVED_BYTES]; /* the moved bytes, from the file */
+};
+
+struct ks_instr_image {
+	char *path;                 /* malloc'd */
+	bool pie;                   /* ET_DYN: loaded at a bias */
+	const char *symtab;         /* ".symtab" or ".dynsym" (static text) */
+	struct ks_instr_func *funcs; /* by address; malloc'd */
+	size_t nfuncs;
+	size_t npatch;              /* how many have patch set */
+};
+
+/* Selection (kscope instrument --min-instructions, --include, --exclude). */
+struct ks_instr_sel {
+	int64_t min_insns;          /* 0: any */
+	const char *include;        /* POSIX extended regex or NULL */
+	const char *exclude;
+};
+
+/* Checks that re compiles as a POSIX extended regular expression; the
+ * message names opt ("--include") and regcomp's reason. */
+int ks_instr_check_regex(const char *re, const char *opt, struct ks_err *err);
+
+/* Analyses the ELF file at path: every function symbol (of .symtab, else
+ * .dynsym) with a size, with its verdict.  -ENOEXEC with err set when the
+ * file is not a 64-bit x86-64 ELF executable; other negative errnos with
+ * err set.  Free with ks_instr_image_free (also after an error). */
+int ks_instr_analyze(const char *path, const struct ks_instr_sel *sel,
+		     struct ks_instr_image *img, struct ks_err *err);
+void ks_instr_image_free(struct ks_instr_image *img);
+
+/* Writes the moved instructions of f, as they must be at out_addr, to out
+ * (cap bytes), followed by a jmp rel32 back to the instruction after
+ * them.  bias: load address less file address.  Returns the number of
+ * bytes written, or -ERANGE (err set) when a branch or operand cannot
+ * reach its target from out_addr. */
+int ks_instr_relocate(const struct ks_instr_func *f, uint64_t bias, uint8_t *out,
+		      uint64_t out_addr, size_t cap, struct ks_err *err);
+
+/* ------------------------------------------------------------------ */
+/* The ELF reader the analysis uses (instr_elf.c)                      */
+/* ------------------------------------------------------------------ */
+
+struct ks_instr_elf;
+
+struct ks_instr_sym {
+	const char *name;     /* in the file's mapping */
+	uint64_t addr, size;
+	bool ifunc;           /* STT_GNU_IFUNC */
+	bool global;
+	const char *section;  /* its section's name, in the mapping */
+	bool exec;            /* its section is SHF_EXECINSTR */
+	const uint8_t *bytes; /* its bytes in the mapping, or NULL (NOBITS, out of range) */
+};
+
+/* Maps path and finds its symbol table.  -ENOEXEC (err set) for what is
+ * not a 64-bit little-endian x86-64 ET_EXEC or ET_DYN file. */
+int ks_instr_elf_open(const char *path, struct ks_instr_elf **out, struct ks_err *err);
+void ks_instr_elf_close(struct ks_instr_elf *e);
+bool ks_instr_elf_pie(const struct ks_instr_elf *e);
+uint64_t ks_instr_elf_entry(const struct ks_instr_elf *e);
+/* ".symtab", ".dynsym", or NULL when the file has neither. */
+const char *ks_instr_elf_symtab(const struct ks_instr_elf *e);
+/* The function symbols (STT_FUNC, STT_GNU_IFUNC) that are defined and
+ * have a size; *syms is malloc'd, the names point into the mapping. */
+int ks_instr_elf_funcs(const struct ks_instr_elf *e, struct ks_instr_sym **syms, size_t *n,
+		       struct ks_err *err);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * The hot path of libkscope-instr.so: what runs at every entry and exit
+ * of an instrumented function (irt_int.h).  Compiled with
+ * -mgeneral-regs-only so that it never touches a vector or x87 register
+ * the program may still need (the thunks save the general-purpose ones),
+ * and it calls nothing but the clock.  No I/O, no locks, no allocation:
+ * counters and the shadow stack are the thread's own.
+ *
+ * The shadow stack holds, per open call, where its return address was
+ * and what it was.  The real stack grows down, so at any entry or exit a
+ * shadow frame whose slot lies below the current one belongs to a call
+ * that longjmp (or anything else that skips frames) left: it is closed
+ * then, at that moment.  A call that enters with the exit thunk already
+ * in its slot is a tail call from the frame on top: that frame ends and
+ * the new one inherits its return address.
+ *
+ * The frame is reserved (depth raised) before it is filled and read
+ * before depth is lowered, so that a signal handler that is itself
+ * instrumented and interrupts the hook works on other shadow slots.
+ * Everything here is async-signal-safe (an instrumented signal handler
+ * runs it): no locks, no allocation, only clock_gettime and, on the
+ * fatal paths, write(2).
+ */
+#include <time.h>
+#include <unistd.h>
+
+#include "irt_int.h"
+
+static __thread struct irt_thread *irt_self __attribute__((tls_model("initial-exec")));
+
+#define barrier() __asm__ __volatile__("" ::: "memory")
+
+struct irt_thread *irt_self_get(void)
+{
+	return irt_self;
+}
+
+void irt_self_set(struct irt_thread *t)
+{
+	irt_self = t;
+}
+
+uint64_t irt_now(void)
+{
+	if (__builtin_expect(irt_g.use_clock, 0)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	return __builtin_ia32_rdtsc();
+}
+
+/* Accounts one finished call (f, already off the stack) at now. */
+static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_t now)
+{
+	struct irt_stat *st = &t->stats[f->id];
+	uint64_t dur = now > f->t0 ? now - f->t0 : 0;
+
+	if (st->active)
+		st->active--;
+	if (!st->active)
+		st->incl += dur;
+	st->excl += dur > f->child ? dur - f->child : 0;
+	st->sum += dur;
+	if (!st->closed || dur < st->min)
+		st->min = dur;
+	if (dur > st->max)
+		st->max = dur;
+	st->closed++;
+	if (t->depth)
+		t->stack[t->depth - 1].child += dur;
+}
+
+/* Pops and closes the top frame. */
+static struct irt_frame frame_pop(struct irt_thread *t, uint64_t now)
+{
+	struct irt_frame f = t->stack[t->depth - 1];
+
+	barrier();
+	t->depth--;
+	barrier();
+	frame_close(t, &f, now);
+	return f;
+}
+
+void irt_thread_close_all(struct irt_thread *t, uint64_t now)
+{
+	while (t->depth) {
+		frame_pop(t, now);
+		t->unwound++;
+	}
+}
+
+void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now)
+{
+	while (t->depth && (uintptr_t)t->stack[t->depth - 1].slot < limit) {
+		frame_pop(t, now);
+		t->unwound++;
+	}
+}
+
+static void fatal_write(const char *msg, unsigned long len)
+{
+	ssize_t r = write(2, msg, len);
+
+	(void)r;
+	__builtin_trap();
+}
+
+/* Says msg (a string literal) on stderr and stops the program: its
+ * stack no longer says where to return. */
+#define fatal(msg) fatal_write(msg, sizeof(msg) - 1)
+
+/* Async-signal-safe. */
+int irt_enter(uintptr_t resume, uintptr_t *slot)
+{
+	struct irt_thread *t = irt_self;
+	struct irt_frame *f;
+	uint64_t now;
+	uint32_t id, d;
+	uintptr_t ret;
+
+	if (__builtin_expect(!t, 0))
+		return irt_g.active ? 1 : 0;
+	now = irt_now();
+	id = *(const uint32_t *)(resume - IRT_STUB_ID_BACK);
+	t->stats[id].calls++;
+	/* Frames below this one were left without returning (longjmp). */
+	while (t->depth && t->stack[t->depth - 1].slot < slot) {
+		frame_pop(t, now);
+		t->unwound++;
+	}
+	ret = *slot;
+	if (t->depth && t->stack[t->depth - 1].slot == slot) {
+		if (ret == irt_g.exit_addr) {
+			/* A tail call: the caller ends, its return is ours. */
+			ret = frame_pop(t, now).ret;
+		} else {
+			/* The same slot, reused by a new call: the old frame is gone. */
+			frame_pop(t, now);
+			t->unwound++;
+		}
+	}
+	d = t->depth;
+	if (__builtin_expect(d >= IRT_STACK_FRAMES, 0)) {
+		t->overflow++;
+		if (ret != *slot)
+			fatal("kscope instrument: shadow stack full at a tail call\n");
+		return 0;
+	}
+	/* Reserved with a slot above every other until it is filled, so
+	 * that an instrumented signal handler that interrupts here neither
+	 * takes it for a left frame nor writes into it. */
+	f = &t->stack[d];
+	f->slot = (uintptr_t *)UINTPTR_MAX;
+	barrier();
+	t->depth = d + 1;
+	barrier();
+	f->ret = ret;
+	f->t0 = now;
+	f->child = 0;
+	f->id = id;
+	t->stats[id].active++;
+	barrier();
+	f->slot = slot;
+	*slot = irt_g.exit_addr;
+	return 0;
+}
+
+/* Async-signal-safe. */
+uintptr_t irt_exit(uintptr_t *slot)
+{
+	struct irt_thread *t = irt_self;
+	uint64_t now = irt_now();
+
+	if (!t)
+		fatal("kscope instrument: a return through kscope's exit thunk on a thread "
+		      "without state\n");
+	while (t->depth && t->stack[t->depth - 1].slot < slot) {
+		frame_pop(t, now);
+		t->unwound++;
+	}
+	if (!t->depth || t->stack[t->depth - 1].slot != slot)
+		fatal("kscope instrument: a return through kscope's exit thunk whose call "
+		      "is not on the shadow stack\n");
+	return frame_pop(t, now).ret;
+}

@@ -1,0 +1,98 @@
+/*
+ * libkscope-instr.so's internals, shared by its files and by nothing
+ * else: the per-thread shadow stack and counters, and the process-wide
+ * state of the preloaded runtime.
+ *
+ * The contract with kscope (docs/instrument.md): kscope sets
+ * KSCOPE_INSTR_DIR (the run directory), KSCOPE_INSTR_MIN,
+ * KSCOPE_INSTR_INCLUDE and KSCOPE_INSTR_EXCLUDE (the selection); each
+ * process writes <dir>/instr.<pid>.txt when it exits.
+ */
+#ifndef KS_IRT_INT_H
+#define KS_IRT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define IRT_ENV_DIR "KSCOPE_INSTR_DIR"
+#define IRT_ENV_MIN "KSCOPE_INSTR_MIN"
+#define IRT_ENV_INCLUDE "KSCOPE_INSTR_INCLUDE"
+#define IRT_ENV_EXCLUDE "KSCOPE_INSTR_EXCLUDE"
+
+/* A trampoline: [id, 4 bytes][call *[rip+d], 6 bytes][moved instructions]
+ * [jmp back].  The entry thunk finds the function's id 10 bytes before
+ * the resume address the call pushed. */
+#define IRT_STUB_ID_BACK 10
+#define IRT_STUB_SIZE 96
+#define IRT_STACK_FRAMES (1u << 16) /* shadow stack depth per thread */
+
+/* One open call on a thread's shadow stack. */
+struct irt_frame {
+	uintptr_t *slot;   /* where its return address is on the real stack */
+	uintptr_t ret;     /* the original return address */
+	uint64_t t0;       /* entry time, in ticks */
+	uint64_t child;    /* ticks spent in calls it made */
+	uint32_t id;
+	uint32_t pad;
+};
+
+/* One function's counters on one thread, in ticks. */
+struct irt_stat {
+	uint64_t calls;    /* entries */
+	uint64_t closed;   /* calls whose end was seen */
+	uint64_t incl;     /* inclusive time of its outermost activations */
+	uint64_t excl;     /* exclusive time */
+	uint64_t sum;      /* sum of every call's inclusive time (mean) */
+	uint64_t min, max; /* per call, inclusive */
+	uint32_t active;   /* activations open now (recursion) */
+	uint32_t pad;
+};
+
+struct irt_thread {
+	struct irt_frame *stack;   /* IRT_STACK_FRAMES of them, mmap'd */
+	uint32_t depth;
+	struct irt_stat *stats;    /* one per function of the image, mmap'd */
+	uint64_t overflow;         /* calls made with the shadow stack full */
+	uint64_t unwound;          /* frames found skipped (longjmp) */
+	pid_t tid;
+	bool ended;
+	struct irt_thread *next;   /* in irt_g.threads */
+};
+
+/* The one process-wide state.  A preloaded library has no caller to
+ * hand a context to: the patched code reaches the runtime through the
+ * thunks only, so this must be a global. */
+struct irt_global {
+	bool active;               /* patched and recording */
+	bool use_clock;            /* no invariant TSC: clock_gettime instead */
+	uint32_t nfuncs;
+	uintptr_t exit_addr;       /* irt_exit_thunk */
+	struct irt_thread *threads;
+	int lock;                  /* spin lock over threads */
+};
+
+extern struct irt_global irt_g;
+
+/* The thunks (irt_thunk.c). */
+void irt_entry_thunk(void);
+void irt_exit_thunk(void);
+
+/* The hooks (irt_hook_async.c); called by the thunks only. */
+int irt_enter(uintptr_t resume, uintptr_t *slot);
+uintptr_t irt_exit(uintptr_t *slot);
+/* Makes the calling thread's state; 0, or -1 when it cannot. */
+int irt_thread_start(void);
+/* Closes a thread's open frames at now (its end). */
+void irt_thread_close_all(struct irt_thread *t, uint64_t now);
+/* Closes, at now, the thread's frames whose slot lies below limit (the
+ * calls a longjmp left). */
+void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now);
+uint64_t irt_now(void);
+struct irt_thread *irt_self_get(void);
+void irt_self_set(struct irt_thread *t);
+
+void irt_lock(void);
+void irt_unlock(void);
+
+#endif

@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""kscope instrument end to end (docs/instrument.md).
+
+Each scenario builds programs of examples/instrument/ into a temporary
+directory (gcc and clang, -O0/-O2, PIE and not, stripped, static), runs
+them natively and under `kscope instrument`, and checks:
+
+  list        --list's verdicts and totals; --include, --exclude and
+              --min-instructions in the verdicts
+  entries     functions whose first instructions are moved (RIP-relative,
+              jcc rel8, call rel32, jmp rel8, a 5-byte function ending in
+              ret) or refused (a branch into the patched bytes, loop, too
+              short): verdicts, the same output, exact counts
+  fib         fib(20) makes exactly 21,891 calls of fib, with gcc -O0,
+              gcc -O2, clang -O2, PIE and non-PIE (at -O2 objdump shows
+              the two recursive calls, so the source's count is the
+              machine's)
+  calls       mutual recursion and calls through function pointers
+  stripped    a stripped program: only what .dynsym shows
+  longjmp     setjmp/longjmp out of a deep recursion: exact counts, frames
+              closed, no crash
+  threads     8 threads, per-thread counts
+  exits       pthread_exit 51 frames down (a forced unwind), an
+              instrumented signal handler, exit() 11 frames down
+  cxx         a C++ exception crossing three instrumented frames is
+              caught by the same handler as natively
+  fork        a child made by fork writes its own counters
+  progout     tests/cli/progout.c (stdio and write(2), a last line without
+              a newline) with stdout to a file: the same file; its exit
+              status (--exit 3) and 128+15 when SIGTERM ends it
+  errors      a bad regex, --min-instructions out of range, a static
+              program, a script: exit 2, a clear message, no run directory
+
+In every run the program's stdout must be byte-identical with and without
+kscope, and so must its exit status.
+
+Usage: test_instrument.py KSCOPE EXAMPLES_DIR SCENARIO [PROGOUT]
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from kstest import Failure, TempDirs, check  # noqa: E402
+
+KSCOPE = None
+EXAMPLES = None
+PROGOUT = None
+tmp = TempDirs("ks-instr-")
+
+
+def build(src, out, cc="gcc", flags=("-O2",), libs=()):
+    """Compiles examples/instrument/SRC into OUT; returns OUT."""
+    cmd = [cc, *flags, "-g", "-o", out, os.path.join(EXAMPLES, src), *libs]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    check(p.returncode == 0, f"{' '.join(cmd)} failed:\n{p.stdout.decode()}")
+    return out
+
+
+def native(argv):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, p.stdout
+
+
+def instrument(argv, opts=(), expect_same=True):
+    """kscope instrument OPTS -- ARGV in a fresh output directory:
+    (exit status, stdout bytes, stderr text, run directory)."""
+    out = tmp()
+    cmd = [KSCOPE, "instrument", "-o", out, *opts, "--", *argv]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    err = p.stderr.decode(errors="replace")
+    runs = [d for d in os.listdir(out) if d.startswith("instrument_")]
+    check(len(runs) == 1, f"{cmd}: expected one run directory, got {runs}; stderr:\n{err}")
+    if expect_same:
+        code, stdout = native(argv)
+        check(p.stdout == stdout, f"{cmd}: stdout differs from the native run:\n"
+              f"native: {stdout!r}\nkscope: {p.stdout!r}\nstderr:\n{err}")
+        check(p.returncode == code, f"{cmd}: exit {p.returncode}, natively {code}\n{err}")
+    return p.returncode, p.stdout, err, os.path.join(out, runs[0])
+
+
+def counters(rundir):
+    """{pid: {"threads": {tid: {name: calls}}, "unwound": n, "names": set}}
+    from every instr.<pid>.txt."""
+    procs = {}
+    for f in sorted(os.listdir(rundir)):
+        m = re.fullmatch(r"instr\.(\d+)\.txt", f)
+        if not m:
+            continue
+        names, threads, cur, unwound, ended = {}, {}, None, 0, False
+        with open(os.path.join(rundir, f)) as fh:
+            for line in fh:
+                w = line.split()
+                if not w:
+                    continue
+                if w[0] == "error":
+                    raise Failure(f"{f}: {line.strip()}")
+                if w[0] == "f":
+                    names[int(w[1])] = w[5]
+                elif w[0] == "thread":
+                    cur = threads.setdefault(int(w[1]), {})
+                    unwound += int(w[5])
+                elif w[0] == "s":
+                    cur[names[int(w[1])]] = int(w[2])
+                    calls, closed = int(w[2]), int(w[3])
+                    incl, excl, total, mn, mx = map(float, w[4:9])
+                    check(closed <= calls, f"{f}: more ends than calls: {line}")
+                    # Each field is rounded to whole ns on its own: min and
+                    # max by up to half a ns per call against the sum.
+                    slack = 0.5 * closed + 1
+                    check(excl <= incl + 1, f"{f}: exclusive above inclusive time: {line}")
+                    check(incl <= total + 1, f"{f}: inclusive time above the sum: {line}")
+                    check(mn <= mx and (not closed or (mn * closed <= total + slack and
+                                                       total <= mx * closed + slack)),
+                          f"{f}: min/mean/max out of order: {line}")
+                elif w[0] == "end":
+                    ended = True
+        check(ended, f"{f} has no end line")
+        procs[int(m.group(1))] = {"threads": threads, "unwound": unwound,
+                                  "names": set(names.values())}
+    check(procs, f"no instr.<pid>.txt in {rundir}")
+    return procs
+
+
+def totals(rundir):
+    """{name: calls} over every process and thread."""
+    t = {}
+    for p in counters(rundir).values():
+        for th in p["threads"].values():
+            for name, calls in th.items():
+                t[name] = t.get(name, 0) + calls
+    return t
+
+
+def report_calls(rundir):
+    """{name: calls} of report.txt's total table."""
+    with open(os.path.join(rundir, "report.txt")) as f:
+        txt = f.read()
+    total = txt.split("\ntotal\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return {w[0]: int(w[1]) for w in (line.split() for line in total)}
+
+
+def expect_calls(rundir, want):
+    got = totals(rundir)
+    for name, n in want.items():
+        check(got.get(name) == n, f"{name}: {got.get(name)} calls, expected {n} (all: {got})")
+    rep = report_calls(rundir)
+    for name, n in want.items():
+        check(rep.get(name) == n, f"report.txt: {name}: {rep.get(name)} calls, expected {n}")
+
+
+def list_verdicts(argv, opts=()):
+    p = subprocess.run([KSCOPE, "instrument", "--list", *opts, "--", *argv],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 0, f"--list: exit {p.returncode}: {p.stderr.decode()}")
+    lines = p.stdout.decode().splitlines()
+    v = {}
+    for line in lines[2:-1]:
+        m = re.match(r"(\S+)\s+0x[0-9a-f]{16}\s+(\d+)\s+(\d+)\s+(.*)$", line)
+        check(m, f"--list: unexpected line {line!r}")
+        v[m.group(1)] = (int(m.group(2)), int(m.group(3)), m.group(4))
+    check(re.fullmatch(r"\d+ functions: \d+ instrumented, \d+ left alone", lines[-1]),
+          f"--list: no totals line: {lines[-1]!r}")
+    n, inst, alone = map(int, re.findall(r"\d+", lines[-1]))
+    check(n == len(v) and inst == sum(1 for x in v.values() if x[2] == "instrumented")
+          and inst + alone == n, f"--list: totals do not add up: {lines[-1]}")
+    return lines, v
+
+
+# ------------------------------------------------------------------ scenarios
+
+def s_list(d):
+    prog = build("fib.c", os.path.join(d, "fib"))
+    lines, v = list_verdicts([prog])
+    check(lines[0].startswith(f"# {prog}: PIE, symbols from .symtab"), f"header: {lines[0]}")
+    check(lines[1].split() == ["function", "address", "size", "instrs", "verdict"],
+          f"column line: {lines[1]}")
+    check(v["fib"][2] == "instrumented" and v["main"][2] == "instrumented", f"{v}")
+    check(v["_start"][2] == "left alone: the program's entry point (_start)", f"{v}")
+    check(v["fib"][1] > 5, f"fib's instruction count {v['fib'][1]}")
+    _, v = list_verdicts([prog], ["--include", "^fib$"])
+    check(v["fib"][2] == "instrumented" and
+          v["main"][2] == "left alone: not selected by --include", f"{v}")
+    _, v = list_verdicts([prog], ["--exclude", "^f"])
+    check(v["fib"][2] == "left alone: excluded by --exclude" and
+          v["main"][2] == "instrumented", f"{v}")
+    n = v["fib"][1]
+    _, v = list_verdicts([prog], ["--min-instructions", str(n + 1)])
+    check(v["fib"][2].startswith("left alone: fewer instructions than --min-instructions"),
+          f"{v}")
+    _, v = list_verdicts([prog], ["--min-instructions", str(n)])
+    check(v["fib"][2] == "instrumented", f"{v}")
+    # A run instruments only what was selected.
+    _, _, _, rd = instrument([prog, "15"], ["--include", "^fib$"])
+    t = totals(rd)
+    check(t == {"fib": 1973}, f"--include ^fib$: counts {t}")
+
+
+def s_entries(d):
+    prog = build("entries.c", os.path.join(d, "entries"))
+    _, v = list_verdicts([prog])
+    for f in ("riprel_first", "jcc_first", "call_first", "helper_plus1", "jmp_first"):
+        check(v[f][2] == "instrumented", f"{f}: {v[f]}")
+    check(v["branch_into"][2] == "left alone: a branch at +7 targets +2, inside the "
+          "patched bytes", f"branch_into: {v['branch_into']}")
+    check(v["loop_first"][2].startswith("left alone: cannot move the instruction at +0: "
+                                        "'loop'"), f"loop_first: {v['loop_first']}")
+    check(v["short_fn"][2] == "left alone: too short (3 bytes, the patch needs 5)",
+          f"short_fn: {v['short_fn']}")
+    for pie in ("-pie", "-no-pie"):
+        prog = build("entries.c", os.path.join(d, "entries" + pie), flags=("-O2", pie))
+        _, _, _, rd = instrument([prog, "25"])
+        expect_calls(rd, {"riprel_first": 25, "jcc_first": 25, "call_first": 25,
+                          "helper_plus1": 25, "jmp_first": 25, "main": 1})
+        check("branch_into" not in totals(rd), "branch_into was instrumented")
+
+
+def fib_calls(n):
+    a, b = 0, 1
+    for _ in range(n + 1):
+        a, b = b, a + b
+    return 2 * a - 1  # 2*fib(n+1) - 1
+
+
+def calls_in(prog, func, callee):
+    """How many direct calls of callee objdump shows in func."""
+    p = subprocess.run(["objdump", "-d", "--no-show-raw-insn", prog],
+                       stdout=subprocess.PIPE, check=True)
+    body = p.stdout.decode().split(f"<{func}>:\n", 1)[1].split("\n\n", 1)[0]
+    return len(re.findall(rf"call\s+[0-9a-f]+ <{re.escape(callee)}>", body))
+
+
+def s_fib(d):
+    check(fib_calls(20) == 21891, "fib_calls")
+    builds = [("gcc", ("-O0",)), ("gcc", ("-O2",)), ("gcc", ("-O2", "-no-pie")),
+              ("gcc", ("-O0", "-no-pie")), ("gcc", ("-O2", "-fcf-protection"))]
+    if shutil.which("clang"):
+        builds += [("clang", ("-O2",)), ("clang", ("-O2", "-no-pie"))]
+    else:
+        print("note: no clang here; the clang builds were not run")
+    for i, (cc, flags) in enumerate(builds):
+        prog = build("fib.c", os.path.join(d, f"fib{i}"), cc, flags)
+        if "-O2" in flags:
+            check(calls_in(prog, "fib", "fib") == 2,
+                  f"{cc} {flags}: fib does not make two calls of fib (objdump)")
+        _, out, _, rd = instrument([prog, "20"])
+        check(out == b"fib(20) x 1 = 6765\n", f"{cc} {flags}: output {out!r}")
+        expect_calls(rd, {"fib": 21891, "main": 1})
+        _, _, _, rd = instrument([prog, "12", "7"])
+        expect_calls(rd, {"fib": 7 * fib_calls(12), "main": 1})
+
+
+def s_calls(d):
+    for cc, flags in (("gcc", ("-O0",)), ("gcc", ("-O2",)), ("clang", ("-O2",))):
+        if not shutil.which(cc):
+            continue
+        prog = build("calls.c", os.path.join(d, f"calls-{cc}{flags[0]}"), cc, flags)
+        _, _, _, rd = instrument([prog, "1000", "100"])
+        expect_calls(rd, {"is_even": 501, "is_odd": 500, "apply": 300, "add1": 100,
+                          "twice": 100, "negate": 100, "main": 1})
+
+
+def s_stripped(d):
+    prog = build("fib.c", os.path.join(d, "fib-dyn"), flags=("-O2", "-rdynamic"))
+    subprocess.run(["strip", prog], check=True)
+    lines, v = list_verdicts([prog])
+    check("symbols from .dynsym" in lines[0], f"header: {lines[0]}")
+    check(v["fib"][2] == "instrumented", f"{v}")
+    _, _, _, rd = instrument([prog, "20"])
+    expect_calls(rd, {"fib": 21891, "main": 1})
+    # Stripped without exported functions: nothing to instrument, still runs.
+    prog = build("fib.c", os.path.join(d, "fib-bare"))
+    subprocess.run(["strip", prog], check=True)
+    lines, v = list_verdicts([prog])
+    check(not any(x[2] == "instrumented" for x in v.values()), f"{v}")
+    _, _, _, rd = instrument([prog, "20"])
+    check(totals(rd) == {}, f"counts of a program with nothing instrumented: {totals(rd)}")
+
+
+def s_longjmp(d):
+    for cc, flags in (("gcc", ("-O0",)), ("gcc", ("-O2",)), ("clang", ("-O2",))):
+        if not shutil.which(cc):
+            continue
+        prog = build("jump.c", os.path.join(d, f"jump-{cc}{flags[0]}"), cc, flags)
+        _, _, _, rd = instrument([prog, "10", "3000", "50"])
+        expect_calls(rd, {"dive": 10 * 3001, "leaf": 50, "main": 1})
+        unwound = sum(p["unwound"] for p in counters(rd).values())
+        check(unwound == 10 * 3001, f"{cc} {flags}: {unwound} frames closed as left, "
+              f"expected {10 * 3001}")
+
+
+def s_threads(d):
+    prog = build("threads.c", os.path.join(d, "threads"), libs=("-lpthread",))
+    _, _, _, rd = instrument([prog, "1000"])
+    procs = counters(rd)
+    check(len(procs) == 1, f"processes: {list(procs)}")
+    threads = list(procs.values())[0]["threads"]
+    check(len(threads) == 9, f"{len(threads)} threads, expected 9 (main and 8)")
+    works = sorted(t.get("work", 0) for t in threads.values())
+    check(works == [0] + [1000 * i for i in range(1, 9)], f"per-thread work calls: {works}")
+    check(sorted(t.get("worker", 0) for t in threads.values()) == [0] + [1] * 8,
+          "worker calls per thread")
+    expect_calls(rd, {"work": 36000, "worker": 8, "main": 1})
+
+
+def s_exits(d):
+    prog = build("exits.c", os.path.join(d, "exits"), libs=("-lpthread",))
+    _, out, _, rd = instrument([prog])
+    check(out == b"sink 1\nbye\n", f"output {out!r}")
+    expect_calls(rd, {"deep": 51, "th": 1, "handler": 20, "spin": 20, "bye": 11, "main": 1})
+    procs = counters(rd)
+    threads = list(procs.values())[0]["threads"]
+    check(len(threads) == 2, f"{len(threads)} threads, expected 2")
+
+
+def s_cxx(d):
+    if not shutil.which("g++"):
+        print("note: no g++ here; not run")
+        return
+    prog = build("throw.cc", os.path.join(d, "throw"), "g++")
+    _, out, _, rd = instrument([prog, "7"])
+    check(out == b"caught 7 of 7, then 9\n", f"output {out!r}")
+    want = {"_Z6level1ib": 8, "_Z6level2ib": 8, "_Z6level3ib": 8, "main": 1}
+    expect_calls(rd, want)
+
+
+def s_fork(d):
+    src = os.path.join(d, "forky.c")
+    with open(src, "w") as f:
+        f.write('#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n'
+                '__attribute__((noinline)) long twice(long x) { return 2 * x; }\n'
+                'int main(void) { long a = 0; for (int i = 0; i < 10; i++) a += twice(i);\n'
+                ' pid_t p = fork(); if (p == 0) { for (int i = 0; i < 5; i++) a += twice(i);\n'
+                ' printf("child %ld\\n", a); return 0; }\n waitpid(p, 0, 0);\n'
+                ' printf("parent %ld\\n", a); return 0; }\n')
+    prog = os.path.join(d, "forky")
+    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
+    _, _, _, rd = instrument([prog])
+    procs = counters(rd)
+    check(len(procs) == 2, f"{len(procs)} processes wrote counters, expected 2")
+    per = sorted(sum(t.get("twice", 0) for t in p["threads"].values()) for p in procs.values())
+    check(per == [5, 10], f"twice per process: {per}, expected [5, 10]")
+
+
+def s_progout(d):
+    for extra, code in (([], 0), (["--exit", "3"], 3), (["--signal", "15"], 143)):
+        files = []
+        for under in (False, True):
+            out = tmp()
+            path = os.path.join(d, f"out-{len(files)}-{code}")
+            cmd = ([KSCOPE, "instrument", "-o", out, "--"] if under else []) + [PROGOUT, *extra]
+            with open(path, "wb") as f:
+                p = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, timeout=120)
+            want = code if under or code < 128 else -(code - 128)  # a signal, natively
+            check(p.returncode == want, f"{cmd}: exit {p.returncode}, expected {want}: "
+                  f"{p.stderr.decode()}")
+            with open(path, "rb") as f:
+                files.append(f.read())
+        check(files[0] == files[1], f"progout {extra}: the output differs under kscope")
+        check(len(files[0]) > 10000, "progout wrote less than expected")
+
+
+def s_errors(d):
+    fib = build("fib.c", os.path.join(d, "fib"))
+    static = build("fib.c", os.path.join(d, "fib-static"), flags=("-O2", "-static"))
+    script = os.path.join(d, "script.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\necho hi\n")
+    os.chmod(script, 0o755)
+    cases = [
+        (["--include", "a(b"], fib, "--include 'a(b' is not a valid POSIX extended regular "
+         "expression"),
+        (["--exclude", "[z"], fib, "--exclude '[z' is not a valid POSIX extended regular "
+         "expression"),
+        (["--min-instructions", "1000001"], fib, "option --min-instructions: '1000001' is "
+         "out of range"),
+        (["--min-instructions", "-3"], fib, "option --min-instructions: '-3' is out of range"),
+        ([], static, "is statically linked; kscope instrument needs a dynamically linked "
+         "program"),
+        (["--list"], static, "is statically linked"),
+        ([], script, "is not an ELF file"),
+    ]
+    for opts, prog, msg in cases:
+        out = tmp()
+        p = subprocess.run([KSCOPE, "instrument", "-o", out, *opts, "--", prog],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode()
+        check(p.returncode == 2, f"{opts} {prog}: exit {p.returncode}, expected 2: {err}")
+        check(msg in err, f"{opts} {prog}: message {err!r} lacks {msg!r}")
+        check(len(err.strip().splitlines()) == 1, f"{opts}: more than one line: {err!r}")
+        check(os.listdir(out) == [], f"{opts}: a run directory was made: {os.listdir(out)}")
+
+
+SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
+             "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
+             "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors}
+
+
+def main():
+    global KSCOPE, EXAMPLES, PROGOUT
+    if len(sys.argv) not in (4, 5) or sys.argv[3] not in SCENARIOS:
+        print(__doc__)
+        return 2
+    KSCOPE, EXAMPLES, name = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
+    PROGOUT = sys.argv[4] if len(sys.argv) == 5 else None
+    if name == "progout" and not PROGOUT:
+        print("progout: needs the path of tests/cli/progout")
+        return 2
+    try:
+        SCENARIOS[name](tmp())
+    except Failure as e:
+        print(f"FAIL {name}: {e}")
+        return 1
+    finally:
+        tmp.remove()
+    print(f"PASS {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
