@@ -1562,7 +1562,9 @@ static struct hins *ins_get(const IRSB *in, Int from, Int to, Addr addr, UInt le
 	ep = VG_(current_DiEpoch)();
 	x->file = x->fn = -1;
 	if (VG_(get_filename_linenum)(ep, addr, &file, &dir, &line)) {
-		if (dir && dir[0]) {
+		/* A file named by its absolute path (clang's DWARF 5 line
+		 * tables) is not under the directory beside it. */
+		if (dir && dir[0] && file[0] != '/') {
 			SizeT dl = VG_(strlen)(dir), fl = VG_(strlen)(file);
 			HChar *path = VG_(malloc)("kst.hot.path", dl + fl + 2);
 			VG_(memcpy)(path, dir, dl);
