@@ -166,7 +166,8 @@ static int cmp_incl(const void *pa, const void *pb)
 static void table_write(struct ks_outfile *of, FILE *f, struct table *t, const char *indent,
 			size_t limit)
 {
-	qsort(t->v, t->n, sizeof(t->v[0]), cmp_incl);
+	if (t->n)  /* qsort wants a pointer even for nothing */
+		qsort(t->v, t->n, sizeof(t->v[0]), cmp_incl);
 	for (size_t i = 0; i < t->n && i < limit; i++) {
 		const struct fstat_row *r = &t->v[i];
 		char line[1024];
@@ -360,7 +361,8 @@ static int results_collect(struct ks_rundir *rd, struct results *r, struct ks_er
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)  /* qsort wants a pointer even for nothing */
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = results_read(r, rd->dirfd, names[i], err);
 	for (size_t i = 0; i < n; i++)

@@ -387,7 +387,8 @@ int ks_instr_analyze(const char *path, const struct ks_instr_sel *sel,
 	rc = ks_instr_elf_funcs(e, &syms, &n, err);
 	if (rc)
 		goto out;
-	qsort(syms, n, sizeof(*syms), cmp_sym);
+	if (n)  /* qsort wants a pointer even for nothing */
+		qsort(syms, n, sizeof(*syms), cmp_sym);
 	img->funcs = calloc(n ? n : 1, sizeof(*img->funcs));
 	if (!img->funcs) {
 		rc = ks_err_set(err, -ENOMEM, "out of memory");

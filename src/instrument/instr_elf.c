@@ -88,7 +88,9 @@ int ks_instr_elf_open(const char *path, struct ks_instr_elf **out, struct ks_err
 				"patches x86-64 code only)", path);
 		goto out;
 	}
+	/* The headers are read in place: they must be aligned as their type. */
 	if (e->eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    e->eh->e_shoff % _Alignof(Elf64_Shdr) != 0 ||
 	    !in_file(e, e->eh->e_shoff, (uint64_t)e->eh->e_shnum * sizeof(Elf64_Shdr))) {
 		rc = ks_err_set(err, -ENOEXEC, "%s has damaged section headers", path);
 		goto out;
@@ -108,6 +110,7 @@ int ks_instr_elf_open(const char *path, struct ks_instr_elf **out, struct ks_err
 			const Elf64_Shdr *s = &e->sh[i];
 
 			if (s->sh_type != (unsigned)want || s->sh_entsize != sizeof(Elf64_Sym) ||
+			    s->sh_offset % _Alignof(Elf64_Sym) != 0 ||
 			    !in_file(e, s->sh_offset, s->sh_size) || s->sh_link >= e->eh->e_shnum)
 				continue;
 			e->symsec = s;
