@@ -28,16 +28,19 @@
 /* Moves fd far from the low numbers the program expects open() and dup()
  * to return, so that a program that dup2()s onto a fixed low number does
  * not replace the channel with one of its files. */
-static int fd_high(int fd)
+static int fd_base(void)
 {
 	struct rlimit rl;
-	int base, nfd;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64)
-		base = 3;
-	else
-		base = rl.rlim_cur >= 2048 ? 1000 : (int)(rl.rlim_cur / 2);
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, base);
+		return 3;
+	return rl.rlim_cur >= 2048 ? 1000 : (int)(rl.rlim_cur / 2);
+}
+
+static int fd_high(int fd)
+{
+	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+
 	if (nfd < 0) {
 		/* No high number free: keep fd, close-on-exec. */
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
@@ -69,6 +72,24 @@ static int channel_env_parse(const char *v, struct ks_err *err)
 	return 0;
 }
 
+/* A process's descriptor table grows and never shrinks.  Grown to
+ * fd_base() here, at load, while the process has one thread, the
+ * F_DUPFD of fd_high() at the first connection (after the program's
+ * runtime has started its threads) finds the room: growing a table that
+ * several threads share waits for an RCU grace period, some 10 ms of a
+ * short program's run. */
+static void fd_table_grow(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), nfd;
+
+	if (fd < 0)
+		return;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+	if (nfd >= 0)
+		close(nfd);
+	close(fd);
+}
+
 int ks_oprt_chan_setup(struct ks_err *err)
 {
 	const char *v = getenv(KS_OP_CHANNEL_ENV);
@@ -81,6 +102,7 @@ int ks_oprt_chan_setup(struct ks_err *err)
 	rc = channel_env_parse(v, err);
 	if (rc)
 		return rc;
+	fd_table_grow();
 	if (run) {
 		char *end;
 		unsigned long r;
