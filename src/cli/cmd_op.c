@@ -314,7 +314,6 @@ struct op_state {
 	char *nvtx_env;               /* "NVTX_INJECTION64_PATH=<runtime>" for the
 	                                 program (--mstx on), or NULL */
 	int lsock;                    /* listening socket; -1 when none */
-	char sockdir[PATH_MAX];       /* its private directory ("" when none) */
 	char sockpath[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	unsigned long long skip_seen; /* `skip` requests answered more=1 */
 	struct ks_expr *flops;        /* --flops EXPR: for every kernel without its own */
@@ -695,40 +694,57 @@ static int make_token(char *out, struct ks_err *err)
 /* ------------------------------------------------------------------ */
 
 /*
- * A socket file rather than an abstract name: it is reached only through
- * a directory of mode 0700 (mkdtemp), so only this user's processes can
- * connect at all (the token then tells kscope's run from another), and it
- * works in sandboxes that give the program a network namespace of its own
- * but the same /tmp.  $TMPDIR is used when the path fits in sun_path,
- * else /tmp.  listener_remove() deletes it at the end of every run; only
- * a kscope killed with SIGKILL leaves it behind (an empty-looking
- * kscope-op-XXXXXX directory).
+ * A socket file rather than an abstract name: the file is created with
+ * mode 0700 (umask 077 around bind; kscope has no other thread yet), and
+ * connecting needs write permission on it, so only this user's processes
+ * can connect at all (the token then tells kscope's run from another);
+ * and it works in sandboxes that give the program a network namespace of
+ * its own but the same /tmp.  Its name is random, in $TMPDIR when the
+ * path fits in sun_path, else /tmp; bind never follows or replaces what
+ * is there.  No private directory around it: making and removing one
+ * cost a tenth of a millisecond of every run, where the file system
+ * discards freed blocks.  listener_remove() deletes the file at the end of
+ * every run; only a kscope killed with SIGKILL leaves it behind.
  */
 static int listener_make(struct op_state *st, struct ks_err *err)
 {
 	const char *tmp = getenv("TMPDIR");
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *bases[2] = { tmp && tmp[0] == '/' ? tmp : "/tmp", "/tmp" };
-	int rc = 0;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int e = ENAMETOOLONG;
 
-	for (size_t i = 0; i < 2 && !st->sockdir[0]; i++) {
-		int n = snprintf(st->sockdir, sizeof(st->sockdir), "%s/kscope-op-XXXXXX",
-				 bases[i]);
-
-		if (n < 0 || (size_t)n + 3 > sizeof(st->sockpath) || !mkdtemp(st->sockdir)) {
-			rc = -errno;
-			st->sockdir[0] = '\0';
-		}
-	}
-	if (!st->sockdir[0])
-		return ks_err_set(err, rc ? rc : -ENAMETOOLONG, "cannot make a private "
-				  "directory for kscope op's channel under $TMPDIR or /tmp: %s",
-				  strerror(rc ? -rc : ENAMETOOLONG));
-	snprintf(st->sockpath, sizeof(st->sockpath), "%s/s", st->sockdir);
-	memcpy(sa.sun_path, st->sockpath, strlen(st->sockpath) + 1);
 	st->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (st->lsock < 0 || bind(st->lsock, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(st->lsock, SOMAXCONN) != 0)
+	if (st->lsock < 0)
+		return ks_err_set(err, -errno, "cannot make kscope op's channel: %s",
+				  strerror(errno));
+	/* Up to 4 names in each place: a taken name is only bad luck. */
+	for (unsigned i = 0; i < 8 && !st->sockpath[0]; i++) {
+		uint32_t r = 0;
+		mode_t old;
+		int n, b;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint32_t)(now_s() * 1e9) ^ i;
+		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/kscope-op-%ld-%08x.sock",
+			     bases[i / 4], (long)getpid(), r);
+		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+			e = ENAMETOOLONG;
+			i |= 3; /* this place cannot hold it: the next */
+			continue;
+		}
+		old = umask(077);
+		b = bind(st->lsock, (struct sockaddr *)&sa, sizeof(sa));
+		e = errno;
+		umask(old);
+		if (b == 0)
+			snprintf(st->sockpath, sizeof(st->sockpath), "%s", sa.sun_path);
+		else if (e != EADDRINUSE)
+			i |= 3;
+	}
+	if (!st->sockpath[0])
+		return ks_err_set(err, -e, "cannot make kscope op's channel (a socket) in "
+				  "$TMPDIR or /tmp: %s", strerror(e));
+	if (listen(st->lsock, SOMAXCONN) != 0)
 		return ks_err_set(err, -errno, "cannot listen on %s: %s", st->sockpath,
 				  strerror(errno));
 	return 0;
@@ -739,11 +755,10 @@ static void listener_remove(struct op_state *st)
 	if (st->lsock >= 0)
 		close(st->lsock);
 	st->lsock = -1;
-	if (!st->sockdir[0])
+	if (!st->sockpath[0])
 		return;
 	unlink(st->sockpath);
-	rmdir(st->sockdir);
-	st->sockdir[0] = '\0';
+	st->sockpath[0] = '\0';
 }
 
 /* ------------------------------------------------------------------ */
@@ -885,6 +900,23 @@ static struct name_count *count_of(struct op_state *st, long long pid, const cha
 	return v;
 }
 
+/* The run directory is made when the first launch is collected: a run
+ * that collects nothing leaves none behind and pays nothing for it.  If
+ * it cannot be made, nothing more is collected (said once). */
+static bool rundir_ready(struct op_state *st)
+{
+	struct ks_err err;
+
+	if (!st->rd.pending)
+		return st->rd.dirfd >= 0;
+	ks_err_clear(&err);
+	if (ks_rundir_make(&st->rd, &err) == 0)
+		return true;
+	ks_error("%s; nothing is collected", err.msg);
+	st->write_failed = true;
+	return false;
+}
+
 static void on_launch(struct op_state *st, const struct op_run *r, struct op_peer *p)
 {
 	struct launch_rec *l;
@@ -895,7 +927,7 @@ static void on_launch(struct op_state *st, const struct op_run *r, struct op_pee
 	    (nc = count_of(st, p->pid, name)) != NULL)
 		nc->matched++;
 	if (r->no > 0 || !p->hello || st->interrupted || st->timed_out ||
-	    st->nlaunches >= (size_t)st->o->count ||
+	    st->nlaunches >= (size_t)st->o->count || !rundir_ready(st) ||
 	    !ks_op_msg_get(st->in, "name", NULL, name, sizeof(name))) {
 		send_pass(st, r, p, true);
 		return;
@@ -2254,7 +2286,7 @@ static int op_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		state_free(&st);
 		return KS_EXIT_FAIL;
 	}
-	if (ks_rundir_create(st.o->output, "op", 0, &st.rd, &err)) {
+	if (ks_rundir_reserve(st.o->output, "op", &st.rd, &err)) {
 		ks_error("%s", err.msg);
 		restore_signals(&st);
 		state_free(&st);

@@ -69,15 +69,28 @@ static int open_output(const char *path, struct ks_err *err)
 	return fd;
 }
 
-int ks_rundir_create(const char *output, const char *command,
-		     time_t time_override, struct ks_rundir *rd,
-		     struct ks_err *err)
+/* The name of attempt number `attempt` for command at tm:
+ * COMMAND_YYYYmmdd_HHMMSS_PID, then .1, .2, ... */
+static int rundir_name(char *full, size_t size, const char *command, const struct tm *tm,
+		       int attempt)
 {
-	char name[128], why[256];
+	char stamp[64];
+
+	if (strftime(stamp, sizeof(stamp), "_%Y%m%d_%H%M%S", tm) == 0)
+		return -EINVAL;
+	if (attempt == 0)
+		snprintf(full, size, "%s%s_%ld", command, stamp, (long)getpid());
+	else
+		snprintf(full, size, "%s%s_%ld.%d", command, stamp, (long)getpid(), attempt);
+	return 0;
+}
+
+/* Opens output and checks it as a run directory's parent; rd is reset. */
+static int rundir_parent(const char *output, struct ks_rundir *rd, struct ks_err *err)
+{
+	char why[256];
 	struct stat st;
-	struct tm tm;
-	time_t now = time_override ? time_override : time(NULL);
-	int outfd, fd = -1, rc;
+	int outfd;
 
 	memset(rd, 0, sizeof(*rd));
 	rd->dirfd = -1;
@@ -85,59 +98,137 @@ int ks_rundir_create(const char *output, const char *command,
 	if (outfd < 0)
 		return outfd;
 	if (fstat(outfd, &st) != 0 || !ks_dir_is_safe(&st, geteuid(), why, sizeof(why))) {
-		rc = ks_err_set(err, -EPERM, "output '%s' %s", output,
-				fstat(outfd, &st) != 0 ? strerror(errno) : why);
-		goto out;
-	}
-	localtime_r(&now, &tm);
-	for (int attempt = 0; attempt < 100; attempt++) {
-		size_t n = strftime(name, sizeof(name), "_%Y%m%d_%H%M%S", &tm);
-		char full[160];
+		int rc = ks_err_set(err, -EPERM, "output '%s' %s", output,
+				    fstat(outfd, &st) != 0 ? strerror(errno) : why);
 
-		if (n == 0) {
+		close(outfd);
+		return rc;
+	}
+	return outfd;
+}
+
+/* Opens the directory name just made in outfd as rd's, with its path. */
+static int rundir_open(int outfd, const char *output, const char *name, struct ks_rundir *rd,
+		       struct ks_err *err)
+{
+	int fd = openat(outfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || fchmod(fd, KS_DIR_MODE) != 0) {
+		int rc = ks_err_set(err, -errno, "cannot open run directory '%s/%s': %s",
+				    output, name, strerror(errno));
+
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (!rd->path && asprintf(&rd->path, "%s%s%s", output,
+				  output[strlen(output) - 1] == '/' ? "" : "/", name) < 0) {
+		rd->path = NULL;
+		close(fd);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	rd->dirfd = fd;
+	return 0;
+}
+
+int ks_rundir_create(const char *output, const char *command,
+		     time_t time_override, struct ks_rundir *rd,
+		     struct ks_err *err)
+{
+	char full[160];
+	struct tm tm;
+	time_t now = time_override ? time_override : time(NULL);
+	int outfd, rc;
+
+	outfd = rundir_parent(output, rd, err);
+	if (outfd < 0)
+		return outfd;
+	localtime_r(&now, &tm);
+	full[0] = '\0';
+	for (int attempt = 0; attempt < 100; attempt++) {
+		if (rundir_name(full, sizeof(full), command, &tm, attempt)) {
 			rc = ks_err_set(err, -EINVAL, "cannot format the time");
 			goto out;
 		}
-		if (attempt == 0)
-			snprintf(full, sizeof(full), "%s%s_%ld", command, name,
-				 (long)getpid());
-		else
-			snprintf(full, sizeof(full), "%s%s_%ld.%d", command, name,
-				 (long)getpid(), attempt);
-		if (mkdirat(outfd, full, KS_DIR_MODE) == 0) {
-			strcpy(name, full);
+		if (mkdirat(outfd, full, KS_DIR_MODE) == 0)
 			break;
-		}
 		if (errno != EEXIST) {
 			rc = ks_err_set(err, -errno, "cannot create run directory '%s/%s': %s",
 					output, full, strerror(errno));
 			goto out;
 		}
-		name[0] = '\0';
+		full[0] = '\0';
 	}
-	if (name[0] == '\0') {
+	if (full[0] == '\0') {
 		rc = ks_err_set(err, -EEXIST, "no free run directory name in '%s'", output);
 		goto out;
 	}
-	fd = openat(outfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fchmod(fd, KS_DIR_MODE) != 0) {
-		rc = ks_err_set(err, -errno, "cannot open run directory '%s/%s': %s",
-				output, name, strerror(errno));
-		goto out;
+	rc = rundir_open(outfd, output, full, rd, err);
+out:
+	close(outfd);
+	return rc;
+}
+
+int ks_rundir_reserve(const char *output, const char *command, struct ks_rundir *rd,
+		      struct ks_err *err)
+{
+	struct stat st;
+	struct tm tm;
+	time_t now = time(NULL);
+	int outfd, rc;
+
+	outfd = rundir_parent(output, rd, err);
+	if (outfd < 0)
+		return outfd;
+	localtime_r(&now, &tm);
+	for (int attempt = 0; attempt < 100; attempt++) {
+		if (rundir_name(rd->name, sizeof(rd->name), command, &tm, attempt)) {
+			rc = ks_err_set(err, -EINVAL, "cannot format the time");
+			goto fail;
+		}
+		if (fstatat(outfd, rd->name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+			break;
+		rd->name[0] = '\0';
 	}
-	if (asprintf(&rd->path, "%s%s%s", output,
-		     output[strlen(output) - 1] == '/' ? "" : "/", name) < 0) {
+	if (rd->name[0] == '\0') {
+		rc = ks_err_set(err, -EEXIST, "no free run directory name in '%s'", output);
+		goto fail;
+	}
+	if (asprintf(&rd->path, "%s%s%s", output, output[strlen(output) - 1] == '/' ? "" : "/",
+		     rd->name) < 0) {
 		rd->path = NULL;
 		rc = ks_err_set(err, -ENOMEM, "out of memory");
-		goto out;
+		goto fail;
 	}
-	rd->dirfd = fd;
-	fd = -1;
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
+	rd->outfd = outfd;
+	rd->pending = true;
+	return 0;
+fail:
 	close(outfd);
+	return rc;
+}
+
+int ks_rundir_make(struct ks_rundir *rd, struct ks_err *err)
+{
+	char *output;
+	int rc;
+
+	if (!rd->pending)
+		return rd->dirfd >= 0 ? 0 : ks_err_set(err, -EBADF, "no run directory");
+	/* The parent as the user named it, for messages: path less "/NAME". */
+	output = strndup(rd->path, strlen(rd->path) - strlen(rd->name) - 1);
+	if (!output)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	if (mkdirat(rd->outfd, rd->name, KS_DIR_MODE) != 0)
+		rc = ks_err_set(err, -errno, "cannot create run directory '%s': %s", rd->path,
+				errno == EEXIST ? "another process made it since kscope "
+				"started" : strerror(errno));
+	else
+		rc = rundir_open(rd->outfd, output, rd->name, rd, err);
+	free(output);
+	close(rd->outfd);
+	rd->outfd = -1;
+	rd->pending = false;
 	return rc;
 }
 
@@ -188,6 +279,9 @@ int ks_rundir_create_shared(const char *output, const char *name,
 
 void ks_rundir_close(struct ks_rundir *rd)
 {
+	if (rd->pending)
+		close(rd->outfd);
+	rd->pending = false;
 	if (rd->dirfd >= 0)
 		close(rd->dirfd);
 	free(rd->path);
@@ -197,7 +291,9 @@ void ks_rundir_close(struct ks_rundir *rd)
 
 void ks_rundir_discard(struct ks_rundir *rd)
 {
-	if (rd->path)
+	/* Only a directory this run made (not one only reserved, or taken
+	 * by another process before ks_rundir_make). */
+	if (rd->path && rd->dirfd >= 0 && !rd->pending)
 		rmdir(rd->path); /* fails, as it should, unless empty */
 	ks_rundir_close(rd);
 }

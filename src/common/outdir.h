@@ -24,7 +24,12 @@
 
 struct ks_rundir {
 	char *path;  /* absolute path of the run directory; owned */
-	int dirfd;   /* open on it (O_DIRECTORY|O_NOFOLLOW) */
+	int dirfd;   /* open on it (O_DIRECTORY|O_NOFOLLOW); -1 while pending */
+	/* Reserved (ks_rundir_reserve) but not made yet: the output
+	 * directory, open, and the name to create in it. */
+	bool pending;
+	int outfd;
+	char name[160];
 };
 
 /* Creates output (and missing parents, 0750) if needed, then a new run
@@ -35,6 +40,16 @@ struct ks_rundir {
 int ks_rundir_create(const char *output, const char *command,
 		     time_t time_override, struct ks_rundir *rd,
 		     struct ks_err *err);
+/* For runs that may produce nothing: checks output and picks the run
+ * directory's name (rd->path is set) without creating it;
+ * ks_rundir_make creates it when the first result is due.  A run that
+ * never makes it leaves nothing behind, and pays no directory creation
+ * and removal (which, on a file system mounted with `discard`, waits for
+ * the device).  ks_rundir_make fails if another process created the name
+ * in between.  Both leave rd valid for ks_rundir_close/discard. */
+int ks_rundir_reserve(const char *output, const char *command, struct ks_rundir *rd,
+		      struct ks_err *err);
+int ks_rundir_make(struct ks_rundir *rd, struct ks_err *err);
 void ks_rundir_close(struct ks_rundir *rd);
 /* For runs made of several cooperating processes (MPI ranks): opens, or
  * creates, <output>/<name> (0750, owned by the user, checked like a run

@@ -1,6 +1,7 @@
 /*
  * Unit tests for safe output (src/common/outdir.c): run directory names
- * and modes whatever the umask, all-or-nothing files, failed writes
+ * and modes whatever the umask, reserved directories made later,
+ * all-or-nothing files, failed writes
  * (through a file size limit), and a symbolic link planted after the
  * checks.
  */
@@ -177,6 +178,53 @@ static void test_discard(void **state)
 	free(dir);
 }
 
+/* A reserved run directory exists only once made; discarding one never
+ * made removes nothing, even an empty directory someone else made at its
+ * name; making it fails if the name was taken in between. */
+static void test_reserve(void **state)
+{
+	char *dir = ks_test_tmpdir(), *kept;
+	struct ks_rundir rd, other;
+	struct ks_err e;
+
+	(void)state;
+	/* Reserved, made, written: like ks_rundir_create's. */
+	assert_int_equal(ks_rundir_reserve(dir, "op", &rd, &e), 0);
+	assert_true(rd.pending);
+	assert_int_equal(rd.dirfd, -1);
+	assert_int_equal(access(rd.path, F_OK), -1);
+	assert_int_equal(ks_rundir_make(&rd, &e), 0);
+	assert_false(rd.pending);
+	assert_int_equal(mode_of(rd.path), 0750);
+	assert_int_equal(ks_outfile_put(&rd, "a.txt", "x", 1, KS_FILE_MODE, &e), 0);
+	/* A second reservation in the same second skips the taken name. */
+	assert_int_equal(ks_rundir_reserve(dir, "op", &other, &e), 0);
+	assert_string_not_equal(other.path, rd.path);
+	ks_rundir_close(&other);
+	ks_rundir_close(&rd);
+
+	/* Never made: discard leaves what another process put there. */
+	assert_int_equal(ks_rundir_reserve(dir, "never", &rd, &e), 0);
+	kept = strdup(rd.path);
+	assert_int_equal(mkdir(kept, 0700), 0);
+	ks_rundir_discard(&rd);
+	assert_int_equal(access(kept, F_OK), 0);
+	free(kept);
+
+	/* Taken in between: make fails and says so. */
+	assert_int_equal(ks_rundir_reserve(dir, "race", &rd, &e), 0);
+	assert_int_equal(mkdir(rd.path, 0700), 0);
+	assert_int_equal(ks_rundir_make(&rd, &e), -EEXIST);
+	assert_non_null(strstr(e.msg, "another process made it"));
+	assert_int_equal(rd.dirfd, -1);
+	kept = strdup(rd.path);
+	ks_rundir_discard(&rd);
+	assert_int_equal(access(kept, F_OK), 0);
+	free(kept);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_failed_write(void **state)
 {
 	char *dir = ks_test_tmpdir();
@@ -249,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_rundir_fixed_time_and_collision),
 		cmocka_unit_test(test_outfile_commit),
 		cmocka_unit_test(test_discard),
+		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_failed_write),
 		cmocka_unit_test(test_planted_symlink),
 	};

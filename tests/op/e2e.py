@@ -67,6 +67,7 @@ class Run:
 
     def __init__(self, cmd, code, stdout, stderr, out):
         self.cmd, self.code, self.stdout, self.stderr = cmd, code, stdout, stderr
+        self.out = out
         runs = glob.glob(os.path.join(out, "op_*"))
         self.rundir = runs[0] if len(runs) == 1 else None
         check(len(runs) <= 1, f"more than one run directory in {out}: {runs}")
@@ -957,6 +958,8 @@ def nomatch():
     check("nomatch_xyz" in r.stderr and re.search(r"\bvadd\b", r.stderr),
           "nomatch: the message does not name the filter and the kernel seen" + r.why())
     check_counts(r, {"vadd": (0, 0, 0)})
+    check(os.listdir(r.out) == [],
+          f"nomatch: a run that collected nothing left {os.listdir(r.out)}")
     check("make one with: kscope calibrate" not in r.stderr,
           "nomatch: a calibration note although nothing was collected" + r.why())
 
@@ -966,6 +969,15 @@ def noopencl():
     check(re.search(r"never used OpenCL", r.stderr, re.I),
           "a program without OpenCL: no message saying so" + r.why())
     check(not r.collected(), f"/bin/true: collected {sorted(r.collected())}")
+    check(os.listdir(r.out) == [], f"/bin/true: left {os.listdir(r.out)} in the output")
+    # The channel: one socket file in $TMPDIR, mode 0700 while the program
+    # runs (the program looks), gone afterwards.
+    tmp = tmpdir()
+    r = run_op([], ["/bin/sh", "-c", 'stat -c "%a %F" "$TMPDIR"/kscope-op-*.sock'],
+               expect_exit=1, env={"TMPDIR": tmp})
+    check(r.stdout.decode().split("\n") == ["700 socket", ""],
+          f"the channel's socket as the program saw it: {r.stdout!r}" + r.why())
+    check(os.listdir(tmp) == [], f"kscope left {os.listdir(tmp)} in $TMPDIR")
 
 
 def failed_replay():

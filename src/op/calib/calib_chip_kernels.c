@@ -66,14 +66,12 @@ static void fill_vec(double *p, size_t n, double v)
 #if KS_CHIP_X86
 static bool has_avx512f(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f");
+	return ks_calib_cpu_has(KS_CPU_AVX512F);
 }
 
 static bool has_avx2(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2");
+	return ks_calib_cpu_has(KS_CPU_AVX2);
 }
 
 __attribute__((target("avx512f")))

@@ -17,6 +17,11 @@
 
 #include "calib.h"
 
+/* x86-64 instruction sets the calibration kernels use: whether the CPU has
+ * them and the kernel saves their registers (calib_kernels.c). */
+enum ks_calib_cpu_feature { KS_CPU_AVX2, KS_CPU_FMA, KS_CPU_AVX512F };
+bool ks_calib_cpu_has(enum ks_calib_cpu_feature f);
+
 /* CLOCK_MONOTONIC in seconds. */
 double ks_calib_now(void);
 

@@ -7,7 +7,7 @@
  * kscope is built for the generic target of its architecture (x86-64
  * without AVX), so the wide versions are separate functions compiled for
  * their instruction set with the target attribute and chosen at run time
- * with __builtin_cpu_supports; a version in portable vector extensions
+ * with ks_calib_cpu_has; a version in portable vector extensions
  * (SSE2 on x86-64, the 128-bit vectors of any other architecture) runs
  * everywhere.  Explicit intrinsics make the fused multiply-add certain:
  * in ISO C mode the compilers do not contract a * m + c on their own.
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define KS_CALIB_X86 1
 #else
@@ -108,22 +109,52 @@ static double fma_vec_f64(long iters, double m, double c)
  * x86-64: AVX-512F and AVX2 (+FMA)
  * --------------------------------------------------------------------- */
 
+/* What the CPU and the kernel allow, from CPUID and XCR0 (Intel SDM
+ * vol. 1, 14.3 and 15.2): AVX state needs OSXSAVE and XCR0 bits 1-2,
+ * AVX-512 also bits 5-7.  Asked here, once, when a kernel is chosen, and
+ * not through __builtin_cpu_supports: that links libgcc's CPU probe,
+ * a constructor that runs its CPUIDs at every start of kscope (each one
+ * a trap to the hypervisor on a virtual machine). */
+bool ks_calib_cpu_has(enum ks_calib_cpu_feature f)
+{
+	static int known = -1; /* bit per feature, -1 until asked */
+	unsigned a, b, c, d, a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+	int v = 0;
+
+	if (known < 0) {
+		if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE)) {
+			unsigned lo, hi;
+			bool ymm, zmm;
+
+			__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+			ymm = (lo & 0x6) == 0x6;
+			zmm = ymm && (lo & 0xe0) == 0xe0;
+			__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7);
+			if (ymm && (b7 & bit_AVX2))
+				v |= 1 << KS_CPU_AVX2;
+			if (ymm && (c & bit_FMA))
+				v |= 1 << KS_CPU_FMA;
+			if (zmm && (b7 & bit_AVX512F))
+				v |= 1 << KS_CPU_AVX512F;
+		}
+		__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	}
+	return (__atomic_load_n(&known, __ATOMIC_RELAXED) >> f) & 1;
+}
+
 static bool has_avx512f(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f");
+	return ks_calib_cpu_has(KS_CPU_AVX512F);
 }
 
 static bool has_avx2(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2");
+	return ks_calib_cpu_has(KS_CPU_AVX2);
 }
 
 static bool has_avx2_fma(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return ks_calib_cpu_has(KS_CPU_AVX2) && ks_calib_cpu_has(KS_CPU_FMA);
 }
 
 __attribute__((target("avx512f")))
