@@ -185,9 +185,112 @@ static void table_write(struct ks_outfile *of, FILE *f, struct table *t, const c
 
 #define TABLE_HEAD "%s%-32s %12s %14s %14s %12s %12s %12s\n"
 
+/* Call-graph edges, by name: rows are added as read, then sorted and
+ * merged (edges_merge), so that functions of the same name in several
+ * processes, or a name two static functions share, add up. */
+struct edge_row {
+	char *caller, *callee;
+	uint64_t calls;
+	double incl;
+};
+
+struct edges {
+	struct edge_row *v;
+	size_t n, cap;
+};
+
+static int edges_add(struct edges *e, const char *caller, const char *callee, uint64_t calls,
+		     double incl)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 64;
+		struct edge_row *v = realloc(e->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n].caller = strdup(caller);
+	e->v[e->n].callee = strdup(callee);
+	if (!e->v[e->n].caller || !e->v[e->n].callee) {
+		free(e->v[e->n].caller);
+		free(e->v[e->n].callee);
+		return -ENOMEM;
+	}
+	e->v[e->n].calls = calls;
+	e->v[e->n].incl = incl;
+	e->n++;
+	return 0;
+}
+
+static int cmp_edge_names(const void *pa, const void *pb)
+{
+	const struct edge_row *a = pa, *b = pb;
+	int c = strcmp(a->callee, b->callee);
+
+	return c ? c : strcmp(a->caller, b->caller);
+}
+
+static int cmp_edge_incl(const void *pa, const void *pb)
+{
+	const struct edge_row *a = pa, *b = pb;
+
+	if (a->incl != b->incl)
+		return a->incl > b->incl ? -1 : 1;
+	if (a->calls != b->calls)
+		return a->calls > b->calls ? -1 : 1;
+	return cmp_edge_names(pa, pb);
+}
+
+/* Adds up rows of the same edge, then orders by time, then calls. */
+static void edges_merge(struct edges *e)
+{
+	size_t w = 0;
+
+	if (!e->n)
+		return;
+	qsort(e->v, e->n, sizeof(e->v[0]), cmp_edge_names);
+	for (size_t i = 0; i < e->n; i++) {
+		if (w && !cmp_edge_names(&e->v[w - 1], &e->v[i])) {
+			e->v[w - 1].calls += e->v[i].calls;
+			e->v[w - 1].incl += e->v[i].incl;
+			free(e->v[i].caller);
+			free(e->v[i].callee);
+			continue;
+		}
+		e->v[w++] = e->v[i];
+	}
+	e->n = w;
+	qsort(e->v, e->n, sizeof(e->v[0]), cmp_edge_incl);
+}
+
+static void edges_free(struct edges *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		free(e->v[i].caller);
+		free(e->v[i].callee);
+	}
+	free(e->v);
+	memset(e, 0, sizeof(*e));
+}
+
+#define EDGE_HEAD "%-32s %-32s %12s %14s\n"
+
+static void edges_write(struct ks_outfile *of, const struct edges *e)
+{
+	ks_outfile_printf(of, EDGE_HEAD, "caller", "callee", "calls", "incl");
+	for (size_t i = 0; i < e->n; i++)
+		ks_outfile_printf(of, "%-32s %-32s %12" PRIu64 " %14.0f\n", e->v[i].caller,
+				  e->v[i].callee, e->v[i].calls, e->v[i].incl);
+}
+
 struct results {
 	struct table total;
 	struct table *threads;      /* one per thread, over every process */
+	struct edges total_edges;
+	struct edges *thread_edges; /* one per thread */
+	uint64_t lost;              /* calls no call-graph edge took */
 	char (*thread_names)[48];
 	size_t nthreads;
 	size_t nprocs;
@@ -219,8 +322,9 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 	r->nprocs++;
 	while (getline(&line, &cap, f) > 0) {
 		char *nl = strchr(line, '\n');
-		unsigned long id, calls, closed, a, b, c;
+		unsigned long id, calls, closed, a, b, c, lost = 0;
 		double incl, excl, sum, mn, mx;
+		long caller;
 		int n = 0, tid;
 
 		if (nl)
@@ -258,21 +362,28 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			names[id] = strdup(line + n);
 			continue;
 		}
-		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu", &tid, &a, &b,
-			   &c) == 4) {
+		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu lost %lu", &tid, &a,
+			   &b, &c, &lost) >= 4) {
 			struct table *v = realloc(r->threads, (r->nthreads + 1) * sizeof(*v));
 			char (*tn)[48] = realloc(r->thread_names,
 						 (r->nthreads + 1) * sizeof(*tn));
+			struct edges *te = realloc(r->thread_edges,
+						   (r->nthreads + 1) * sizeof(*te));
 
 			if (v)
 				r->threads = v;
 			if (tn)
 				r->thread_names = tn;
-			if (!v || !tn) {
+			if (te)
+				r->thread_edges = te;
+			if (!v || !tn || !te) {
 				rc = ks_err_set(err, -ENOMEM, "out of memory");
 				goto out;
 			}
 			memset(&r->threads[r->nthreads], 0, sizeof(*v));
+			memset(&r->thread_edges[r->nthreads], 0, sizeof(*te));
+			r->lost += lost;
+			lost = 0;
 			snprintf(r->thread_names[r->nthreads], 48, "pid %d tid %d", pid, tid);
 			cur = &r->threads[r->nthreads++];
 			r->overflow += a;
@@ -298,6 +409,25 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				  mn, mx);
 			continue;
 		}
+		if (sscanf(line, "e %ld %lu %lu %lf", &caller, &id, &calls, &incl) == 4) {
+			const char *from = caller == -1 ? "(not instrumented)"
+					   : caller == -2 ? "(signal)"
+					   : caller >= 0 && (size_t)caller < nnames ? names[caller]
+					   : NULL;
+
+			if (!cur || !from || id >= nnames || !names[id]) {
+				rc = ks_err_set(err, -EINVAL, "%s: a call-graph edge of an unknown "
+						"function", name);
+				goto out;
+			}
+			if (edges_add(&r->thread_edges[r->nthreads - 1], from, names[id], calls,
+				      incl) ||
+			    edges_add(&r->total_edges, from, names[id], calls, incl)) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			continue;
+		}
 		if (!strcmp(line, "end"))
 			ended = true;
 	}
@@ -316,9 +446,13 @@ out:
 static void results_free(struct results *r)
 {
 	table_free(&r->total);
-	for (size_t i = 0; i < r->nthreads; i++)
+	edges_free(&r->total_edges);
+	for (size_t i = 0; i < r->nthreads; i++) {
 		table_free(&r->threads[i]);
+		edges_free(&r->thread_edges[i]);
+	}
 	free(r->threads);
+	free(r->thread_edges);
 	free(r->thread_names);
 }
 
@@ -386,11 +520,21 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 	ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl", "mean",
 			  "min", "max");
 	table_write(&of, NULL, &r->total, "", SIZE_MAX);
+	edges_merge(&r->total_edges);
+	ks_outfile_printf(&of, "\ncall graph, total (incl: the inclusive time of the calls "
+			  "along the edge whose callee was not already open)\n");
+	edges_write(&of, &r->total_edges);
+	if (r->lost)
+		ks_outfile_printf(&of, "%" PRIu64 " calls are in no edge: a thread made more "
+				  "distinct caller-callee pairs than its table holds\n", r->lost);
 	for (size_t i = 0; i < r->nthreads; i++) {
 		ks_outfile_printf(&of, "\nthread %s\n", r->thread_names[i]);
 		ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl",
 				  "mean", "min", "max");
 		table_write(&of, NULL, &r->threads[i], "", SIZE_MAX);
+		edges_merge(&r->thread_edges[i]);
+		ks_outfile_printf(&of, "\ncall graph, thread %s\n", r->thread_names[i]);
+		edges_write(&of, &r->thread_edges[i]);
 	}
 	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
 }

@@ -151,6 +151,58 @@ def expect_calls(rundir, want):
         check(rep.get(name) == n, f"report.txt: {name}: {rep.get(name)} calls, expected {n}")
 
 
+NOT_INSTR = "(not instrumented)"
+
+
+def edges(rundir):
+    """{(caller, callee): calls} over every process and thread, from the
+    "e" lines of every instr.<pid>.txt; each function's calls must equal
+    the calls along the edges into it (no thread here overflows)."""
+    got, calls = {}, {}
+    for f in sorted(os.listdir(rundir)):
+        if not re.fullmatch(r"instr\.\d+\.txt", f):
+            continue
+        names = {-1: NOT_INSTR, -2: "(signal)"}
+        with open(os.path.join(rundir, f)) as fh:
+            for line in fh:
+                w = line.split()
+                if w and w[0] == "f":
+                    names[int(w[1])] = w[5]
+                elif w and w[0] == "thread":
+                    check(w[9] == "0", f"{f}: calls in no edge: {line}")
+                elif w and w[0] == "s":
+                    calls[names[int(w[1])]] = calls.get(names[int(w[1])], 0) + int(w[2])
+                elif w and w[0] == "e":
+                    k = (names[int(w[1])], names[int(w[2])])
+                    got[k] = got.get(k, 0) + int(w[3])
+    into = {}
+    for (_, callee), n in got.items():
+        into[callee] = into.get(callee, 0) + n
+    check(into == calls, f"calls along the edges into each function {into} "
+          f"differ from its calls {calls}")
+    return got
+
+
+def report_edges(rundir):
+    """{(caller, callee): calls} of report.txt's total call graph."""
+    with open(os.path.join(rundir, "report.txt")) as f:
+        txt = f.read()
+    sect = txt.split("\ncall graph, total", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    out = {}
+    for line in sect:
+        m = re.fullmatch(r"(\(not instrumented\)|\(signal\)|\S+)\s+(\S+)\s+(\d+)\s+\d+", line)
+        check(m, f"report.txt: call graph line {line!r}")
+        out[(m.group(1), m.group(2))] = int(m.group(3))
+    return out
+
+
+def expect_edges(rundir, want):
+    got = edges(rundir)
+    check(got == want, f"call graph {got}, expected {want}")
+    rep = report_edges(rundir)
+    check(rep == want, f"report.txt's call graph {rep}, expected {want}")
+
+
 def list_verdicts(argv, opts=()):
     p = subprocess.run([KSCOPE, "instrument", "--list", *opts, "--", *argv],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -248,6 +300,7 @@ def s_fib(d):
         _, out, _, rd = instrument([prog, "20"])
         check(out == b"fib(20) x 1 = 6765\n", f"{cc} {flags}: output {out!r}")
         expect_calls(rd, {"fib": 21891, "main": 1})
+        expect_edges(rd, {(NOT_INSTR, "main"): 1, ("main", "fib"): 1, ("fib", "fib"): 21890})
         _, _, _, rd = instrument([prog, "12", "7"])
         expect_calls(rd, {"fib": 7 * fib_calls(12), "main": 1})
 
@@ -260,6 +313,12 @@ def s_calls(d):
         _, _, _, rd = instrument([prog, "1000", "100"])
         expect_calls(rd, {"is_even": 501, "is_odd": 500, "apply": 300, "add1": 100,
                           "twice": 100, "negate": 100, "main": 1})
+        # Tail calls (is_even and is_odd jump to each other at -O2, apply
+        # jumps through the table) are calls from the function that jumps.
+        expect_edges(rd, {(NOT_INSTR, "main"): 1, ("main", "is_even"): 1,
+                          ("is_even", "is_odd"): 500, ("is_odd", "is_even"): 500,
+                          ("main", "apply"): 300, ("apply", "add1"): 100,
+                          ("apply", "twice"): 100, ("apply", "negate"): 100})
 
 
 def s_stripped(d):
@@ -303,6 +362,8 @@ def s_threads(d):
     check(sorted(t.get("worker", 0) for t in threads.values()) == [0] + [1] * 8,
           "worker calls per thread")
     expect_calls(rd, {"work": 36000, "worker": 8, "main": 1})
+    expect_edges(rd, {(NOT_INSTR, "main"): 1, (NOT_INSTR, "worker"): 8,
+                      ("worker", "work"): 36000})
 
 
 def s_exits(d):
@@ -310,6 +371,11 @@ def s_exits(d):
     _, out, _, rd = instrument([prog])
     check(out == b"sink 1\nbye\n", f"output {out!r}")
     expect_calls(rd, {"deep": 51, "th": 1, "handler": 20, "spin": 20, "bye": 11, "main": 1})
+    # The handler runs while main is open (raise), but main does not call
+    # it: the kernel does.
+    expect_edges(rd, {(NOT_INSTR, "main"): 1, (NOT_INSTR, "th"): 1, ("th", "deep"): 1,
+                      ("deep", "deep"): 50, ("(signal)", "handler"): 20,
+                      ("main", "spin"): 20, ("main", "bye"): 1, ("bye", "bye"): 10})
     procs = counters(rd)
     threads = list(procs.values())[0]["threads"]
     check(len(threads) == 2, f"{len(threads)} threads, expected 2")

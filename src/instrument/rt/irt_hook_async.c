@@ -21,6 +21,7 @@
  * runs it): no locks, no allocation, only clock_gettime and, on the
  * fatal paths, write(2).
  */
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,8 +69,43 @@ static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_
 	if (dur > st->max)
 		st->max = dur;
 	st->closed++;
+	if (f->edge != IRT_NO_EDGE && !st->active)
+		t->edges[f->edge].incl += dur;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
+}
+
+/* The edge entry of caller -> callee, made on first use; IRT_NO_EDGE when
+ * IRT_EDGE_PROBES entries from its place are all taken by other edges. */
+static uint32_t edge_of(struct irt_thread *t, uint32_t caller, uint32_t callee)
+{
+	uint64_t key = (uint64_t)(uint32_t)(caller + 1) << 32 | (uint64_t)(callee + 1);
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - IRT_EDGE_BITS));
+
+	for (uint32_t n = 0; n < IRT_EDGE_PROBES; n++, h = (h + 1) & (IRT_EDGES - 1)) {
+		uint64_t k = __atomic_load_n(&t->edges[h].key, __ATOMIC_RELAXED);
+
+		if (k == 0) {
+			if (__atomic_compare_exchange_n(&t->edges[h].key, &k, key, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				return h;
+		}
+		if (k == key)
+			return h;
+	}
+	t->edges_lost++;
+	return IRT_NO_EDGE;
+}
+
+/* Whether a return address is the kernel's way back from a signal
+ * handler: glibc's restorer, `mov $15, %rax; syscall` (rt_sigreturn). */
+static bool is_sigreturn(uintptr_t ret)
+{
+	const unsigned char *p = (const unsigned char *)ret;
+	uint64_t head;
+
+	__builtin_memcpy(&head, p, sizeof(head));
+	return head == 0x0f0000000fc0c748ull && p[8] == 0x05;
 }
 
 /* Pops and closes the top frame. */
@@ -118,7 +154,8 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	struct irt_thread *t = irt_self;
 	struct irt_frame *f;
 	uint64_t now;
-	uint32_t id, d;
+	uint32_t id, d, caller = 0, edge;
+	bool tail = false;
 	uintptr_t ret;
 
 	if (__builtin_expect(!t, 0))
@@ -134,8 +171,13 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	ret = *slot;
 	if (t->depth && t->stack[t->depth - 1].slot == slot) {
 		if (ret == irt_g.exit_addr) {
-			/* A tail call: the caller ends, its return is ours. */
-			ret = frame_pop(t, now).ret;
+			/* A tail call: the caller ends, its return is ours;
+			 * the call graph has the call from it. */
+			struct irt_frame from = frame_pop(t, now);
+
+			ret = from.ret;
+			caller = from.id;
+			tail = true;
 		} else {
 			/* The same slot, reused by a new call: the old frame is gone. */
 			frame_pop(t, now);
@@ -149,6 +191,14 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 			fatal("kscope instrument: shadow stack full at a tail call\n");
 		return 0;
 	}
+	/* The caller: the frame below, or, for a signal handler (its return
+	 * is the signal restorer), the kernel, not the function it cut in. */
+	if (!tail)
+		caller = is_sigreturn(ret) ? IRT_CALLER_SIGNAL
+			 : d ? t->stack[d - 1].id : IRT_CALLER_ROOT;
+	edge = edge_of(t, caller, id);
+	if (edge != IRT_NO_EDGE)
+		t->edges[edge].calls++;
 	/* Reserved with a slot above every other until it is filled, so
 	 * that an instrumented signal handler that interrupts here neither
 	 * takes it for a left frame nor writes into it. */
@@ -161,6 +211,7 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	f->t0 = now;
 	f->child = 0;
 	f->id = id;
+	f->edge = edge;
 	t->stats[id].active++;
 	barrier();
 	f->slot = slot;

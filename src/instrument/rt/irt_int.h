@@ -26,6 +26,14 @@
 #define IRT_STUB_ID_BACK 10
 #define IRT_STUB_SIZE 96
 #define IRT_STACK_FRAMES (1u << 16) /* shadow stack depth per thread */
+/* The call graph: per thread, an open-addressing table of (caller,
+ * callee) edges.  Callers are function ids, or these two: */
+#define IRT_EDGE_BITS 15
+#define IRT_EDGES (1u << IRT_EDGE_BITS)
+#define IRT_EDGE_PROBES 64          /* then the call is not attributed */
+#define IRT_NO_EDGE UINT32_MAX
+#define IRT_CALLER_ROOT UINT32_MAX     /* code kscope did not instrument */
+#define IRT_CALLER_SIGNAL (UINT32_MAX - 1) /* the kernel, delivering a signal */
 
 /* One open call on a thread's shadow stack. */
 struct irt_frame {
@@ -34,7 +42,7 @@ struct irt_frame {
 	uint64_t t0;       /* entry time, in ticks */
 	uint64_t child;    /* ticks spent in calls it made */
 	uint32_t id;
-	uint32_t pad;
+	uint32_t edge;     /* its call-graph edge (index), or IRT_NO_EDGE */
 };
 
 /* One function's counters on one thread, in ticks. */
@@ -49,10 +57,22 @@ struct irt_stat {
 	uint32_t pad;
 };
 
+/* One call-graph edge on one thread.  key: 0 for a free entry, else
+ * ((uint64_t)(caller + 1) << 32 | (callee + 1)), caller + 1 wrapping the
+ * two special callers to 0 and UINT32_MAX; set once, by compare and
+ * swap (an instrumented signal handler may insert meanwhile). */
+struct irt_edge {
+	uint64_t key;
+	uint64_t calls;
+	uint64_t incl;     /* like irt_stat's: calls of a callee not already open */
+};
+
 struct irt_thread {
 	struct irt_frame *stack;   /* IRT_STACK_FRAMES of them, mmap'd */
 	uint32_t depth;
 	struct irt_stat *stats;    /* one per function of the image, mmap'd */
+	struct irt_edge *edges;    /* IRT_EDGES of them, mmap'd */
+	uint64_t edges_lost;       /* calls no edge entry was found for */
 	uint64_t overflow;         /* calls made with the shadow stack full */
 	uint64_t unwound;          /* frames found skipped (longjmp) */
 	pid_t tid;

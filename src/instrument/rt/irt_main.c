@@ -89,17 +89,20 @@ int irt_thread_start(void)
 	struct irt_thread *t;
 	size_t stack_len = IRT_STACK_FRAMES * sizeof(struct irt_frame);
 	size_t stats_len = (size_t)irt_g.nfuncs * sizeof(struct irt_stat);
+	size_t edges_len = IRT_EDGES * sizeof(struct irt_edge);
 	void *m;
 
 	if (!irt_g.active)
 		return -1;
-	m = mmap(NULL, sizeof(*t) + stack_len + stats_len, PROT_READ | PROT_WRITE,
+	/* Only the pages used are ever backed: the tables are sparse. */
+	m = mmap(NULL, sizeof(*t) + stack_len + stats_len + edges_len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
 	t = m;
 	t->stack = (struct irt_frame *)((char *)m + sizeof(*t));
-	t->stats = (struct irt_stat *)((char *)t->stack + stack_len);
+	t->edges = (struct irt_edge *)((char *)t->stack + stack_len);
+	t->stats = (struct irt_stat *)((char *)t->edges + edges_len);
 	t->tid = (pid_t)syscall(SYS_gettid);
 	irt_lock();
 	t->next = irt_g.threads;
@@ -123,13 +126,18 @@ static void at_fork_child(void)
 		return;
 	self->next = NULL;
 	self->tid = (pid_t)syscall(SYS_gettid);
-	self->overflow = self->unwound = 0;
+	self->overflow = self->unwound = self->edges_lost = 0;
 	for (uint32_t i = 0; i < irt_g.nfuncs; i++) {
 		uint32_t active = self->stats[i].active;
 
 		memset(&self->stats[i], 0, sizeof(self->stats[i]));
 		self->stats[i].active = active;
 	}
+	/* The call graph starts again too, without touching its pages; the
+	 * open calls' edges belong to the parent's. */
+	madvise(self->edges, IRT_EDGES * sizeof(struct irt_edge), MADV_DONTNEED);
+	for (uint32_t k = 0; k < self->depth; k++)
+		self->stack[k].edge = IRT_NO_EDGE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -390,12 +398,53 @@ __attribute__((constructor)) static void irt_init(void)
 /* ------------------------------------------------------------------ */
 
 /* Writes instr.<pid>.txt (under a temporary name first). */
+/* What a call still open at the end adds to its edge's time. */
+struct edge_adj {
+	uint32_t edge;
+	uint64_t dur;
+};
+
+static int cmp_adj(const void *pa, const void *pb)
+{
+	const struct edge_adj *a = pa, *b = pb;
+
+	return a->edge < b->edge ? -1 : a->edge > b->edge;
+}
+
+/* The thread's call graph: "e CALLER CALLEE CALLS INCL_NS", CALLER -1
+ * for code kscope did not instrument and -2 for a signal's delivery;
+ * adj (the open calls' time, any order) is added as the end. */
+static void edges_write(int fd, const struct irt_thread *t, struct edge_adj *adj, size_t nadj,
+			double tick_ns)
+{
+	size_t a = 0;
+
+	if (nadj)
+		qsort(adj, nadj, sizeof(*adj), cmp_adj);
+	for (uint32_t h = 0; h < IRT_EDGES; h++) {
+		const struct irt_edge *e = &t->edges[h];
+		uint64_t key = __atomic_load_n(&e->key, __ATOMIC_RELAXED), incl = e->incl;
+		uint32_t caller = (uint32_t)(key >> 32) - 1, callee = (uint32_t)key - 1;
+
+		while (a < nadj && adj[a].edge < h)
+			a++;
+		for (; a < nadj && adj[a].edge == h; a++)
+			incl += adj[a].dur;
+		if (!key)
+			continue;
+		dprintf(fd, "e %ld %u %lu %.0f\n",
+			caller == IRT_CALLER_ROOT ? -1L : caller == IRT_CALLER_SIGNAL ? -2L
+			: (long)caller, callee, (unsigned long)e->calls, (double)incl * tick_ns);
+	}
+}
+
 static void write_results(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 	uint64_t ns1, tsc1, now;
 	double tick_ns = 1.0;
 	struct irt_stat *copy = NULL;
+	struct edge_adj *adj = NULL;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/instr.%d.txt", rt.dir, (int)getpid());
@@ -432,12 +481,14 @@ static void write_results(void)
 			dprintf(fd, "r %zu %s: %s\n", i, f->name, f->reason);
 	}
 	copy = irt_g.nfuncs ? calloc(irt_g.nfuncs, sizeof(*copy)) : NULL;
+	adj = calloc(IRT_STACK_FRAMES, sizeof(*adj));
 	irt_lock();
 	for (struct irt_thread *t = irt_g.threads; t; t = t->next) {
 		uint64_t open_calls = 0;
 		uint64_t inner = 0;     /* the open call above this one */
+		size_t nadj = 0;
 
-		if (!copy)
+		if (!copy || !adj)
 			break;
 		/* Frames still open (exit() from a deep call, threads still
 		 * running) are counted as ending now, in a copy: the live
@@ -454,6 +505,8 @@ static void write_results(void)
 				st->active--;
 			if (!st->active)
 				st->incl += dur;
+			if (!st->active && f->edge != IRT_NO_EDGE)
+				adj[nadj++] = (struct edge_adj){ f->edge, dur };
 			st->excl += dur > child ? dur - child : 0;
 			st->sum += dur;
 			if (!st->closed || dur < st->min)
@@ -463,9 +516,9 @@ static void write_results(void)
 			st->closed++;
 			inner = dur;
 		}
-		dprintf(fd, "thread %d overflow %lu unwound %lu open %lu\n", (int)t->tid,
+		dprintf(fd, "thread %d overflow %lu unwound %lu open %lu lost %lu\n", (int)t->tid,
 			(unsigned long)t->overflow, (unsigned long)t->unwound,
-			(unsigned long)open_calls);
+			(unsigned long)open_calls, (unsigned long)t->edges_lost);
 		for (uint32_t i = 0; i < irt_g.nfuncs; i++) {
 			const struct irt_stat *st = &copy[i];
 
@@ -477,8 +530,10 @@ static void write_results(void)
 				(double)st->sum * tick_ns, (double)st->min * tick_ns,
 				(double)st->max * tick_ns);
 		}
+		edges_write(fd, t, adj, nadj, tick_ns);
 	}
 	irt_unlock();
+	free(adj);
 	free(copy);
 	dprintf(fd, "end\n");
 done:
