@@ -28,8 +28,10 @@
 #include "instr.h"
 #include "log.h"
 #include "outdir.h"
+#include "profile.h"
 #include "runprog.h"
 #include "textout.h"
+#include "trace.h"
 
 #define KS_INSTR_LIBNAME "libkscope-instr.so"
 
@@ -43,6 +45,7 @@ struct instrument_opts {
 	char *exclude;
 	char *output;
 	int64_t top;
+	int64_t trace_limit;
 };
 
 #define OPT(field) .offset = offsetof(struct instrument_opts, field)
@@ -68,6 +71,11 @@ static const struct ks_opt instrument_opts[] = {
 	  .env = "KSCOPE_INSTRUMENT_TOP",
 	  .help = "how many functions the summary on stderr shows", OPT(top),
 	  .min = 0, .max = 100000 },
+	{ .name = "trace-limit", .type = KS_OPT_INT, .metavar = "N", .def = "100000",
+	  .env = "KSCOPE_INSTRUMENT_TRACE_LIMIT",
+	  .help = "record the first N calls of each thread in the traces (trace.json, "
+		  "trace.perfetto-trace); 0: no trace. Counts and times always cover "
+		  "every call", OPT(trace_limit), .min = 0, .max = 10000000 },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -291,6 +299,11 @@ struct results {
 	struct edges total_edges;
 	struct edges *thread_edges; /* one per thread */
 	uint64_t lost;              /* calls no call-graph edge took */
+	/* The traces: a process per instr.<pid>.txt, a thread per thread
+	 * line, a KS_SLICE_CALL slice per "c" line. */
+	struct ks_profile trace;
+	bool trace_ready;
+	uint64_t traced, untraced;  /* calls in the traces, past the limit */
 	char (*thread_names)[48];
 	size_t nthreads;
 	size_t nprocs;
@@ -300,6 +313,44 @@ struct results {
 	char late[8][300];
 	size_t nlate;
 };
+
+/* Widens a thread's and its process's span to [t0, t1]. */
+static void trace_span(struct ks_profile *p, uint32_t thread, uint64_t t0, uint64_t t1)
+{
+	struct ks_pthread *t = &p->threads[thread];
+	struct ks_pprocess *pr = &p->processes[t->process];
+
+	if (!t->start || t0 < t->start)
+		t->start = t0;
+	if (t1 > t->end)
+		t->end = t1;
+	if (!pr->start || t0 < pr->start)
+		pr->start = t0;
+	if (t1 > pr->end)
+		pr->end = t1;
+}
+
+/* One "c ID DEPTH START END" line of thread `thread` as a call slice. */
+static int trace_call(struct results *r, uint32_t thread, const char *name, uint32_t depth,
+		      uint64_t t0, uint64_t t1)
+{
+	struct ks_profile *p = &r->trace;
+	uint32_t sid = ks_profile_intern(p, name);
+	struct ks_pslice *sl;
+
+	if (sid == KS_NONE || !(sl = ks_profile_push(p, slices)))
+		return -ENOMEM;
+	sl->thread = thread;
+	sl->name = sid;
+	sl->kind = KS_SLICE_CALL;
+	sl->depth = depth;
+	sl->start = t0;
+	sl->end = t1 < t0 ? t0 : t1;
+	sl->peer = -1;
+	trace_span(p, thread, t0, sl->end);
+	r->traced++;
+	return 0;
+}
 
 /* Reads one instr.<pid>.txt (docs/instrument.md) into r. */
 static int results_read(struct results *r, int dirfd, const char *name, struct ks_err *err)
@@ -312,6 +363,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 	int fd, rc = 0, pid = 0;
 	FILE *f;
 	bool ended = false;
+	uint32_t proc = KS_NONE, thread = KS_NONE; /* in r->trace */
 
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "r"))) {
@@ -331,6 +383,18 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			*nl = '\0';
 		if (sscanf(line, "pid %d", &pid) == 1)
 			continue;
+		if (!strncmp(line, "exe ", 4) && r->trace_ready) {
+			struct ks_pprocess *pr = ks_profile_push(&r->trace, processes);
+
+			if (!pr || (pr->command = ks_profile_intern(&r->trace, line + 4)) == KS_NONE) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			pr->pid = pid;
+			pr->rank = -1;
+			proc = (uint32_t)(r->trace.n_processes - 1);
+			continue;
+		}
 		if (!strncmp(line, "error ", 6)) {
 			if (r->nerrors < 4)
 				snprintf(r->errors[r->nerrors++], sizeof(r->errors[0]), "process %d: %s",
@@ -384,6 +448,18 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			memset(&r->thread_edges[r->nthreads], 0, sizeof(*te));
 			r->lost += lost;
 			lost = 0;
+			thread = KS_NONE;
+			if (r->trace_ready && proc != KS_NONE) {
+				struct ks_pthread *th = ks_profile_push(&r->trace, threads);
+
+				if (!th) {
+					rc = ks_err_set(err, -ENOMEM, "out of memory");
+					goto out;
+				}
+				th->process = proc;
+				th->tid = tid;
+				thread = (uint32_t)(r->trace.n_threads - 1);
+			}
 			snprintf(r->thread_names[r->nthreads], 48, "pid %d tid %d", pid, tid);
 			cur = &r->threads[r->nthreads++];
 			r->overflow += a;
@@ -428,6 +504,23 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			}
 			continue;
 		}
+		if (sscanf(line, "trace %lu %lu", &a, &b) == 2) {
+			r->untraced += b;
+			continue;
+		}
+		if (sscanf(line, "c %lu %lu %lu %lu", &id, &a, &b, &c) == 4) {
+			if (!cur || id >= nnames || !names[id] || a > UINT32_MAX) {
+				rc = ks_err_set(err, -EINVAL, "%s: a traced call of an unknown "
+						"function", name);
+				goto out;
+			}
+			if (thread != KS_NONE &&
+			    trace_call(r, thread, names[id], (uint32_t)a, b, c)) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			continue;
+		}
 		if (!strcmp(line, "end"))
 			ended = true;
 	}
@@ -447,6 +540,7 @@ static void results_free(struct results *r)
 {
 	table_free(&r->total);
 	edges_free(&r->total_edges);
+	ks_profile_free(&r->trace);
 	for (size_t i = 0; i < r->nthreads; i++) {
 		table_free(&r->threads[i]);
 		edges_free(&r->thread_edges[i]);
@@ -505,6 +599,37 @@ static int results_collect(struct ks_rundir *rd, struct results *r, struct ks_er
 	return rc;
 }
 
+/* trace.perfetto-trace and trace.json, when any call was traced. */
+static int traces_write(struct ks_rundir *rd, const struct results *r, struct ks_err *err)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const struct ks_profile *, struct ks_outfile *, struct ks_err *);
+	} out[] = {
+		{ "trace.perfetto-trace", ks_trace_write_perfetto },
+		{ "trace.json", ks_trace_write_json },
+	};
+
+	if (!r->trace_ready || !r->traced)
+		return 0;
+	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+		struct ks_outfile of;
+		int rc = ks_outfile_open(rd, out[i].name, &of, err);
+
+		if (rc)
+			return rc;
+		rc = out[i].fn(&r->trace, &of, err);
+		if (rc) {
+			ks_outfile_abort(&of);
+			return rc;
+		}
+		rc = ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int report_write(struct ks_rundir *rd, const char *prog, struct results *r,
 			struct ks_err *err)
 {
@@ -546,7 +671,7 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 /* kscope's environment less KSCOPE_INSTR_* and LD_PRELOAD, plus the
  * runtime's variables and the runtime first in LD_PRELOAD. */
 static char **run_env(const struct instrument_opts *o, const char *lib, const char *dir,
-		      char *owned[5])
+		      char *owned[6])
 {
 	size_t n = 0, k = 0;
 	const char *pre = getenv("LD_PRELOAD");
@@ -554,13 +679,14 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 6, sizeof(*env));
+	env = calloc(n + 7, sizeof(*env));
 	if (!env)
 		return NULL;
 	if (asprintf(&owned[0], "KSCOPE_INSTR_DIR=%s", dir) < 0 ||
 	    asprintf(&owned[1], "KSCOPE_INSTR_MIN=%" PRId64, o->min_insns) < 0 ||
 	    asprintf(&owned[2], "KSCOPE_INSTR_INCLUDE=%s", o->include ? o->include : "") < 0 ||
 	    asprintf(&owned[3], "KSCOPE_INSTR_EXCLUDE=%s", o->exclude ? o->exclude : "") < 0 ||
+	    asprintf(&owned[5], "KSCOPE_INSTR_TRACE_LIMIT=%" PRId64, o->trace_limit) < 0 ||
 	    asprintf(&owned[4], "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "",
 		     pre ? pre : "") < 0) {
 		free(env);
@@ -571,7 +697,7 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 			continue;
 		env[k++] = environ[i];
 	}
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		env[k++] = owned[i];
 	env[k] = NULL;
 	return env;
@@ -587,7 +713,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_rundir rd = { 0 };
 	struct ks_outfile of;
 	struct ks_err err;
-	char lib[PATH_MAX], *prog = NULL, *owned[5] = { 0 }, **env = NULL;
+	char lib[PATH_MAX], *prog = NULL, *owned[6] = { 0 }, **env = NULL;
 	bool have_rd = false;
 	pid_t pid = 0;
 	int code = KS_EXIT_FAIL, status, rc;
@@ -670,7 +796,15 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (WIFSIGNALED(status))
 		ks_info("the program was ended by signal %d (%s)", WTERMSIG(status),
 			strsignal(WTERMSIG(status)));
-	if (results_collect(&rd, &res, &err) || report_write(&rd, prog, &res, &err)) {
+	if (o->trace_limit > 0) {
+		if (ks_profile_init(&res.trace, &err)) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
+		res.trace_ready = true;
+	}
+	if (results_collect(&rd, &res, &err) || report_write(&rd, prog, &res, &err) ||
+	    traces_write(&rd, &res, &err)) {
 		ks_error("%s", err.msg);
 		code = KS_EXIT_FAIL;
 		goto out;
@@ -686,6 +820,10 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_info("%" PRIu64 " calls were left without returning (longjmp, or a thread or "
 			"process ended inside them); each was closed when that was seen",
 			res.unwound);
+	if (res.untraced)
+		ks_info("the traces hold the first %" PRId64 " calls of each thread: %" PRIu64
+			" calls in all, %" PRIu64 " more are in the counts only (--trace-limit)",
+			o->trace_limit, res.traced, res.untraced);
 	if (res.overflow)
 		ks_warn("%" PRIu64 " calls were counted but not timed: deeper than the shadow "
 			"stack (%u frames)", res.overflow, 1u << 16);
@@ -700,7 +838,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 out:
 	if (have_rd)
 		ks_rundir_close(&rd);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(owned[i]);
 	free(env);
 	results_free(&res);

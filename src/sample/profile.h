@@ -75,6 +75,7 @@ enum ks_pslice_kind {
 	KS_SLICE_MPI    = 2,   /* an MPI call */
 	KS_SLICE_MARK   = 3,   /* kscope_mark: start == end */
 	KS_SLICE_PAUSE  = 4,   /* between kscope_pause and kscope_resume */
+	KS_SLICE_CALL   = 5,   /* a call of a function (kscope instrument) */
 };
 
 /* Something with a start and an end on a thread's timeline. */

@@ -30,12 +30,19 @@ them natively and under `kscope instrument`, and checks:
               status (--exit 3) and 128+15 when SIGTERM ends it
   errors      a bad regex, --min-instructions out of range, a static
               program, a script: exit 2, a clear message, no run directory
+  trace       the traces: fib(20)'s 21,892 calls as nested slices in
+              trace.json, their times those of the counters, the same
+              slices from trace.perfetto-trace and trace.json through
+              kscope view; --trace-limit 100 keeps the first 100 calls
+              (every caller of a kept call kept) and exact counts;
+              --trace-limit 0 writes no trace; 8 threads, one track each
 
 In every run the program's stdout must be byte-identical with and without
 kscope, and so must its exit status.
 
 Usage: test_instrument.py KSCOPE EXAMPLES_DIR SCENARIO [PROGOUT]
 """
+import json
 import os
 import re
 import shutil
@@ -43,7 +50,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "view"))
 from kstest import Failure, TempDirs, check  # noqa: E402
+import viewer  # noqa: E402  (tests/view/viewer.py)
 
 KSCOPE = None
 EXAMPLES = None
@@ -459,9 +468,97 @@ def s_errors(d):
         check(os.listdir(out) == [], f"{opts}: a run directory was made: {os.listdir(out)}")
 
 
+def trace_calls(rundir):
+    """{tid: [(name, start_ns, end_ns)]} of trace.json's call slices,
+    each thread's in nesting order; checks that they nest."""
+    with open(os.path.join(rundir, "trace.json")) as f:
+        doc = json.load(f)
+    per = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X":
+            check(e["cat"] == "call", f"trace.json: category {e['cat']!r}")
+            t0 = round(e["ts"] * 1000)
+            per.setdefault(e["tid"], []).append((e["name"], t0, t0 + round(e["dur"] * 1000)))
+    for tid, v in per.items():
+        v.sort(key=lambda c: (c[1], -c[2]))
+        open_ = []
+        for name, t0, t1 in v:
+            while open_ and open_[-1] <= t0 and open_[-1] < t1:
+                open_.pop()
+            check(not open_ or t1 <= open_[-1],
+                  f"trace.json: {name} [{t0}, {t1}] on thread {tid} does not nest")
+            open_.append(t1)
+    return per
+
+
+def report_incl(rundir, name):
+    with open(os.path.join(rundir, "report.txt")) as f:
+        txt = f.read()
+    total = txt.split("\ntotal\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return {w[0]: int(w[2]) for w in (line.split() for line in total)}[name]
+
+
+def s_trace(d):
+    prog = build("fib.c", os.path.join(d, "fib"))
+    _, _, err, rd = instrument([prog, "20"])
+    per = trace_calls(rd)
+    check(len(per) == 1, f"threads in trace.json: {list(per)}")
+    calls = list(per.values())[0]
+    names = [c[0] for c in calls]
+    check(names.count("fib") == 21891 and names.count("main") == 1 and len(names) == 21892,
+          f"trace.json: {len(names)} calls, {names.count('fib')} of fib")
+    check(names[0] == "main", f"the first slice is {names[0]}")
+    # The slice's length is the call's inclusive time, to rounding.
+    check(abs((calls[0][2] - calls[0][1]) - report_incl(rd, "main")) <= 1,
+          f"main: {calls[0][2] - calls[0][1]} ns in the trace, "
+          f"{report_incl(rd, 'main')} ns in report.txt")
+    check("--trace-limit" not in err, f"a note on the limit, with none reached:\n{err}")
+    # kscope view: the same slices from both files, all of them.
+    got = {}
+    for f in ("trace.perfetto-trace", "trace.json"):
+        with viewer.Viewer(KSCOPE, os.path.join(rd, f)) as v:
+            a = v.ok("timeline", "unit/threads", {})
+            p = a["processes"][0]
+            q = {"processId": p["pid"], "threadId": p["threads"][0]["tid"], "startTime": 0,
+                 "endTime": a["endTime"] + 1,
+                 "timePerPx": max(1, -(-(a["endTime"] + 1) // 50000))}
+            got[f] = v.ok("timeline", "unit/threadTraces", q)
+            n = sum(len(level) for level in got[f]["data"])
+            check(n == 21892, f"kscope view {f}: {n} slices")
+            top = got[f]["data"][0][0]
+            check(top["name"] == "main" and
+                  top["duration"] == calls[0][2] - calls[0][1],
+                  f"kscope view {f}: first slice {top}")
+    check(got["trace.perfetto-trace"] == got["trace.json"],
+          "kscope view: the Perfetto trace's slices differ from trace.json's")
+
+    # A limit: the first 100 calls, counts still exact.
+    _, _, err, rd = instrument([prog, "20"], ["--trace-limit", "100"])
+    expect_calls(rd, {"fib": 21891, "main": 1})
+    calls = list(trace_calls(rd).values())[0]
+    check(len(calls) == 100, f"--trace-limit 100: {len(calls)} calls in trace.json")
+    check(calls[0][0] == "main", "--trace-limit 100: main is not the first slice")
+    check("the traces hold the first 100 calls of each thread: 100 calls in all, "
+          "21792 more are in the counts only" in err, f"no note on the limit:\n{err}")
+    # No trace at all.
+    _, _, _, rd = instrument([prog, "20"], ["--trace-limit", "0"])
+    expect_calls(rd, {"fib": 21891, "main": 1})
+    check(not any(f.startswith("trace.") for f in os.listdir(rd)),
+          f"--trace-limit 0 wrote {os.listdir(rd)}")
+
+    # Threads: one track each, with each thread's calls.
+    prog = build("threads.c", os.path.join(d, "threads"), libs=("-lpthread",))
+    _, _, _, rd = instrument([prog, "100"])
+    per = trace_calls(rd)
+    check(len(per) == 9, f"trace.json: {len(per)} threads, expected 9")
+    works = sorted(sum(1 for c in v if c[0] == "work") for v in per.values())
+    check(works == [0] + [100 * i for i in range(1, 9)], f"work calls per track: {works}")
+
+
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
-             "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors}
+             "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
+             "trace": s_trace}
 
 
 def main():

@@ -71,6 +71,8 @@ static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_
 	st->closed++;
 	if (f->edge != IRT_NO_EDGE && !st->active)
 		t->edges[f->edge].incl += dur;
+	if (f->ev != IRT_NO_EDGE)
+		t->events[f->ev].t1 = now ? now : 1;
 	if (t->depth)
 		t->stack[t->depth - 1].child += dur;
 }
@@ -212,6 +214,18 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	f->child = 0;
 	f->id = id;
 	f->edge = edge;
+	if (t->nev < irt_g.trace_limit) {
+		struct irt_event *e = &t->events[t->nev];
+
+		f->ev = t->nev++;
+		e->t0 = now;
+		e->t1 = 0;
+		e->id = id;
+		e->depth = d;
+	} else {
+		f->ev = IRT_NO_EDGE;
+		t->ev_dropped++;
+	}
 	t->stats[id].active++;
 	barrier();
 	f->slot = slot;

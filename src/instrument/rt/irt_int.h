@@ -5,7 +5,8 @@
  *
  * The contract with kscope (docs/instrument.md): kscope sets
  * KSCOPE_INSTR_DIR (the run directory), KSCOPE_INSTR_MIN,
- * KSCOPE_INSTR_INCLUDE and KSCOPE_INSTR_EXCLUDE (the selection); each
+ * KSCOPE_INSTR_INCLUDE and KSCOPE_INSTR_EXCLUDE (the selection),
+ * KSCOPE_INSTR_TRACE_LIMIT (calls per thread in the trace); each
  * process writes <dir>/instr.<pid>.txt when it exits.
  */
 #ifndef KS_IRT_INT_H
@@ -19,6 +20,7 @@
 #define IRT_ENV_MIN "KSCOPE_INSTR_MIN"
 #define IRT_ENV_INCLUDE "KSCOPE_INSTR_INCLUDE"
 #define IRT_ENV_EXCLUDE "KSCOPE_INSTR_EXCLUDE"
+#define IRT_ENV_TRACE "KSCOPE_INSTR_TRACE_LIMIT"
 
 /* A trampoline: [id, 4 bytes][call *[rip+d], 6 bytes][moved instructions]
  * [jmp back].  The entry thunk finds the function's id 10 bytes before
@@ -32,6 +34,7 @@
 #define IRT_EDGES (1u << IRT_EDGE_BITS)
 #define IRT_EDGE_PROBES 64          /* then the call is not attributed */
 #define IRT_NO_EDGE UINT32_MAX
+#define IRT_TRACE_MAX 10000000u      /* calls per thread in the trace, at most */
 #define IRT_CALLER_ROOT UINT32_MAX     /* code kscope did not instrument */
 #define IRT_CALLER_SIGNAL (UINT32_MAX - 1) /* the kernel, delivering a signal */
 
@@ -43,6 +46,17 @@ struct irt_frame {
 	uint64_t child;    /* ticks spent in calls it made */
 	uint32_t id;
 	uint32_t edge;     /* its call-graph edge (index), or IRT_NO_EDGE */
+	uint32_t ev;       /* its trace event (index), or IRT_NO_EDGE */
+	uint32_t pad;
+};
+
+/* One call in the thread's trace: the first calls of each thread, up to
+ * the limit, in the order they began (so a call's caller, which began
+ * before it, is in the trace whenever it is).  t1 is 0 while it runs. */
+struct irt_event {
+	uint64_t t0, t1;   /* ticks */
+	uint32_t id;
+	uint32_t depth;    /* shadow frames below it */
 };
 
 /* One function's counters on one thread, in ticks. */
@@ -73,6 +87,9 @@ struct irt_thread {
 	struct irt_stat *stats;    /* one per function of the image, mmap'd */
 	struct irt_edge *edges;    /* IRT_EDGES of them, mmap'd */
 	uint64_t edges_lost;       /* calls no edge entry was found for */
+	struct irt_event *events;  /* irt_g.trace_limit of them, mmap'd */
+	uint32_t nev;
+	uint64_t ev_dropped;       /* calls past the limit */
 	uint64_t overflow;         /* calls made with the shadow stack full */
 	uint64_t unwound;          /* frames found skipped (longjmp) */
 	pid_t tid;
@@ -87,6 +104,7 @@ struct irt_global {
 	bool active;               /* patched and recording */
 	bool use_clock;            /* no invariant TSC: clock_gettime instead */
 	uint32_t nfuncs;
+	uint32_t trace_limit;      /* calls per thread in the trace */
 	uintptr_t exit_addr;       /* irt_exit_thunk */
 	struct irt_thread *threads;
 	int lock;                  /* spin lock over threads */

@@ -90,19 +90,22 @@ int irt_thread_start(void)
 	size_t stack_len = IRT_STACK_FRAMES * sizeof(struct irt_frame);
 	size_t stats_len = (size_t)irt_g.nfuncs * sizeof(struct irt_stat);
 	size_t edges_len = IRT_EDGES * sizeof(struct irt_edge);
+	size_t events_len = (size_t)irt_g.trace_limit * sizeof(struct irt_event);
 	void *m;
 
 	if (!irt_g.active)
 		return -1;
-	/* Only the pages used are ever backed: the tables are sparse. */
-	m = mmap(NULL, sizeof(*t) + stack_len + stats_len + edges_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* Only the pages used are ever backed: the tables are sparse, and
+	 * the trace fills from its start. */
+	m = mmap(NULL, sizeof(*t) + stack_len + edges_len + events_len + stats_len,
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
 	t = m;
 	t->stack = (struct irt_frame *)((char *)m + sizeof(*t));
 	t->edges = (struct irt_edge *)((char *)t->stack + stack_len);
-	t->stats = (struct irt_stat *)((char *)t->edges + edges_len);
+	t->events = (struct irt_event *)((char *)t->edges + edges_len);
+	t->stats = (struct irt_stat *)((char *)t->events + events_len);
 	t->tid = (pid_t)syscall(SYS_gettid);
 	irt_lock();
 	t->next = irt_g.threads;
@@ -136,8 +139,15 @@ static void at_fork_child(void)
 	/* The call graph starts again too, without touching its pages; the
 	 * open calls' edges belong to the parent's. */
 	madvise(self->edges, IRT_EDGES * sizeof(struct irt_edge), MADV_DONTNEED);
-	for (uint32_t k = 0; k < self->depth; k++)
+	if (self->nev)
+		madvise(self->events, (size_t)self->nev * sizeof(struct irt_event),
+			MADV_DONTNEED);
+	self->nev = 0;
+	self->ev_dropped = 0;
+	for (uint32_t k = 0; k < self->depth; k++) {
 		self->stack[k].edge = IRT_NO_EDGE;
+		self->stack[k].ev = IRT_NO_EDGE;
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -354,6 +364,11 @@ __attribute__((constructor)) static void irt_init(void)
 		sel.include = v;
 	if ((v = getenv(IRT_ENV_EXCLUDE)) && *v)
 		sel.exclude = v;
+	if ((v = getenv(IRT_ENV_TRACE)) && *v) {
+		unsigned long long lim = strtoull(v, NULL, 10);
+
+		irt_g.trace_limit = lim > IRT_TRACE_MAX ? IRT_TRACE_MAX : (uint32_t)lim;
+	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
 		snprintf(rt.error, sizeof(rt.error), "cannot read /proc/self/exe: %s",
@@ -436,6 +451,60 @@ static void edges_write(int fd, const struct irt_thread *t, struct edge_adj *adj
 			caller == IRT_CALLER_ROOT ? -1L : caller == IRT_CALLER_SIGNAL ? -2L
 			: (long)caller, callee, (unsigned long)e->calls, (double)incl * tick_ns);
 	}
+}
+
+static void full_write(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* A tick as nanoseconds of CLOCK_MONOTONIC (ticks are nanoseconds already
+ * without an invariant TSC). */
+static uint64_t tick_to_ns(uint64_t tick, double tick_ns)
+{
+	if (irt_g.use_clock)
+		return tick;
+	if (tick < rt.tsc0)
+		return rt.ns0;
+	return rt.ns0 + (uint64_t)((double)(int64_t)(tick - rt.tsc0) * tick_ns);
+}
+
+/* The thread's trace: "trace CALLS DROPPED", then "c ID DEPTH START END"
+ * per call, times in nanoseconds of CLOCK_MONOTONIC; a call still open
+ * ends at now. */
+static void trace_write(int fd, const struct irt_thread *t, uint64_t now, double tick_ns)
+{
+	char buf[8192];
+	size_t len = 0;
+
+	if (!irt_g.trace_limit)
+		return;
+	dprintf(fd, "trace %u %lu\n", t->nev, (unsigned long)t->ev_dropped);
+	for (uint32_t i = 0; i < t->nev; i++) {
+		const struct irt_event *e = &t->events[i];
+		uint64_t t1 = e->t1 ? e->t1 : now;
+		int n;
+
+		if (len + 128 > sizeof(buf)) {
+			full_write(fd, buf, len);
+			len = 0;
+		}
+		n = snprintf(buf + len, sizeof(buf) - len, "c %u %u %llu %llu\n", e->id, e->depth,
+			     (unsigned long long)tick_to_ns(e->t0, tick_ns),
+			     (unsigned long long)tick_to_ns(t1 > e->t0 ? t1 : e->t0, tick_ns));
+		if (n > 0)
+			len += (size_t)n;
+	}
+	full_write(fd, buf, len);
 }
 
 static void write_results(void)
@@ -531,6 +600,7 @@ static void write_results(void)
 				(double)st->max * tick_ns);
 		}
 		edges_write(fd, t, adj, nadj, tick_ns);
+		trace_write(fd, t, now, tick_ns);
 	}
 	irt_unlock();
 	free(adj);

@@ -138,12 +138,14 @@ enum {
 	PS_CALLSTACK_IID = 4,
 };
 
-/* Categories: slice kinds 0..4, unknown kinds, samples.  iid = index + 1. */
+/* Categories: slice kinds 0..4, unknown kinds, samples, calls (kind 5,
+ * kscope instrument).  iid = index + 1. */
 static const char *const cat_names[] = {
-	"region", "range", "mpi", "mark", "pause", "slice", "sample",
+	"region", "range", "mpi", "mark", "pause", "slice", "sample", "call",
 };
 #define N_CATS (sizeof(cat_names) / sizeof(cat_names[0]))
 #define CAT_SAMPLE 6
+#define CAT_CALL 7
 
 /* Debug annotation names.  iid = index + 1. */
 enum { ANN_BYTES, ANN_PEER, ANN_ID, N_ANNS };
@@ -455,7 +457,8 @@ static int slice_event(void *ctx, const struct ks_tl_event *ev)
 	struct pf *pf = ctx;
 	const struct ks_pslice *s = &pf->p->slices[ev->slice];
 	uint32_t seq = thread_seq(pf, pf->thread);
-	size_t cat = s->kind <= KS_SLICE_PAUSE ? s->kind : 5;
+	size_t cat = s->kind <= KS_SLICE_PAUSE ? s->kind
+		     : s->kind == KS_SLICE_CALL ? CAT_CALL : 5;
 	unsigned anns = 0;
 	uint64_t track;
 	size_t m, te;

@@ -364,6 +364,7 @@ const char *ks_timeline_kind_name(uint8_t kind)
 	case KS_SLICE_MPI:    return "mpi";
 	case KS_SLICE_MARK:   return "mark";
 	case KS_SLICE_PAUSE:  return "pause";
+	case KS_SLICE_CALL:   return "call";
 	default:              return "slice";
 	}
 }
