@@ -30,6 +30,9 @@ them natively and under `kscope instrument`, and checks:
               status (--exit 3) and 128+15 when SIGTERM ends it
   errors      a bad regex, --min-instructions out of range, a static
               program, a script: exit 2, a clear message, no run directory
+  system      Debian's gzip (installed, stripped) compressing a file: the
+              same bytes as natively, and kscope says nothing could be
+              instrumented when .dynsym shows no function
   trace       the traces: fib(20)'s 21,892 calls as nested slices in
               trace.json, their times those of the counters, the same
               slices from trace.perfetto-trace and trace.json through
@@ -468,6 +471,29 @@ def s_errors(d):
         check(os.listdir(out) == [], f"{opts}: a run directory was made: {os.listdir(out)}")
 
 
+def s_system(d):
+    """An installed, stripped system binary: gzip compressing a file."""
+    gz = shutil.which("gzip")
+    if not gz:
+        print("note: no gzip here; not run")
+        return
+    data = os.path.join(d, "data.txt")
+    with open(data, "w") as f:
+        for i in range(20000):
+            f.write(f"line {i} {i * i % 977}\n")
+    # -n: no name or time stamp in the header, so both runs' bytes compare.
+    code, out, err, rd = instrument([gz, "-n", "-c", "-9", data])
+    check(code == 0 and len(out) > 100, f"gzip under kscope: exit {code}, {len(out)} bytes")
+    check(subprocess.run([gz, "-d", "-c"], input=out, stdout=subprocess.PIPE,
+                         check=True).stdout == open(data, "rb").read(),
+          "gzip's output under kscope does not decompress to the input")
+    lines, v = list_verdicts([gz])
+    if not any(x[2] == "instrumented" for x in v.values()):
+        check("no function of" in err and "can be instrumented" in err,
+              f"no word that nothing could be instrumented:\n{err}")
+        check(totals(rd) == {}, f"counts of a program with nothing instrumented: {totals(rd)}")
+
+
 def trace_calls(rundir):
     """{tid: [(name, start_ns, end_ns)]} of trace.json's call slices,
     each thread's in nesting order; checks that they nest."""
@@ -558,7 +584,7 @@ def s_trace(d):
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
-             "trace": s_trace}
+             "trace": s_trace, "system": s_system}
 
 
 def main():
