@@ -18,9 +18,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,8 +32,11 @@
 #include "outdir.h"
 #include "profile.h"
 #include "runprog.h"
+#include "store.h"
 #include "textout.h"
 #include "trace.h"
+
+#include <sqlite3.h>
 
 #define KS_INSTR_LIBNAME "libkscope-instr.so"
 
@@ -303,6 +308,7 @@ struct results {
 	 * line, a KS_SLICE_CALL slice per "c" line. */
 	struct ks_profile trace;
 	bool trace_ready;
+	struct idb *db;             /* profile.db being written, or NULL */
 	uint64_t traced, untraced;  /* calls in the traces, past the limit */
 	char (*thread_names)[48];
 	size_t nthreads;
@@ -313,6 +319,161 @@ struct results {
 	char late[8][300];
 	size_t nlate;
 };
+
+/* ------------------------------------------------------------------ */
+/* profile.db (docs/instrument.md, "profile.db")                       */
+/* ------------------------------------------------------------------ */
+
+#define IDB_APPLICATION_ID 0x4b534349u /* "KSCI" */
+#define IDB_VERSION 1
+
+static const char idb_schema[] =
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE processes (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,"
+	" exe TEXT NOT NULL);"
+	"CREATE TABLE functions (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
+	" REFERENCES processes, name TEXT NOT NULL, address INTEGER NOT NULL,"
+	" size INTEGER NOT NULL, instructions INTEGER NOT NULL);"
+	"CREATE TABLE threads (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
+	" REFERENCES processes, tid INTEGER NOT NULL, overflow INTEGER NOT NULL,"
+	" unwound INTEGER NOT NULL, open INTEGER NOT NULL, lost INTEGER NOT NULL,"
+	" traced INTEGER NOT NULL DEFAULT 0, untraced INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE stats (thread_id INTEGER NOT NULL REFERENCES threads,"
+	" function_id INTEGER NOT NULL REFERENCES functions, calls INTEGER NOT NULL,"
+	" closed INTEGER NOT NULL, incl_ns INTEGER NOT NULL, excl_ns INTEGER NOT NULL,"
+	" sum_ns INTEGER NOT NULL, min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (thread_id, function_id));"
+	"CREATE TABLE edges (thread_id INTEGER NOT NULL REFERENCES threads,"
+	" caller_id INTEGER REFERENCES functions, caller_kind TEXT NOT NULL"
+	" CHECK (caller_kind IN ('function', 'not instrumented', 'signal')),"
+	" callee_id INTEGER NOT NULL REFERENCES functions, calls INTEGER NOT NULL,"
+	" incl_ns INTEGER NOT NULL);"
+	"CREATE TABLE calls (thread_id INTEGER NOT NULL REFERENCES threads,"
+	" function_id INTEGER NOT NULL REFERENCES functions, depth INTEGER NOT NULL,"
+	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);";
+
+static const char idb_finish[] =
+	"CREATE INDEX calls_by_thread ON calls (thread_id, start_ns);"
+	"CREATE INDEX edges_by_callee ON edges (callee_id);"
+	"CREATE VIEW function_totals AS SELECT f.name AS name, sum(s.calls) AS calls,"
+	" sum(s.closed) AS closed, sum(s.incl_ns) AS incl_ns, sum(s.excl_ns) AS excl_ns,"
+	" sum(s.sum_ns) AS sum_ns, min(s.min_ns) AS min_ns, max(s.max_ns) AS max_ns"
+	" FROM stats s JOIN functions f ON f.id = s.function_id GROUP BY f.name;";
+
+enum { IDB_PROCESS, IDB_FUNCTION, IDB_THREAD, IDB_STAT, IDB_EDGE, IDB_CALL, IDB_TRACE,
+       IDB_NSTMT };
+
+static const char *const idb_sql[IDB_NSTMT] = {
+	"INSERT INTO processes (pid, exe) VALUES (?1, ?2)",
+	"INSERT INTO functions (process_id, name, address, size, instructions)"
+	" VALUES (?1, ?2, ?3, ?4, ?5)",
+	"INSERT INTO threads (process_id, tid, overflow, unwound, open, lost)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT INTO stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	"INSERT INTO edges VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT INTO calls VALUES (?1, ?2, ?3, ?4, ?5)",
+	"UPDATE threads SET traced = ?2, untraced = ?3 WHERE id = ?1",
+};
+
+struct idb {
+	struct ks_store_file f;
+	sqlite3_stmt *st[IDB_NSTMT];
+	bool open;
+};
+
+static int idb_fail(struct idb *d, struct ks_err *err, const char *what)
+{
+	return ks_err_set(err, -EIO, "%s: %s: %s", d->f.path, what, sqlite3_errmsg(d->f.db));
+}
+
+static int idb_open(struct idb *d, const char *path, const char *prog, struct ks_err *err)
+{
+	int rc = ks_store_file_create(&d->f, path, IDB_APPLICATION_ID, IDB_VERSION, err);
+	char sql[64];
+
+	if (rc)
+		return rc;
+	d->open = true;
+	snprintf(sql, sizeof(sql), "%d", IDB_VERSION);
+	if (sqlite3_exec(d->f.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(d->f.db, idb_schema, NULL, NULL, NULL) != SQLITE_OK)
+		return idb_fail(d, err, "creating the tables");
+	for (int i = 0; i < IDB_NSTMT; i++)
+		if (sqlite3_prepare_v2(d->f.db, idb_sql[i], -1, &d->st[i], NULL) != SQLITE_OK)
+			return idb_fail(d, err, "preparing a statement");
+	{
+		static const char *const keys[] = { "producer", "schema_version", "program" };
+		const char *vals[] = { "kscope instrument", sql, prog };
+		sqlite3_stmt *m = NULL;
+
+		if (sqlite3_prepare_v2(d->f.db, "INSERT INTO meta VALUES (?1, ?2)", -1, &m,
+				       NULL) != SQLITE_OK)
+			return idb_fail(d, err, "preparing a statement");
+		for (int i = 0; i < 3; i++) {
+			sqlite3_bind_text(m, 1, keys[i], -1, SQLITE_STATIC);
+			sqlite3_bind_text(m, 2, vals[i], -1, SQLITE_STATIC);
+			if (sqlite3_step(m) != SQLITE_DONE) {
+				sqlite3_finalize(m);
+				return idb_fail(d, err, "writing meta");
+			}
+			sqlite3_reset(m);
+		}
+		sqlite3_finalize(m);
+	}
+	return 0;
+}
+
+/* Runs statement i with n integer parameters (text where text[k] is not
+ * NULL); returns the new row's id, or -1 with err set. */
+static int64_t idb_put(struct idb *d, int i, int n, const int64_t *v, const char *const *text,
+		       struct ks_err *err)
+{
+	sqlite3_stmt *st = d->st[i];
+
+	for (int k = 0; k < n; k++) {
+		if (text && text[k])
+			sqlite3_bind_text(st, k + 1, text[k], -1, SQLITE_TRANSIENT);
+		else if (v[k] == INT64_MIN)
+			sqlite3_bind_null(st, k + 1);
+		else
+			sqlite3_bind_int64(st, k + 1, v[k]);
+	}
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		idb_fail(d, err, "writing a row");
+		sqlite3_reset(st);
+		return -1;
+	}
+	sqlite3_reset(st);
+	return sqlite3_last_insert_rowid(d->f.db);
+}
+
+static void idb_close(struct idb *d)
+{
+	for (int i = 0; i < IDB_NSTMT; i++) {
+		sqlite3_finalize(d->st[i]);
+		d->st[i] = NULL;
+	}
+	if (d->open)
+		ks_store_file_abort(&d->f);
+	d->open = false;
+}
+
+static int idb_commit(struct idb *d, struct ks_err *err)
+{
+	for (int i = 0; i < IDB_NSTMT; i++) {
+		sqlite3_finalize(d->st[i]);
+		d->st[i] = NULL;
+	}
+	if (sqlite3_exec(d->f.db, idb_finish, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(d->f.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = idb_fail(d, err, "finishing the database");
+
+		idb_close(d);
+		return rc;
+	}
+	d->open = false;
+	return ks_store_file_commit(&d->f, err);
+}
 
 /* Widens a thread's and its process's span to [t0, t1]. */
 static void trace_span(struct ks_profile *p, uint32_t thread, uint64_t t0, uint64_t t1)
@@ -356,7 +517,9 @@ static int trace_call(struct results *r, uint32_t thread, const char *name, uint
 static int results_read(struct results *r, int dirfd, const char *name, struct ks_err *err)
 {
 	char **names = NULL;
+	int64_t *rows = NULL;     /* per function id: its row in profile.db */
 	size_t nnames = 0;
+	int64_t db_proc = -1, db_thread = -1;
 	char *line = NULL;
 	size_t cap = 0;
 	struct table *cur = NULL;
@@ -383,6 +546,15 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			*nl = '\0';
 		if (sscanf(line, "pid %d", &pid) == 1)
 			continue;
+		if (!strncmp(line, "exe ", 4) && r->db) {
+			const char *t[2] = { NULL, line + 4 };
+			int64_t v[2] = { pid, 0 };
+
+			if ((db_proc = idb_put(r->db, IDB_PROCESS, 2, v, t, err)) < 0) {
+				rc = -EIO;
+				goto out;
+			}
+		}
 		if (!strncmp(line, "exe ", 4) && r->trace_ready) {
 			struct ks_pprocess *pr = ks_profile_push(&r->trace, processes);
 
@@ -406,24 +578,43 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				snprintf(r->late[r->nlate++], sizeof(r->late[0]), "%s", line + 2);
 			continue;
 		}
-		if (sscanf(line, "f %lu %*s %*s %*s %n", &id, &n) == 1 && n > 0) {
+		if (sscanf(line, "f %lu %lx %lu %lu %n", &id, &a, &b, &c, &n) == 4 && n > 0) {
 			if (id >= 1u << 30) {
 				rc = ks_err_set(err, -EINVAL, "%s: bad function id", name);
 				goto out;
 			}
 			if (id >= nnames) {
 				char **v = realloc(names, (id + 1) * sizeof(*v));
+				int64_t *w = v ? realloc(rows, (id + 1) * sizeof(*w)) : NULL;
 
-				if (!v) {
+				if (v)
+					names = v;
+				if (w)
+					rows = w;
+				if (!v || !w) {
 					rc = ks_err_set(err, -ENOMEM, "out of memory");
 					goto out;
 				}
 				memset(v + nnames, 0, (id + 1 - nnames) * sizeof(*v));
-				names = v;
+				for (size_t k = nnames; k <= id; k++)
+					rows[k] = -1;
 				nnames = id + 1;
 			}
 			free(names[id]);
 			names[id] = strdup(line + n);
+			if (!names[id]) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			if (r->db && db_proc >= 0) {
+				const char *t[5] = { NULL, names[id], NULL, NULL, NULL };
+				int64_t v[5] = { db_proc, 0, (int64_t)a, (int64_t)b, (int64_t)c };
+
+				if ((rows[id] = idb_put(r->db, IDB_FUNCTION, 5, v, t, err)) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			continue;
 		}
 		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu lost %lu", &tid, &a,
@@ -446,6 +637,15 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			}
 			memset(&r->threads[r->nthreads], 0, sizeof(*v));
 			memset(&r->thread_edges[r->nthreads], 0, sizeof(*te));
+			if (r->db && db_proc >= 0) {
+				int64_t tv[6] = { db_proc, tid, (int64_t)a, (int64_t)b, (int64_t)c,
+						  (int64_t)lost };
+
+				if ((db_thread = idb_put(r->db, IDB_THREAD, 6, tv, NULL, err)) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			r->lost += lost;
 			lost = 0;
 			thread = KS_NONE;
@@ -483,6 +683,16 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			table_add(row, calls, closed, incl, excl, sum, mn, mx);
 			table_add(table_get(&r->total, names[id]), calls, closed, incl, excl, sum,
 				  mn, mx);
+			if (r->db && db_thread >= 0 && rows[id] >= 0) {
+				int64_t v[9] = { db_thread, rows[id], (int64_t)calls, (int64_t)closed,
+						 llround(incl), llround(excl), llround(sum),
+						 llround(mn), llround(mx) };
+
+				if (idb_put(r->db, IDB_STAT, 9, v, NULL, err) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			continue;
 		}
 		if (sscanf(line, "e %ld %lu %lu %lf", &caller, &id, &calls, &incl) == 4) {
@@ -502,10 +712,29 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				rc = ks_err_set(err, -ENOMEM, "out of memory");
 				goto out;
 			}
+			if (r->db && db_thread >= 0 && rows[id] >= 0) {
+				const char *t[6] = { NULL, NULL, caller == -1 ? "not instrumented"
+						     : caller == -2 ? "signal" : "function" };
+				int64_t v[6] = { db_thread, caller >= 0 ? rows[caller] : INT64_MIN, 0,
+						 rows[id], (int64_t)calls, llround(incl) };
+
+				if (idb_put(r->db, IDB_EDGE, 6, v, t, err) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			continue;
 		}
 		if (sscanf(line, "trace %lu %lu", &a, &b) == 2) {
 			r->untraced += b;
+			if (r->db && db_thread >= 0) {
+				int64_t v[3] = { db_thread, (int64_t)a, (int64_t)b };
+
+				if (idb_put(r->db, IDB_TRACE, 3, v, NULL, err) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			continue;
 		}
 		if (sscanf(line, "c %lu %lu %lu %lu", &id, &a, &b, &c) == 4) {
@@ -519,6 +748,15 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				rc = ks_err_set(err, -ENOMEM, "out of memory");
 				goto out;
 			}
+			if (r->db && db_thread >= 0 && rows[id] >= 0) {
+				int64_t v[5] = { db_thread, rows[id], (int64_t)a, (int64_t)b,
+						 (int64_t)c };
+
+				if (idb_put(r->db, IDB_CALL, 5, v, NULL, err) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
 			continue;
 		}
 		if (!strcmp(line, "end"))
@@ -531,6 +769,7 @@ out:
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
+	free(rows);
 	free(line);
 	fclose(f);
 	return rc;
@@ -713,7 +952,9 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_rundir rd = { 0 };
 	struct ks_outfile of;
 	struct ks_err err;
+	struct idb db = { .f = { .fd = -1 } };
 	char lib[PATH_MAX], *prog = NULL, *owned[6] = { 0 }, **env = NULL;
+	char dbpath[PATH_MAX + 16];
 	bool have_rd = false;
 	pid_t pid = 0;
 	int code = KS_EXIT_FAIL, status, rc;
@@ -803,8 +1044,16 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		}
 		res.trace_ready = true;
 	}
-	if (results_collect(&rd, &res, &err) || report_write(&rd, prog, &res, &err) ||
-	    traces_write(&rd, &res, &err)) {
+	snprintf(dbpath, sizeof(dbpath), "%s/profile.db", rd.path);
+	if (idb_open(&db, dbpath, prog, &err)) {
+		ks_error("%s", err.msg);
+		code = KS_EXIT_FAIL;
+		goto out;
+	}
+	res.db = &db;
+	if (results_collect(&rd, &res, &err) || idb_commit(&db, &err) ||
+	    chmod(dbpath, KS_DELIVERABLE_MODE) != 0 ||
+	    report_write(&rd, prog, &res, &err) || traces_write(&rd, &res, &err)) {
 		ks_error("%s", err.msg);
 		code = KS_EXIT_FAIL;
 		goto out;
@@ -836,6 +1085,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	}
 	ks_info("report: %s/report.txt", rd.path);
 out:
+	idb_close(&db);
 	if (have_rd)
 		ks_rundir_close(&rd);
 	for (int i = 0; i < 6; i++)

@@ -38,7 +38,9 @@ them natively and under `kscope instrument`, and checks:
               slices from trace.perfetto-trace and trace.json through
               kscope view; --trace-limit 100 keeps the first 100 calls
               (every caller of a kept call kept) and exact counts;
-              --trace-limit 0 writes no trace; 8 threads, one track each
+              --trace-limit 0 writes no trace; 8 threads, one track each;
+              profile.db (read-only, intact) holds the same counts, edges
+              and traced calls
 
 In every run the program's stdout must be byte-identical with and without
 kscope, and so must its exit status.
@@ -49,6 +51,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -524,6 +527,36 @@ def report_incl(rundir, name):
     return {w[0]: int(w[2]) for w in (line.split() for line in total)}[name]
 
 
+def check_db(rundir, traced):
+    """profile.db holds what the counters files and the traces hold."""
+    path = os.path.join(rundir, "profile.db")
+    check(os.stat(path).st_mode & 0o777 == 0o440, "profile.db is not read-only")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        check(con.execute("PRAGMA application_id").fetchone()[0] == 0x4b534349,
+              "profile.db: application_id")
+        check(con.execute("PRAGMA integrity_check").fetchone()[0] == "ok",
+              "profile.db: integrity_check")
+        got = dict(con.execute("SELECT name, calls FROM function_totals"))
+        check(got == totals(rundir), f"profile.db function_totals {got}, "
+              f"counters {totals(rundir)}")
+        rows = con.execute(
+            "SELECT e.caller_kind, c.name, f.name, sum(e.calls) FROM edges e "
+            "LEFT JOIN functions c ON c.id = e.caller_id JOIN functions f ON f.id = e.callee_id "
+            "GROUP BY 1, 2, 3").fetchall()
+        kinds = {"not instrumented": NOT_INSTR, "signal": "(signal)"}
+        db_edges = {(kinds.get(k, c), f): n for k, c, f, n in rows}
+        check(db_edges == edges(rundir), f"profile.db edges {db_edges}, counters {edges(rundir)}")
+        n = con.execute("SELECT count(*) FROM calls").fetchone()[0]
+        check(n == traced, f"profile.db: {n} calls, the traces {traced}")
+        bad = con.execute("SELECT count(*) FROM calls WHERE end_ns < start_ns").fetchone()[0]
+        check(bad == 0, f"profile.db: {bad} calls end before they start")
+        nt = con.execute("SELECT sum(traced) FROM threads").fetchone()[0]
+        check(nt == traced, f"profile.db threads.traced sum {nt}, the traces {traced}")
+    finally:
+        con.close()
+
+
 def s_trace(d):
     prog = build("fib.c", os.path.join(d, "fib"))
     _, _, err, rd = instrument([prog, "20"])
@@ -539,6 +572,7 @@ def s_trace(d):
           f"main: {calls[0][2] - calls[0][1]} ns in the trace, "
           f"{report_incl(rd, 'main')} ns in report.txt")
     check("--trace-limit" not in err, f"a note on the limit, with none reached:\n{err}")
+    check_db(rd, 21892)
     # kscope view: the same slices from both files, all of them.
     got = {}
     for f in ("trace.perfetto-trace", "trace.json"):
@@ -566,6 +600,7 @@ def s_trace(d):
     check(calls[0][0] == "main", "--trace-limit 100: main is not the first slice")
     check("the traces hold the first 100 calls of each thread: 100 calls in all, "
           "21792 more are in the counts only" in err, f"no note on the limit:\n{err}")
+    check_db(rd, 100)
     # No trace at all.
     _, _, _, rd = instrument([prog, "20"], ["--trace-limit", "0"])
     expect_calls(rd, {"fib": 21891, "main": 1})
@@ -579,6 +614,7 @@ def s_trace(d):
     check(len(per) == 9, f"trace.json: {len(per)} threads, expected 9")
     works = sorted(sum(1 for c in v if c[0] == "work") for v in per.values())
     check(works == [0] + [100 * i for i in range(1, 9)], f"work calls per track: {works}")
+    check_db(rd, sum(len(v) for v in per.values()))
 
 
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,

@@ -656,53 +656,118 @@ static void sync_parent(const char *path)
 	}
 }
 
-int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err)
+int ks_store_file_create(struct ks_store_file *f, const char *path, uint32_t application_id,
+			 int user_version, struct ks_err *err)
 {
-	struct writer w = { .path = path, .err = err };
-	char tmp[4096];
+	char pragmas[256];
 	struct stat st;
-	int fd = -1, rc;
+	int rc;
 
-	if ((rc = ks_store_check_profile(p, err)))
-		return rc;
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	if (snprintf(f->path, sizeof(f->path), "%s", path) >= (int)sizeof(f->path))
+		return ks_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
 	if (lstat(path, &st) == 0)
-		return ks_err_set(err, -EEXIST, "%s exists; the profile database is "
-				  "never overwritten", path);
+		return ks_err_set(err, -EEXIST, "%s exists; a kscope database is never "
+				  "overwritten", path);
 	if (errno != ENOENT)
 		return ks_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	if ((rc = temp_name(path, tmp, sizeof(tmp))))
+	if ((rc = temp_name(path, f->tmp, sizeof(f->tmp))))
 		return ks_err_set(err, rc, "%s: %s", path, strerror(-rc));
 
 	/* Created here rather than by SQLite so that it is exclusive, never
 	 * follows a link, and has its mode whatever the umask. */
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, DB_MODE);
-	if (fd < 0)
-		return ks_err_set(err, -errno, "cannot create %s: %s", tmp,
-				  strerror(errno));
-	if (fchmod(fd, DB_MODE) != 0) {
-		rc = ks_err_set(err, -errno, "cannot set the mode of %s: %s", tmp,
-				strerror(errno));
-		goto out;
+	f->fd = open(f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, DB_MODE);
+	if (f->fd < 0) {
+		rc = ks_err_set(err, -errno, "cannot create %s: %s", f->tmp, strerror(errno));
+		f->tmp[0] = '\0';
+		return rc;
 	}
-	if (sqlite3_open_v2(tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
+	if (fchmod(f->fd, DB_MODE) != 0) {
+		rc = ks_err_set(err, -errno, "cannot set the mode of %s: %s", f->tmp,
+				strerror(errno));
+		goto fail;
+	}
+	if (sqlite3_open_v2(f->tmp, &f->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
 			    NULL) != SQLITE_OK) {
-		rc = db_fail(w.db, err, path, "cannot open the new database");
-		goto out;
+		rc = db_fail(f->db, err, path, "cannot open the new database");
+		goto fail;
 	}
 	/* No journal: the file has no final name until it is complete, so
 	 * there is nothing to roll back, and no -journal file appears next to
-	 * it.  Durability comes from the fsync below. */
-	if ((rc = w_exec(&w, "PRAGMA journal_mode=OFF;"
-			 "PRAGMA synchronous=OFF;"
-			 "PRAGMA locking_mode=EXCLUSIVE;"
-			 "PRAGMA temp_store=MEMORY;"
-			 "PRAGMA cache_size=-65536;"
-			 "PRAGMA application_id=1263747920;"
-			 "PRAGMA user_version=3;", "setting up the database")))
-		goto out;
-	_Static_assert(APPLICATION_ID == 1263747920, "application_id above");
-	_Static_assert(SCHEMA_VERSION == 3, "user_version above");
+	 * it.  Durability comes from the fsync at the end. */
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA journal_mode=OFF;"
+		 "PRAGMA synchronous=OFF;"
+		 "PRAGMA locking_mode=EXCLUSIVE;"
+		 "PRAGMA temp_store=MEMORY;"
+		 "PRAGMA cache_size=-65536;"
+		 "PRAGMA application_id=%ld;"
+		 "PRAGMA user_version=%d;", (long)(int32_t)application_id, user_version);
+	if (sqlite3_exec(f->db, pragmas, NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(f->db, err, path, "setting up the database");
+		goto fail;
+	}
+	return 0;
+fail:
+	ks_store_file_abort(f);
+	return rc;
+}
 
+int ks_store_file_commit(struct ks_store_file *f, struct ks_err *err)
+{
+	int rc;
+
+	if (sqlite3_close(f->db) != SQLITE_OK) {
+		rc = db_fail(f->db, err, f->path, "closing the database");
+		goto fail;
+	}
+	f->db = NULL;
+	if (fsync(f->fd) != 0) {
+		rc = ks_err_set(err, -errno, "%s: writing to disk failed: %s", f->path,
+				strerror(errno));
+		goto fail;
+	}
+	rc = ks_rename_noreplace(AT_FDCWD, f->tmp, AT_FDCWD, f->path);
+	if (rc) {
+		rc = ks_err_set(err, rc, rc == -EEXIST ? "%s appeared while it was "
+				"written; a kscope database is never overwritten"
+				: "cannot give %s its name: %s", f->path, strerror(-rc));
+		goto fail;
+	}
+	sync_parent(f->path);
+	f->tmp[0] = '\0';
+	ks_store_file_abort(f);
+	return 0;
+fail:
+	ks_store_file_abort(f);
+	return rc;
+}
+
+void ks_store_file_abort(struct ks_store_file *f)
+{
+	if (f->db)
+		sqlite3_close(f->db);
+	f->db = NULL;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (f->tmp[0])
+		unlink(f->tmp);
+	f->tmp[0] = '\0';
+}
+
+int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err)
+{
+	struct ks_store_file f;
+	struct writer w = { .path = path, .err = err };
+	int rc;
+
+	if ((rc = ks_store_check_profile(p, err)))
+		return rc;
+	if ((rc = ks_store_file_create(&f, path, APPLICATION_ID, SCHEMA_VERSION, err)))
+		return rc;
+	w.db = f.db;
 	if ((rc = w_exec(&w, "BEGIN", "starting a transaction")) ||
 	    (rc = w_exec(&w, schema_tables, "creating the tables")) ||
 	    (rc = write_model(&w, p)) ||
@@ -721,32 +786,9 @@ int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *
 	    (rc = w_exec(&w, schema_views, "creating the views")) ||
 	    (rc = w_exec(&w, "COMMIT", "committing the indexes")))
 		goto out;
-	if (sqlite3_close(w.db) != SQLITE_OK) {
-		rc = db_fail(w.db, err, path, "closing the database");
-		goto out;
-	}
-	w.db = NULL;
-	if (fsync(fd) != 0) {
-		rc = ks_err_set(err, -errno, "%s: writing to disk failed: %s", path,
-				strerror(errno));
-		goto out;
-	}
-	rc = ks_rename_noreplace(AT_FDCWD, tmp, AT_FDCWD, path);
-	if (rc) {
-		rc = ks_err_set(err, rc, rc == -EEXIST ? "%s appeared while it was "
-				"written; the profile database is never overwritten"
-				: "cannot give %s its name: %s", path, strerror(-rc));
-		goto out;
-	}
-	sync_parent(path);
-	tmp[0] = '\0';
+	return ks_store_file_commit(&f, err);
 out:
-	if (w.db)
-		sqlite3_close(w.db);
-	if (fd >= 0)
-		close(fd);
-	if (tmp[0])
-		unlink(tmp);
+	ks_store_file_abort(&f);
 	return rc;
 }
 

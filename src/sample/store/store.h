@@ -9,6 +9,7 @@
 #define KS_SAMPLE_STORE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "err.h"
@@ -18,6 +19,21 @@
 /* Writes p to a new SQLite database at path (which must not exist), in
  * transactions, so that a reader never sees a half-written table. */
 int ks_store_write(const struct ks_profile *p, const char *path, struct ks_err *err);
+/* A new SQLite database written as profile.db is: created exclusively
+ * (mode 0640, never through a link) under a temporary name, without a
+ * journal, with the given application_id and user_version; commit closes
+ * it, syncs it and gives it its name, never replacing a file; abort
+ * removes it.  kscope instrument's profile.db uses it too. */
+struct ks_store_file {
+	struct sqlite3 *db;
+	int fd;
+	char path[4096];
+	char tmp[4096];
+};
+int ks_store_file_create(struct ks_store_file *f, const char *path, uint32_t application_id,
+			 int user_version, struct ks_err *err);
+int ks_store_file_commit(struct ks_store_file *f, struct ks_err *err);
+void ks_store_file_abort(struct ks_store_file *f);
 /* Reads a profile.db back (p must be freshly ks_profile_init'ed). */
 int ks_store_read(const char *path, struct ks_profile *p, struct ks_err *err);
 
