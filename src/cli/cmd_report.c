@@ -1,6 +1,7 @@
 /*
  * kscope report: prints the reports of a `kscope sample` run from its
- * profile.db: the flat profile (the default), the call tree (--tree) or
+ * profile.db (and those of a `kscope instrument` run from its own,
+ * report_instr.c): the flat profile (the default), the call tree (--tree) or
  * the per-thread table (--threads), as text or JSON, for all samples or
  * only those of one thread (--thread TID), inside one region (--region
  * NAME) or of one timer (--clock cpu or real); or exports the call stacks
@@ -35,6 +36,7 @@
 #include "outdir.h"
 #include "post.h"
 #include "profile.h"
+#include "report_instr.h"
 #include "store.h"
 
 struct report_opts {
@@ -285,7 +287,7 @@ static char *database_path(const char *arg)
 			 "('%s/rank0')", arg, arg, arg);
 	else
 		ks_error("argument DIR: '%s' has no profile.db; accepted: a kscope "
-			 "sample run directory or its profile.db", arg);
+			 "sample or instrument run directory, or its profile.db", arg);
 	free(rank0);
 	return NULL;
 }
@@ -420,6 +422,63 @@ static uint32_t thread_index(const struct ks_profile *p, int64_t tid)
 	return KS_NONE;
 }
 
+/* The report of a `kscope instrument` run (report_instr.c): its function
+ * table, --threads, or --tree as the call graph; --thread, --format text
+ * or json and --output apply, the sampling options do not. */
+static int instr_report(const struct report_opts *o, const char *path)
+{
+	const char *no = o->region ? "region" : o->clock ? "clock" : o->counters ? "counters"
+			 : o->format >= FMT_FOLDED ? "format" : o->min_pct != 0.5 ? "min-pct"
+			 : o->depth ? "depth" : NULL;
+	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
+	struct ks_outfile of = { .fd = -1 };
+	struct ks_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = stdout;
+	int rc, status = KS_EXIT_OK;
+
+	if (no) {
+		ks_error("option --%s%s%s applies to kscope sample runs; '%s' is a kscope "
+			 "instrument run, which counts calls rather than sampling stacks "
+			 "(accepted: --threads, --tree for its call graph, --thread, --format "
+			 "text or json, --output)", no, o->format >= FMT_FOLDED ? " " : "",
+			 o->format >= FMT_FOLDED ? format_choices[o->format] : "", path);
+		return KS_EXIT_USAGE;
+	}
+	ks_err_clear(&err);
+	if (o->output && !(out = open_memstream(&buf, &len))) {
+		ks_error("out of memory");
+		return KS_EXIT_FAIL;
+	}
+	rc = ks_report_instr(out, path, o->tree ? KS_REPORT_INSTR_GRAPH
+				   : o->threads ? KS_REPORT_INSTR_THREADS : KS_REPORT_INSTR_FLAT,
+			     o->tid, o->format == FMT_JSON, &err);
+	if (o->output && fclose(out) != 0 && !rc)
+		rc = ks_err_set(&err, -ENOMEM, "out of memory");
+	if (rc == -ENOENT) {
+		ks_error("option --thread: %s", err.msg);
+		status = KS_EXIT_USAGE;
+	} else if (rc) {
+		ks_error("%s", err.msg);
+		status = KS_EXIT_FAIL;
+	} else if (o->output) {
+		if (!output_open(o->output, &rd, &of)) {
+			status = KS_EXIT_USAGE;
+		} else {
+			ks_err_clear(&err);
+			ks_outfile_write(&of, buf, len);
+			if (ks_outfile_commit(&of, KS_FILE_MODE, &err) != 0) {
+				ks_error("%s", err.msg);
+				status = KS_EXIT_FAIL;
+			}
+		}
+	}
+	output_close(&rd);
+	free(buf);
+	return status;
+}
+
 static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 {
 	const struct report_opts *o = pp->opts;
@@ -445,6 +504,11 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 	path = database_path(pp->positional[0]);
 	if (!path)
 		return KS_EXIT_USAGE;
+	if (ks_report_instr_is(path)) {
+		status = instr_report(o, path);
+		free(path);
+		return status;
+	}
 	ks_err_clear(&err);
 	if (ks_profile_init(&p, &err) != 0) {
 		ks_error("%s", err.msg);
@@ -527,7 +591,7 @@ out:
 
 const struct ks_cmd ks_cmd_report = {
 	.name = "report",
-	.summary = "print the flat profile, call tree or threads of a sample run",
+	.summary = "print the flat profile, call tree or threads of a sample or instrument run",
 	.usage = "[options] DIR",
 	.description =
 		"Reads DIR/profile.db, written by 'kscope sample' or 'kscope merge'\n"
@@ -546,7 +610,10 @@ const struct ks_cmd ks_cmd_report = {
 		"--output writes to a new FILE instead of standard output.  A run\n"
 		"directory whose kscope was killed (raw files, no profile.db) is\n"
 		"first finished: its raw files become profile.db and the reports.\n"
-		"docs/profile-db.md describes every format.",
+		"On a 'kscope instrument' run it prints its function table, --threads\n"
+		"its threads and --tree its call graph (--thread, --format text or\n"
+		"json and --output apply).  docs/profile-db.md describes every\n"
+		"format, docs/instrument.md the instrument run's.",
 	.args = {
 		.opts = report_opts,
 		.opts_size = sizeof(struct report_opts),

@@ -30,6 +30,9 @@ them natively and under `kscope instrument`, and checks:
               status (--exit 3) and 128+15 when SIGTERM ends it
   errors      a bad regex, --min-instructions out of range, a static
               program, a script: exit 2, a clear message, no run directory
+  report      kscope report on a run of 8 threads: the function table
+              (as report.txt's), --format json, --tree (the call graph),
+              --threads, --thread TID; sampling options refused (exit 2)
   system      Debian's gzip (installed, stripped) compressing a file: the
               same bytes as natively, and kscope says nothing could be
               instrumented when .dynsym shows no function
@@ -557,6 +560,52 @@ def check_db(rundir, traced):
         con.close()
 
 
+def kreport(rundir, *opts, code=0):
+    p = subprocess.run([KSCOPE, "report", *opts, rundir], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == code, f"kscope report {' '.join(opts)}: exit {p.returncode}, "
+          f"expected {code}: {p.stderr.decode()}")
+    return p.stdout.decode(), p.stderr.decode()
+
+
+def s_report(d):
+    """kscope report on an instrument run: its tables from profile.db."""
+    prog = build("threads.c", os.path.join(d, "threads"), libs=("-lpthread",))
+    _, _, _, rd = instrument([prog, "100"])
+    want = totals(rd)
+    out, _ = kreport(rd)
+    rows = [ln.split() for ln in out.splitlines()[1:]]
+    check({r[0]: int(r[1]) for r in rows} == want, f"kscope report: {out}\nwant {want}")
+    check([r[0] for r in rows] == [r[0] for r in sorted(rows, key=lambda r: -int(r[2]))],
+          f"kscope report: not by inclusive time:\n{out}")
+    check(out.splitlines()[1:] == [ln for ln in open(os.path.join(rd, "report.txt")).read()
+                                   .split("\ntotal\n", 1)[1].split("\n\n", 1)[0]
+                                   .splitlines()[1:]],
+          f"kscope report's table differs from report.txt's:\n{out}")
+    js = json.loads(kreport(rd, "--format", "json")[0])
+    check({r["function"]: r["calls"] for r in js["rows"]} == want, f"--format json: {js}")
+    out, _ = kreport(rd, "--tree")
+    graph = {}
+    for ln in out.splitlines()[1:]:
+        m = re.fullmatch(r"(\(not instrumented\)|\(signal\)|\S+)\s+(\S+)\s+(\d+)\s+\d+", ln)
+        check(m, f"--tree line {ln!r}")
+        graph[(m.group(1), m.group(2))] = int(m.group(3))
+    check(graph == edges(rd), f"--tree {graph}, counters {edges(rd)}")
+    js = json.loads(kreport(rd, "--threads", "--format", "json")[0])
+    per = {r["tid"]: r["calls"] for r in js["rows"]}
+    check(len(per) == 9 and sum(per.values()) == sum(want.values()),
+          f"--threads: {js}")
+    tid = max(per, key=per.get)
+    out, _ = kreport(rd, "--thread", str(tid))
+    rows = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines()[1:]}
+    check(rows == {"worker": 1, "work": 800}, f"--thread {tid}: {rows}")
+    _, err = kreport(rd, "--thread", "1", code=2)
+    check("no thread 1" in err, f"--thread 1: {err}")
+    for opts in (["--region", "x"], ["--format", "folded"], ["--clock", "cpu"]):
+        _, err = kreport(rd, *opts, code=2)
+        check("kscope instrument run" in err and opts[0] in err, f"{opts}: {err}")
+
+
 def s_trace(d):
     prog = build("fib.c", os.path.join(d, "fib"))
     _, _, err, rd = instrument([prog, "20"])
@@ -620,7 +669,7 @@ def s_trace(d):
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
-             "trace": s_trace, "system": s_system}
+             "trace": s_trace, "system": s_system, "report": s_report}
 
 
 def main():

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The process's run directory and input file: made once, reused (a fuzzer
  * process runs inputs one after another). */
-static struct ks_rundir rd = { NULL, -1 };
+static struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
 static int in_fd = -1;
 static char in_path[64];
 static char top[64];   /* the temporary directory holding rd */

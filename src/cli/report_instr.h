@@ -1,0 +1,27 @@
+/*
+ * kscope report on the profile.db of a `kscope instrument` run
+ * (report_instr.c).
+ */
+#ifndef KS_CLI_REPORT_INSTR_H
+#define KS_CLI_REPORT_INSTR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+
+enum ks_report_instr_view {
+	KS_REPORT_INSTR_FLAT,    /* per function, every thread added */
+	KS_REPORT_INSTR_THREADS, /* per thread */
+	KS_REPORT_INSTR_GRAPH,   /* caller-callee edges */
+};
+
+/* Whether path is a kscope instrument profile.db (its application_id). */
+bool ks_report_instr_is(const char *path);
+/* Prints one view of it to out; tid >= 0 keeps one thread's rows (-ENOENT
+ * when it has none). */
+int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view, int64_t tid,
+		    bool json, struct ks_err *err);
+
+#endif
