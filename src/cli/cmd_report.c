@@ -422,6 +422,43 @@ static uint32_t thread_index(const struct ks_profile *p, int64_t tid)
 	return KS_NONE;
 }
 
+/* After a report was made into out (a memory stream with --output, which
+ * is closed here): the exit status, having said what failed or written
+ * --output's file.  -ENOENT from a report is a bad value of option
+ * `what`, nothing having been printed. */
+static int report_done(const struct report_opts *o, FILE *out, int rc, struct ks_err *err,
+		       const char *what, char **buf, size_t *len)
+{
+	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
+	struct ks_outfile of = { .fd = -1 };
+	int status = KS_EXIT_OK;
+
+	if (o->output && fclose(out) != 0 && !rc)
+		rc = ks_err_set(err, -ENOMEM, "out of memory");
+	if (rc == -ENOENT) {
+		ks_error("option --%s: %s", what, err->msg);
+		return KS_EXIT_USAGE;
+	}
+	if (rc) {
+		ks_error("%s", err->msg);
+		return KS_EXIT_FAIL;
+	}
+	if (!o->output)
+		return KS_EXIT_OK;
+	if (!output_open(o->output, &rd, &of)) {
+		status = KS_EXIT_USAGE;
+	} else {
+		ks_err_clear(err);
+		ks_outfile_write(&of, *buf, *len);
+		if (ks_outfile_commit(&of, KS_FILE_MODE, err) != 0) {
+			ks_error("%s", err->msg);
+			status = KS_EXIT_FAIL;
+		}
+	}
+	output_close(&rd);
+	return status;
+}
+
 /* The report of a `kscope instrument` run (report_instr.c): its function
  * table, --threads, or --tree as the call graph; --thread, --format text
  * or json and --output apply, the sampling options do not. */
@@ -430,13 +467,11 @@ static int instr_report(const struct report_opts *o, const char *path)
 	const char *no = o->region ? "region" : o->clock ? "clock" : o->counters ? "counters"
 			 : o->format >= FMT_FOLDED ? "format" : o->min_pct != 0.5 ? "min-pct"
 			 : o->depth ? "depth" : NULL;
-	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
-	struct ks_outfile of = { .fd = -1 };
 	struct ks_err err;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = stdout;
-	int rc, status = KS_EXIT_OK;
+	int rc, status;
 
 	if (no) {
 		ks_error("option --%s%s%s applies to kscope sample runs; '%s' is a kscope "
@@ -454,27 +489,7 @@ static int instr_report(const struct report_opts *o, const char *path)
 	rc = ks_report_instr(out, path, o->tree ? KS_REPORT_INSTR_GRAPH
 				   : o->threads ? KS_REPORT_INSTR_THREADS : KS_REPORT_INSTR_FLAT,
 			     o->tid, o->format == FMT_JSON, &err);
-	if (o->output && fclose(out) != 0 && !rc)
-		rc = ks_err_set(&err, -ENOMEM, "out of memory");
-	if (rc == -ENOENT) {
-		ks_error("option --thread: %s", err.msg);
-		status = KS_EXIT_USAGE;
-	} else if (rc) {
-		ks_error("%s", err.msg);
-		status = KS_EXIT_FAIL;
-	} else if (o->output) {
-		if (!output_open(o->output, &rd, &of)) {
-			status = KS_EXIT_USAGE;
-		} else {
-			ks_err_clear(&err);
-			ks_outfile_write(&of, buf, len);
-			if (ks_outfile_commit(&of, KS_FILE_MODE, &err) != 0) {
-				ks_error("%s", err.msg);
-				status = KS_EXIT_FAIL;
-			}
-		}
-	}
-	output_close(&rd);
+	status = report_done(o, out, rc, &err, "thread", &buf, &len);
 	free(buf);
 	return status;
 }
@@ -487,8 +502,6 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 		.min_pct = o->min_pct, .max_depth = (unsigned)o->depth,
 		.clock = (enum ks_report_clock)o->clock,
 	};
-	struct ks_rundir rd = { .path = NULL, .dirfd = -1 };
-	struct ks_outfile of = { .fd = -1 };
 	struct ks_profile p;
 	struct ks_err err;
 	char *path, *buf = NULL;
@@ -560,29 +573,9 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 		rc = ks_report_counters(out, &p, &ro, &err);
 	else
 		rc = ks_report_flat(out, &p, &ro, &err);
-	if (o->output && fclose(out) != 0 && !rc)
-		rc = ks_err_set(&err, -ENOMEM, "out of memory");
-	if (rc == -ENOENT) {
-		/* A region the profile does not know: nothing was printed. */
-		ks_error("option --region: %s", err.msg);
-		status = KS_EXIT_USAGE;
-	} else if (rc) {
-		ks_error("%s", err.msg);
-		status = KS_EXIT_FAIL;
-	} else if (o->output) {
-		if (!output_open(o->output, &rd, &of)) {
-			status = KS_EXIT_USAGE;
-		} else {
-			ks_err_clear(&err);
-			ks_outfile_write(&of, buf, buflen);
-			if (ks_outfile_commit(&of, KS_FILE_MODE, &err) != 0) {
-				ks_error("%s", err.msg);
-				status = KS_EXIT_FAIL;
-			}
-		}
-	}
+	/* -ENOENT: a region the profile does not know. */
+	status = report_done(o, out, rc, &err, "region", &buf, &buflen);
 out:
-	output_close(&rd);
 	free(buf);
 	ks_profile_free(&p);
 	free(path);
