@@ -14,6 +14,11 @@
 # and prints the cost per call: (kscope - kscope-none) / calls, which
 # leaves out what a run costs once (start, analysis, the 5 ms clock
 # calibration at exit), and (finstr - native) / calls for comparison.
+# Then Linux uprobes, where `perf probe` can place one (root, a kernel
+# with uprobes): a uprobe on fib, counted by `perf stat`, on fib(N-7)
+# (a trap per call: a smaller N keeps the run short), against `perf stat`
+# of the same run without it; the cost per call, and whether its count is
+# kscope's.
 # Then the cost of instrumenting a large program once: kscope itself
 # (a copy of KSCOPE, thousands of functions) running --version, natively
 # and under kscope instrument (both analyses, kscope's and the
@@ -59,6 +64,36 @@ none=$(median "$KSCOPE" instrument -o "$work/out" --top 0 --include '^$' -- "$wo
 inst=$(median "$KSCOPE" instrument -o "$work/out" --top 0 -- "$work/fib" "$N")
 finstr=$(median "$work/fib-finstr" "$N")
 
+# Linux uprobes through perf probe: a group of this run's own, removed
+# at the end.
+probe_line="uprobes (perf probe):    not measured (perf cannot place a uprobe here)"
+if command -v perf >/dev/null &&
+	perf probe -q -x "$work/fib" -a "ksbench$$:fib=fib" >/dev/null 2>&1; then
+	trap 'perf probe -q -d "ksbench$$:*" >/dev/null 2>&1; chmod -R u+w "$work"; rm -rf "$work"' EXIT
+	pn=$((N - 7))
+	pcalls=$(python3 -c "
+a, b = 0, 1
+for _ in range($pn + 1): a, b = b, a + b
+print(2 * a - 1)")
+	p_none=$(median perf stat -e dummy -- "$work/fib" "$pn")
+	p_probe=$(median perf stat -e "ksbench$$:fib" -- "$work/fib" "$pn")
+	p_count=$(perf stat -x, -e "ksbench$$:fib" -- "$work/fib" "$pn" 2>&1 >/dev/null |
+		awk -F, '/ksbench/ {print $1}')
+	rm -rf "$work/probe-out"
+	"$KSCOPE" instrument -o "$work/probe-out" --top 0 --trace-limit 0 -- "$work/fib" "$pn" \
+		>/dev/null 2>&1
+	k_count=$(python3 -c '
+import glob, sqlite3, sys
+db = glob.glob(sys.argv[1] + "/instrument_*/profile.db")
+print(sqlite3.connect(db[0]).execute(
+    "SELECT calls FROM function_totals WHERE name = \"fib\"").fetchone()[0] if db else "")
+' "$work/probe-out" 2>/dev/null)
+	probe_line=$(awk -v a="$p_probe" -v z="$p_none" -v c="$pcalls" -v pc="$p_count" \
+		-v kc="$k_count" -v pn="$pn" 'BEGIN {
+		printf "uprobes (perf probe):    %6.1f ns per call (fib(%d), %d calls; perf counted %s, kscope %s)", (a - z) / c, pn, c, pc, (kc == "" ? "-" : kc)
+	}')
+fi
+
 cp "$KSCOPE" "$work/big"
 nbig=$("$KSCOPE" instrument --list -- "$work/big" | tail -1)
 big_native=$(median "$work/big" --version)
@@ -73,6 +108,7 @@ awk -v c="$calls" -v n="$native" -v z="$none" -v i="$inst" -v f="$finstr" 'BEGIN
 	printf "kscope instrument:       %6.1f ns per call ((instrument - nothing patched) / calls)\n", (i - z) / c
 	printf "-finstrument-functions:  %6.1f ns per call ((finstr - native) / calls, empty hooks)\n", (f - n) / c
 }'
+echo "$probe_line"
 awk -v what="$nbig" -v n="$big_native" -v i="$big_inst" 'BEGIN {
 	printf "large program (kscope: %s)\n", what
 	printf "  --version natively:      %8.1f ms\n", n / 1e6

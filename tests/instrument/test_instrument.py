@@ -30,6 +30,9 @@ them natively and under `kscope instrument`, and checks:
               status (--exit 3) and 128+15 when SIGTERM ends it
   errors      a bad regex, --min-instructions out of range, a static
               program, a script: exit 2, a clear message, no run directory
+  perfprobe   side by side with Linux uprobes (perf probe, where perf
+              can place them): fib and calls.c, gcc -O0/-O2, clang -O2,
+              every function's call count the same
   report      kscope report on a run of 8 threads: the function table
               (as report.txt's), --format json, --tree (the call graph),
               --threads, --thread TID; sampling options refused (exit 2)
@@ -560,6 +563,56 @@ def check_db(rundir, traced):
         con.close()
 
 
+def perf_probe_counts(prog, args, funcs):
+    """{function: hits} from Linux uprobes placed by `perf probe` on each
+    of funcs in prog, counted by `perf stat` over one run; None when perf
+    cannot place them here (not root, no uprobes).  The probes get a group
+    of their own and are removed again."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None
+    group = f"ksinstr{os.getpid()}"
+    try:
+        for f in funcs:
+            p = subprocess.run([perf, "probe", "-q", "-x", prog, "-a", f"{group}:{f}={f}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            if p.returncode != 0:
+                print(f"note: perf probe cannot place a uprobe here: "
+                      f"{p.stderr.decode().strip()[:200]}")
+                return None
+        p = subprocess.run([perf, "stat", "-x,", *sum((["-e", f"{group}:{f}"] for f in funcs),
+                                                      []), "--", prog, *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        check(p.returncode == 0, f"perf stat: {p.stderr.decode()[-500:]}")
+        got = {}
+        for line in p.stderr.decode().splitlines():
+            w = line.split(",")
+            if len(w) > 2 and w[2].startswith(group + ":"):
+                got[w[2].split(":", 1)[1]] = int(w[0])
+        return got
+    finally:
+        subprocess.run([perf, "probe", "-q", "-d", f"{group}:*"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+
+
+def s_perfprobe(d):
+    """Side by side with Linux uprobes (perf probe): the same call counts."""
+    cases = [("fib.c", ["20", "3"], ["fib", "main"]),
+             ("calls.c", ["1000", "100"], ["is_even", "is_odd", "apply", "add1", "twice",
+                                          "negate", "main"])]
+    for src, args, funcs in cases:
+        for cc, flags in (("gcc", ("-O0",)), ("gcc", ("-O2",)), ("clang", ("-O2",))):
+            if not shutil.which(cc):
+                continue
+            prog = build(src, os.path.join(d, f"{src[:-2]}-{cc}{flags[0]}"), cc, flags)
+            perf = perf_probe_counts(prog, args, funcs)
+            if perf is None:
+                return
+            _, _, _, rd = instrument([prog, *args])
+            mine = {f: n for f, n in totals(rd).items() if f in funcs}
+            check(mine == perf, f"{src} {cc} {flags}: kscope {mine}, perf probe {perf}")
+
+
 def kreport(rundir, *opts, code=0):
     p = subprocess.run([KSCOPE, "report", *opts, rundir], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
@@ -669,7 +722,8 @@ def s_trace(d):
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
-             "trace": s_trace, "system": s_system, "report": s_report}
+             "trace": s_trace, "system": s_system, "report": s_report,
+             "perfprobe": s_perfprobe}
 
 
 def main():
