@@ -38,7 +38,9 @@ them natively and under `kscope instrument`, and checks:
               --threads, --thread TID; sampling options refused (exit 2)
   system      Debian's gzip (installed, stripped) compressing a file: the
               same bytes as natively, and kscope says nothing could be
-              instrumented when .dynsym shows no function
+              instrumented when .dynsym shows no function; Debian's
+              python3 (its exported C API, ~1,400 functions): the same
+              output, Py_BytesMain once, the call graph consistent
   trace       the traces: fib(20)'s 21,892 calls as nested slices in
               trace.json, their times those of the counters, the same
               slices from trace.perfetto-trace and trace.json through
@@ -501,6 +503,19 @@ def s_system(d):
         check("no function of" in err and "can be instrumented" in err,
               f"no word that nothing could be instrumented:\n{err}")
         check(totals(rd) == {}, f"counts of a program with nothing instrumented: {totals(rd)}")
+    # Debian's python3: stripped too, but it exports its C API (.dynsym),
+    # about 1,400 functions, patched before main.
+    py = os.path.realpath("/usr/bin/python3")
+    if not os.path.isfile(py):
+        print("note: no /usr/bin/python3 here; its part was not run")
+        return
+    code, out, err, rd = instrument([py, "-c", "print(sum([i * i for i in range(1000)]))"])
+    check(out == b"332833500\n", f"python3 under kscope printed {out!r}")
+    t = totals(rd)
+    check(t.get("Py_BytesMain") == 1 and t.get("PyObject_GetAttr", 0) > 100 and len(t) > 100,
+          f"python3: Py_BytesMain {t.get('Py_BytesMain')}, PyObject_GetAttr "
+          f"{t.get('PyObject_GetAttr')}, {len(t)} functions called")
+    check((NOT_INSTR, "Py_BytesMain") in edges(rd), "python3: who called Py_BytesMain")
 
 
 def trace_calls(rundir):
