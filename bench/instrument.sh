@@ -9,11 +9,15 @@
 #   native      the program alone
 #   kscope-none kscope instrument --include '^$': kscope, the runtime,
 #               the analysis and the results, but no function patched
-#   kscope      kscope instrument (fib and main patched)
+#   kscope      kscope instrument --trace-limit 0 (fib and main patched,
+#               no trace: the hot path and the counters' results)
+#   kscope-trace kscope instrument with the default trace (the first
+#               100,000 calls as slices in the traces and profile.db)
 #   finstr      the -finstrument-functions build with empty hooks
 # and prints the cost per call: (kscope - kscope-none) / calls, which
 # leaves out what a run costs once (start, analysis, the 5 ms clock
-# calibration at exit), and (finstr - native) / calls for comparison.
+# calibration at exit), and (finstr - native) / calls for comparison;
+# and what the default trace adds to the run (kscope-trace - kscope).
 # Then Linux uprobes, where `perf probe` can place one (root, a kernel
 # with uprobes): a uprobe on fib, counted by `perf stat`, on fib(N-7)
 # (a trap per call: a smaller N keeps the run short), against `perf stat`
@@ -61,7 +65,8 @@ median() {
 
 native=$(median "$work/fib" "$N")
 none=$(median "$KSCOPE" instrument -o "$work/out" --top 0 --include '^$' -- "$work/fib" "$N")
-inst=$(median "$KSCOPE" instrument -o "$work/out" --top 0 -- "$work/fib" "$N")
+inst=$(median "$KSCOPE" instrument -o "$work/out" --top 0 --trace-limit 0 -- "$work/fib" "$N")
+traced=$(median "$KSCOPE" instrument -o "$work/out" --top 0 -- "$work/fib" "$N")
 finstr=$(median "$work/fib-finstr" "$N")
 
 # Linux uprobes through perf probe: a group of this run's own, removed
@@ -99,11 +104,12 @@ nbig=$("$KSCOPE" instrument --list -- "$work/big" | tail -1)
 big_native=$(median "$work/big" --version)
 big_inst=$(median "$KSCOPE" instrument -o "$work/out" --top 0 -- "$work/big" --version)
 
-awk -v c="$calls" -v n="$native" -v z="$none" -v i="$inst" -v f="$finstr" 'BEGIN {
+awk -v c="$calls" -v n="$native" -v z="$none" -v i="$inst" -v f="$finstr" -v t="$traced" 'BEGIN {
 	printf "fib calls per run:       %d\n", c
 	printf "native:                  %8.1f ms\n", n / 1e6
 	printf "kscope, nothing patched: %8.1f ms\n", z / 1e6
-	printf "kscope instrument:       %8.1f ms\n", i / 1e6
+	printf "kscope instrument:       %8.1f ms (--trace-limit 0)\n", i / 1e6
+	printf "  with the default trace:%8.1f ms (+%.1f ms: 100,000 calls in the traces and profile.db)\n", t / 1e6, (t - i) / 1e6
 	printf "-finstrument-functions:  %8.1f ms\n", f / 1e6
 	printf "kscope instrument:       %6.1f ns per call ((instrument - nothing patched) / calls)\n", (i - z) / c
 	printf "-finstrument-functions:  %6.1f ns per call ((finstr - native) / calls, empty hooks)\n", (f - n) / c

@@ -513,6 +513,27 @@ static int trace_call(struct results *r, uint32_t thread, const char *name, uint
 	return 0;
 }
 
+/* "ID DEPTH START END", the rest of a "c" line, without sscanf (a trace
+ * has a line per call). */
+static bool parse_call(const char *p, unsigned long *id, unsigned long *depth,
+		       unsigned long *t0, unsigned long *t1)
+{
+	unsigned long *v[4] = { id, depth, t0, t1 };
+
+	for (int i = 0; i < 4; i++) {
+		char *end;
+
+		if (*p < '0' || *p > '9')
+			return false;
+		errno = 0;
+		*v[i] = strtoul(p, &end, 10);
+		if (errno || (i < 3 ? *end != ' ' : *end != '\0'))
+			return false;
+		p = end + (i < 3);
+	}
+	return true;
+}
+
 /* Reads one instr.<pid>.txt (docs/instrument.md) into r. */
 static int results_read(struct results *r, int dirfd, const char *name, struct ks_err *err)
 {
@@ -544,6 +565,29 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 
 		if (nl)
 			*nl = '\0';
+		/* The traced calls first: most lines of a traced run are these. */
+		if (line[0] == 'c' && line[1] == ' ' && parse_call(line + 2, &id, &a, &b, &c)) {
+			if (!cur || id >= nnames || !names[id] || a > UINT32_MAX) {
+				rc = ks_err_set(err, -EINVAL, "%s: a traced call of an unknown "
+						"function", name);
+				goto out;
+			}
+			if (thread != KS_NONE &&
+			    trace_call(r, thread, names[id], (uint32_t)a, b, c)) {
+				rc = ks_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			if (r->db && db_thread >= 0 && rows[id] >= 0) {
+				int64_t v[5] = { db_thread, rows[id], (int64_t)a, (int64_t)b,
+						 (int64_t)c };
+
+				if (idb_put(r->db, IDB_CALL, 5, v, NULL, err) < 0) {
+					rc = -EIO;
+					goto out;
+				}
+			}
+			continue;
+		}
 		if (sscanf(line, "pid %d", &pid) == 1)
 			continue;
 		if (!strncmp(line, "exe ", 4) && r->db) {
@@ -731,28 +775,6 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				int64_t v[3] = { db_thread, (int64_t)a, (int64_t)b };
 
 				if (idb_put(r->db, IDB_TRACE, 3, v, NULL, err) < 0) {
-					rc = -EIO;
-					goto out;
-				}
-			}
-			continue;
-		}
-		if (sscanf(line, "c %lu %lu %lu %lu", &id, &a, &b, &c) == 4) {
-			if (!cur || id >= nnames || !names[id] || a > UINT32_MAX) {
-				rc = ks_err_set(err, -EINVAL, "%s: a traced call of an unknown "
-						"function", name);
-				goto out;
-			}
-			if (thread != KS_NONE &&
-			    trace_call(r, thread, names[id], (uint32_t)a, b, c)) {
-				rc = ks_err_set(err, -ENOMEM, "out of memory");
-				goto out;
-			}
-			if (r->db && db_thread >= 0 && rows[id] >= 0) {
-				int64_t v[5] = { db_thread, rows[id], (int64_t)a, (int64_t)b,
-						 (int64_t)c };
-
-				if (idb_put(r->db, IDB_CALL, 5, v, NULL, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
