@@ -100,12 +100,18 @@ static uint32_t edge_of(struct irt_thread *t, uint32_t caller, uint32_t callee)
 }
 
 /* Whether a return address is the kernel's way back from a signal
- * handler: glibc's restorer, `mov $15, %rax; syscall` (rt_sigreturn). */
+ * handler: glibc's restorer, `mov $15, %rax; syscall` (rt_sigreturn).
+ * The 9 bytes are read only when they lie in one 4 KiB page: a call as
+ * the very last instruction of a mapping (of a function that does not
+ * return) has its return address at the end of the mapping, and the
+ * page after it may not be there. */
 static bool is_sigreturn(uintptr_t ret)
 {
 	const unsigned char *p = (const unsigned char *)ret;
 	uint64_t head;
 
+	if ((ret & 4095) > 4096 - 9)
+		return false;
 	__builtin_memcpy(&head, p, sizeof(head));
 	return head == 0x0f0000000fc0c748ull && p[8] == 0x05;
 }
