@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <regex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "elfdeps.h"
 #include "instr.h"
 #include "log.h"
 #include "outdir.h"
@@ -51,6 +53,7 @@ struct instrument_opts {
 	char *output;
 	int64_t top;
 	int64_t trace_limit;
+	char *modules;
 };
 
 #define OPT(field) .offset = offsetof(struct instrument_opts, field)
@@ -72,6 +75,11 @@ static const struct ks_opt instrument_opts[] = {
 	  .env = "KSCOPE_INSTRUMENT_EXCLUDE",
 	  .help = "leave alone functions whose name matches REGEX (POSIX extended)",
 	  OPT(exclude), .max_len = 1024 },
+	{ .name = "modules", .type = KS_OPT_STRING, .metavar = "REGEX",
+	  .env = "KSCOPE_INSTRUMENT_MODULES",
+	  .help = "instrument too the shared libraries, loaded at start, whose path matches "
+		  "REGEX (POSIX extended); not the C library, the loader or the unwinder",
+	  OPT(modules), .max_len = 1024 },
 	{ .name = "top", .type = KS_OPT_INT, .metavar = "N", .def = "10",
 	  .env = "KSCOPE_INSTRUMENT_TOP",
 	  .help = "how many functions the summary on stderr shows", OPT(top),
@@ -107,6 +115,73 @@ static void list_write(FILE *out, const struct ks_instr_image *img)
 	}
 	fprintf(out, "%zu functions: %zu instrumented, %zu left alone\n", img->nfuncs,
 		img->npatch, img->nfuncs - img->npatch);
+}
+
+/* The libraries the program needs, directly or through others, whose
+ * path matches re (--modules): their verdicts, as list_write prints the
+ * program's, or why they are left alone.  Libraries are found as the
+ * loader would (ks_elfdeps_resolve); the runtime decides again on what
+ * was really loaded, and says what differs.  Adds the functions to be
+ * instrumented to *npatch. */
+static int modules_write(FILE *out, const char *prog, const char *re,
+			 const struct ks_instr_sel *sel, size_t *npatch, struct ks_err *err)
+{
+	char *queue[256];
+	size_t nq = 0, head = 0;
+	regex_t rx;
+	int rc = 0;
+
+	if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
+		return ks_err_set(err, -EINVAL, "option --modules: '%s' is not a regular "
+				  "expression", re);
+	queue[nq++] = strdup(prog);
+	while (head < nq && !rc) {
+		struct ks_elfdeps d = { 0 };
+		char *path = queue[head++];
+		struct ks_err e;
+
+		if (!path)
+			continue;
+		ks_err_clear(&e);
+		if (ks_elfdeps_read(path, (const char *const[]){ NULL }, &d, &e) == 0) {
+			for (size_t i = 0; i < d.nneeded && nq < 256; i++) {
+				char *lib = ks_elfdeps_resolve(path, &d, d.needed[i]);
+				bool seen = false;
+
+				for (size_t j = 0; lib && j < nq; j++)
+					seen |= queue[j] && !strcmp(queue[j], lib);
+				if (!lib || seen) {
+					free(lib);
+					continue;
+				}
+				queue[nq++] = lib;
+			}
+		}
+		ks_elfdeps_free(&d);
+		if (head == 1 || regexec(&rx, path, 0, NULL, 0) != 0)
+			continue;
+		{
+			const char *why = ks_instr_module_refused(path);
+			struct ks_instr_image img = { 0 };
+
+			if (why) {
+				fprintf(out, "\n# %s: left alone: %s\n", path, why);
+				continue;
+			}
+			if (ks_instr_analyze(path, sel, &img, &e) != 0) {
+				fprintf(out, "\n# %s: left alone: %s\n", path, e.msg);
+			} else {
+				fputc('\n', out);
+				list_write(out, &img);
+				*npatch += img.npatch;
+			}
+			ks_instr_image_free(&img);
+		}
+	}
+	for (size_t i = 0; i < nq; i++)
+		free(queue[i]);
+	regfree(&rx);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -310,6 +385,8 @@ struct results {
 	bool trace_ready;
 	struct idb *db;             /* profile.db being written, or NULL */
 	uint64_t traced, untraced;  /* calls in the traces, past the limit */
+	char modnotes[8][PATH_MAX + 200]; /* libraries the runtime left alone */
+	size_t nmodnotes;
 	char (*thread_names)[48];
 	size_t nthreads;
 	size_t nprocs;
@@ -333,7 +410,7 @@ static const char idb_schema[] =
 	" exe TEXT NOT NULL);"
 	"CREATE TABLE functions (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
 	" REFERENCES processes, name TEXT NOT NULL, address INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, instructions INTEGER NOT NULL);"
+	" size INTEGER NOT NULL, instructions INTEGER NOT NULL, module TEXT NOT NULL);"
 	"CREATE TABLE threads (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
 	" REFERENCES processes, tid INTEGER NOT NULL, overflow INTEGER NOT NULL,"
 	" unwound INTEGER NOT NULL, open INTEGER NOT NULL, lost INTEGER NOT NULL,"
@@ -365,8 +442,8 @@ enum { IDB_PROCESS, IDB_FUNCTION, IDB_THREAD, IDB_STAT, IDB_EDGE, IDB_CALL, IDB_
 
 static const char *const idb_sql[IDB_NSTMT] = {
 	"INSERT INTO processes (pid, exe) VALUES (?1, ?2)",
-	"INSERT INTO functions (process_id, name, address, size, instructions)"
-	" VALUES (?1, ?2, ?3, ?4, ?5)",
+	"INSERT INTO functions (process_id, name, address, size, instructions, module)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	"INSERT INTO threads (process_id, tid, overflow, unwound, open, lost)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	"INSERT INTO stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -548,6 +625,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 	FILE *f;
 	bool ended = false;
 	uint32_t proc = KS_NONE, thread = KS_NONE; /* in r->trace */
+	char module[256] = "";      /* the library of the "f" lines that follow */
 
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "r"))) {
@@ -617,6 +695,18 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 					 pid, line + 6);
 			continue;
 		}
+		if (!strncmp(line, "module ", 7)) {
+			const char *path = strrchr(line, ' ') + 1, *base = strrchr(path, '/');
+
+			snprintf(module, sizeof(module), "%s", base ? base + 1 : path);
+			continue;
+		}
+		if (!strncmp(line, "modnote ", 8)) {
+			if (r->nmodnotes < 8)
+				snprintf(r->modnotes[r->nmodnotes++], sizeof(r->modnotes[0]),
+					 "%s", line + 8);
+			continue;
+		}
 		if (!strncmp(line, "r ", 2)) {
 			if (r->nlate < 8)
 				snprintf(r->late[r->nlate++], sizeof(r->late[0]), "%s", line + 2);
@@ -645,16 +735,21 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				nnames = id + 1;
 			}
 			free(names[id]);
-			names[id] = strdup(line + n);
+			if (module[0]) {
+				if (asprintf(&names[id], "%s:%s", module, line + n) < 0)
+					names[id] = NULL;
+			} else {
+				names[id] = strdup(line + n);
+			}
 			if (!names[id]) {
 				rc = ks_err_set(err, -ENOMEM, "out of memory");
 				goto out;
 			}
 			if (r->db && db_proc >= 0) {
-				const char *t[5] = { NULL, names[id], NULL, NULL, NULL };
-				int64_t v[5] = { db_proc, 0, (int64_t)a, (int64_t)b, (int64_t)c };
+				const char *t[6] = { NULL, names[id], NULL, NULL, NULL, module };
+				int64_t v[6] = { db_proc, 0, (int64_t)a, (int64_t)b, (int64_t)c, 0 };
 
-				if ((rows[id] = idb_put(r->db, IDB_FUNCTION, 5, v, t, err)) < 0) {
+				if ((rows[id] = idb_put(r->db, IDB_FUNCTION, 6, v, t, err)) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -932,7 +1027,7 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 /* kscope's environment less KSCOPE_INSTR_* and LD_PRELOAD, plus the
  * runtime's variables and the runtime first in LD_PRELOAD. */
 static char **run_env(const struct instrument_opts *o, const char *lib, const char *dir,
-		      char *owned[6])
+		      char *owned[7])
 {
 	size_t n = 0, k = 0;
 	const char *pre = getenv("LD_PRELOAD");
@@ -940,7 +1035,7 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 7, sizeof(*env));
+	env = calloc(n + 8, sizeof(*env));
 	if (!env)
 		return NULL;
 	if (asprintf(&owned[0], "KSCOPE_INSTR_DIR=%s", dir) < 0 ||
@@ -948,6 +1043,7 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 	    asprintf(&owned[2], "KSCOPE_INSTR_INCLUDE=%s", o->include ? o->include : "") < 0 ||
 	    asprintf(&owned[3], "KSCOPE_INSTR_EXCLUDE=%s", o->exclude ? o->exclude : "") < 0 ||
 	    asprintf(&owned[5], "KSCOPE_INSTR_TRACE_LIMIT=%" PRId64, o->trace_limit) < 0 ||
+	    asprintf(&owned[6], "KSCOPE_INSTR_MODULES=%s", o->modules ? o->modules : "") < 0 ||
 	    asprintf(&owned[4], "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "",
 		     pre ? pre : "") < 0) {
 		free(env);
@@ -958,7 +1054,7 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 			continue;
 		env[k++] = environ[i];
 	}
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		env[k++] = owned[i];
 	env[k] = NULL;
 	return env;
@@ -975,16 +1071,18 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_outfile of;
 	struct ks_err err;
 	struct idb db = { .f = { .fd = -1 } };
-	char lib[PATH_MAX], *prog = NULL, *owned[6] = { 0 }, **env = NULL;
+	char lib[PATH_MAX], *prog = NULL, *owned[7] = { 0 }, **env = NULL;
 	char dbpath[PATH_MAX + 16];
 	bool have_rd = false;
+	size_t npatch_mods = 0;
 	pid_t pid = 0;
 	int code = KS_EXIT_FAIL, status, rc;
 
 	(void)cmd;
 	ks_err_clear(&err);
 	if ((o->include && ks_instr_check_regex(o->include, "--include", &err)) ||
-	    (o->exclude && ks_instr_check_regex(o->exclude, "--exclude", &err))) {
+	    (o->exclude && ks_instr_check_regex(o->exclude, "--exclude", &err)) ||
+	    (o->modules && ks_instr_check_regex(o->modules, "--modules", &err))) {
 		ks_error("%s", err.msg);
 		return KS_EXIT_USAGE;
 	}
@@ -1007,6 +1105,11 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	}
 	if (o->list) {
 		list_write(stdout, &img);
+		if (o->modules && modules_write(stdout, prog, o->modules, &sel, &npatch_mods,
+						&err)) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
 		code = fflush(stdout) == 0 ? KS_EXIT_OK : KS_EXIT_FAIL;
 		goto out;
 	}
@@ -1028,6 +1131,8 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 
 		if (mf) {
 			list_write(mf, &img);
+			if (o->modules)
+				modules_write(mf, prog, o->modules, &sel, &npatch_mods, &err);
 			fclose(mf);
 			ks_outfile_write(&of, buf, len);
 			free(buf);
@@ -1040,7 +1145,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	if (!img.npatch)
+	if (!img.npatch && !npatch_mods)
 		ks_warn("no function of %s can be instrumented (functions.txt says why): it runs, "
 			"and nothing is recorded; a stripped program shows only the functions it "
 			"exports (.dynsym)", prog);
@@ -1048,8 +1153,9 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_error("out of memory");
 		goto out;
 	}
-	ks_info("instrument: %zu of %zu functions of %s instrumented (functions.txt); results "
-		"in %s", img.npatch, img.nfuncs, prog, rd.path);
+	ks_info("instrument: %zu of %zu functions of %s instrumented%s (functions.txt); "
+		"results in %s", img.npatch, img.nfuncs, prog,
+		npatch_mods ? ", and functions of its libraries (--modules)" : "", rd.path);
 	status = ks_run_program(p->program, env, &pid, &err);
 	if (status < 0) {
 		ks_error("%s", err.msg);
@@ -1084,6 +1190,8 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_warn("the runtime could not instrument: %s", res.errors[i]);
 	for (size_t i = 0; i < res.nlate; i++)
 		ks_warn("left alone at run time: %s", res.late[i]);
+	for (size_t i = 0; i < res.nmodnotes; i++)
+		ks_warn("library left alone (--modules): %s", res.modnotes[i]);
 	if (!res.nprocs)
 		ks_warn("no process wrote results: was LD_PRELOAD dropped, or did the program "
 			"end with _exit() or a signal?");
@@ -1110,7 +1218,7 @@ out:
 	idb_close(&db);
 	if (have_rd)
 		ks_rundir_close(&rd);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		free(owned[i]);
 	free(env);
 	results_free(&res);

@@ -81,6 +81,11 @@ struct ks_instr_sel {
  * message names opt ("--include") and regcomp's reason. */
 int ks_instr_check_regex(const char *re, const char *opt, struct ks_err *err);
 
+/* Why the library at path cannot have its functions patched
+ * (--modules), or NULL: kscope's runtime itself runs on the C library,
+ * the loader and the unwinder, and its analysis on capstone. */
+const char *ks_instr_module_refused(const char *path);
+
 /* Analyses the ELF file at path: every function symbol (of .symtab, else
  * .dynsym) with a size, with its verdict.  -ENOEXEC with err set when the
  * file is not a 64-bit x86-64 ELF executable; other negative errnos with

@@ -583,3 +583,25 @@ far:
 	return ks_err_set(err, -ERANGE, "%s: a moved instruction cannot reach its target from "
 			  "the trampoline", f->name);
 }
+
+const char *ks_instr_module_refused(const char *path)
+{
+	static const char *const no[][2] = {
+		{ "ld-linux", "the dynamic loader" },
+		{ "libc.so", "the C library, which kscope's runtime runs on" },
+		{ "libpthread.so", "part of the C library" },
+		{ "libdl.so", "part of the C library" },
+		{ "librt.so", "part of the C library" },
+		{ "libgcc_s.so", "the unwinder, which kscope's runtime wraps" },
+		{ "libcapstone.so", "the disassembler kscope's runtime uses" },
+		{ "libkscope-", "part of kscope" },
+		{ "linux-vdso.so", "the kernel's vDSO, which has no file" },
+	};
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (!strncmp(base, no[i][0], strlen(no[i][0])))
+			return no[i][1];
+	return NULL;
+}

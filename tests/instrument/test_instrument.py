@@ -30,6 +30,12 @@ them natively and under `kscope instrument`, and checks:
               status (--exit 3) and 128+15 when SIGTERM ends it
   errors      a bad regex, --min-instructions out of range, a static
               program, a script: exit 2, a clear message, no run directory
+  modules     --modules: libwork.so's functions (examples/instrument)
+              counted beside the program's, exactly, with the call graph
+              across the two; libc refused and said; --list and
+              functions.txt list the library; the same counts as perf
+              probe's uprobes on the library; Debian's python3 with
+              --modules libz: deflate once, counts as perf's
   perfprobe   side by side with Linux uprobes (perf probe, where perf
               can place them): fib and calls.c, gcc -O0/-O2, clang -O2,
               every function's call count the same
@@ -113,6 +119,7 @@ def counters(rundir):
         if not m:
             continue
         names, threads, cur, unwound, ended = {}, {}, None, 0, False
+        prefix = ""
         with open(os.path.join(rundir, f)) as fh:
             for line in fh:
                 w = line.split()
@@ -120,8 +127,10 @@ def counters(rundir):
                     continue
                 if w[0] == "error":
                     raise Failure(f"{f}: {line.strip()}")
+                if w[0] == "module":
+                    prefix = os.path.basename(w[5]) + ":"
                 if w[0] == "f":
-                    names[int(w[1])] = w[5]
+                    names[int(w[1])] = prefix + w[5]
                 elif w[0] == "thread":
                     cur = threads.setdefault(int(w[1]), {})
                     unwound += int(w[5])
@@ -186,11 +195,14 @@ def edges(rundir):
         if not re.fullmatch(r"instr\.\d+\.txt", f):
             continue
         names = {-1: NOT_INSTR, -2: "(signal)"}
+        prefix = ""
         with open(os.path.join(rundir, f)) as fh:
             for line in fh:
                 w = line.split()
+                if w and w[0] == "module":
+                    prefix = os.path.basename(w[5]) + ":"
                 if w and w[0] == "f":
-                    names[int(w[1])] = w[5]
+                    names[int(w[1])] = prefix + w[5]
                 elif w and w[0] == "thread":
                     check(w[9] == "0", f"{f}: calls in no edge: {line}")
                 elif w and w[0] == "s":
@@ -578,25 +590,39 @@ def check_db(rundir, traced):
         con.close()
 
 
-def perf_probe_counts(prog, args, funcs):
+def perf_probe_counts(prog, args, funcs, run=None):
     """{function: hits} from Linux uprobes placed by `perf probe` on each
-    of funcs in prog, counted by `perf stat` over one run; None when perf
+    of funcs in prog (a program or a library), counted by `perf stat` over
+    one run of prog ARGS (or of the command run); None when perf
     cannot place them here (not root, no uprobes).  The probes get a group
     of their own and are removed again."""
     perf = shutil.which("perf")
     if not perf:
         return None
     group = f"ksinstr{os.getpid()}"
+    # By address: by name, perf probe also puts a probe on the function's
+    # PLT stub in a library that calls itself through its PLT, and counts
+    # such calls twice.
+    addr = {}
+    for opt in ([], ["-D"]):
+        p = subprocess.run(["nm", *opt, "--defined-only", prog], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        for line in p.stdout.decode().splitlines():
+            w = line.split()
+            if len(w) == 3 and w[1] in "Tt":
+                addr.setdefault(w[2].split("@")[0], "0x" + w[0])
     try:
         for f in funcs:
-            p = subprocess.run([perf, "probe", "-q", "-x", prog, "-a", f"{group}:{f}={f}"],
+            check(f in addr, f"nm finds no function {f} in {prog}")
+            p = subprocess.run([perf, "probe", "-q", "-x", prog, "-a",
+                                f"{group}:{f}={addr[f]}"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
             if p.returncode != 0:
                 print(f"note: perf probe cannot place a uprobe here: "
                       f"{p.stderr.decode().strip()[:200]}")
                 return None
         p = subprocess.run([perf, "stat", "-x,", *sum((["-e", f"{group}:{f}"] for f in funcs),
-                                                      []), "--", prog, *args],
+                                                      []), "--", *(run or [prog, *args])],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         check(p.returncode == 0, f"perf stat: {p.stderr.decode()[-500:]}")
         got = {}
@@ -626,6 +652,62 @@ def s_perfprobe(d):
             _, _, _, rd = instrument([prog, *args])
             mine = {f: n for f, n in totals(rd).items() if f in funcs}
             check(mine == perf, f"{src} {cc} {flags}: kscope {mine}, perf probe {perf}")
+
+
+def s_modules(d):
+    """--modules: a library's functions patched beside the program's."""
+    lib = os.path.join(d, "libwork.so")
+    p = subprocess.run(["gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib,
+                        os.path.join(EXAMPLES, "libwork.c")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    check(p.returncode == 0, f"libwork.so: {p.stdout.decode()}")
+    prog = build("usework.c", os.path.join(d, "usework"),
+                 libs=("-L" + d, "-lwork", "-Wl,-rpath,$ORIGIN"))
+    # Without --modules: the program's functions only.
+    _, out, _, rd = instrument([prog, "100"])
+    check(out == b"9900 3\n", f"usework printed {out!r}")
+    check(totals(rd) == {"main": 1, "twice": 1}, f"without --modules: {totals(rd)}")
+    # With it, and with the C library asked for too (refused, said).
+    _, out, err, rd = instrument([prog, "100"], ["--modules", "libwork|libc"])
+    want = {"main": 1, "twice": 1, "libwork.so:work_sum": 2, "libwork.so:work_add": 201}
+    expect_calls(rd, want)
+    expect_edges(rd, {(NOT_INSTR, "main"): 1, ("main", "twice"): 1,
+                      ("twice", "libwork.so:work_sum"): 2,
+                      ("libwork.so:work_sum", "libwork.so:work_add"): 200,
+                      ("main", "libwork.so:work_add"): 1})
+    check(re.search(r"library left alone \(--modules\): \S*libc\.so\.6: the C library", err),
+          f"no word that libc was left alone:\n{err}")
+    p = subprocess.run([KSCOPE, "instrument", "--list", "--modules", "libwork|libc", "--",
+                        prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 0, f"--list --modules: exit {p.returncode}: {p.stderr.decode()}")
+    text = p.stdout.decode()
+    check(re.search(r"^# \S*libwork\.so: PIE", text, re.M) and
+          re.search(r"^work_add\s.*instrumented$", text, re.M) and
+          re.search(r"^# \S*libc\.so\.6: left alone: the C library", text, re.M),
+          f"--list --modules:\n{text}")
+    with open(os.path.join(rd, "functions.txt")) as f:
+        check("libwork.so: PIE" in f.read(), "functions.txt has no libwork.so section")
+    # Side by side with uprobes on the library's functions.
+    perf = perf_probe_counts(lib, [], ["work_add", "work_sum"], run=[prog, "100"])
+    if perf is not None:
+        check(perf == {"work_add": 201, "work_sum": 2}, f"perf probe on libwork.so: {perf}")
+    # A system library: Debian's python3 compressing with its libz.
+    py = os.path.realpath("/usr/bin/python3")
+    libz = [ln.split()[2] for ln in subprocess.run(["ldd", py], stdout=subprocess.PIPE)
+            .stdout.decode().splitlines() if ln.strip().startswith("libz.so")]
+    if not libz:
+        print("note: python3 does not link libz here; its part was not run")
+        return
+    script = "import zlib; print(len(zlib.compress(bytes(range(256)) * 4000, 9)))"
+    _, out, _, rd = instrument([py, "-c", script], ["--modules", "libz"])
+    t = {k: v for k, v in totals(rd).items() if k.startswith("libz.so.1:")}
+    check(t.get("libz.so.1:deflate") == 1 and t.get("libz.so.1:deflateInit2_") == 1,
+          f"python3 --modules libz: {t}")
+    funcs = ["deflate", "deflateInit2_", "deflateEnd", "adler32_z"]
+    perf = perf_probe_counts(libz[0], [], funcs, run=[py, "-c", script])
+    if perf is not None:
+        mine = {f: t.get("libz.so.1:" + f, 0) for f in funcs}
+        check(mine == perf, f"libz: kscope {mine}, perf probe {perf}")
 
 
 def kreport(rundir, *opts, code=0):
@@ -738,7 +820,7 @@ SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_call
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
              "trace": s_trace, "system": s_system, "report": s_report,
-             "perfprobe": s_perfprobe}
+             "perfprobe": s_perfprobe, "modules": s_modules}
 
 
 def main():

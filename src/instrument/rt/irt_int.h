@@ -6,7 +6,8 @@
  * The contract with kscope (docs/instrument.md): kscope sets
  * KSCOPE_INSTR_DIR (the run directory), KSCOPE_INSTR_MIN,
  * KSCOPE_INSTR_INCLUDE and KSCOPE_INSTR_EXCLUDE (the selection),
- * KSCOPE_INSTR_TRACE_LIMIT (calls per thread in the trace); each
+ * KSCOPE_INSTR_TRACE_LIMIT (calls per thread in the trace),
+ * KSCOPE_INSTR_MODULES (which libraries to patch too); each
  * process writes <dir>/instr.<pid>.txt when it exits.
  */
 #ifndef KS_IRT_INT_H
@@ -21,6 +22,7 @@
 #define IRT_ENV_INCLUDE "KSCOPE_INSTR_INCLUDE"
 #define IRT_ENV_EXCLUDE "KSCOPE_INSTR_EXCLUDE"
 #define IRT_ENV_TRACE "KSCOPE_INSTR_TRACE_LIMIT"
+#define IRT_ENV_MODULES "KSCOPE_INSTR_MODULES"
 
 /* A trampoline: [id, 4 bytes][call *[rip+d], 6 bytes][moved instructions]
  * [jmp back].  The entry thunk finds the function's id 10 bytes before

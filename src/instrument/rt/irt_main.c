@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +36,41 @@ struct irt_global irt_g;
 _Static_assert(IRT_STUB_SIZE >= IRT_STUB_ID_BACK + KS_INSTR_MAX_RELOC_BYTES,
 	       "a trampoline holds the largest relocation");
 
+/* The program's code and data in memory, or a library's. */
+struct segs {
+	uintptr_t bias;
+	uintptr_t lo, hi;           /* the loadable segments' extent */
+	struct { uintptr_t start, end; int prot; } x[8];
+	int nx;
+	bool found;
+};
+
+/* An object whose functions are patched: the program (first), then the
+ * libraries --modules chose.  Function ids run on from one image to the
+ * next: funcs[i] of an image is function first + i. */
+struct irt_image {
+	struct ks_instr_image img;
+	struct segs s;
+	uint32_t first;
+	char path[PATH_MAX];
+	uint8_t *tramp;             /* the trampolines' mapping */
+	size_t tramp_len;
+};
+
+#define IRT_MAX_IMAGES 32
+#define IRT_MAX_NOTES 16
+
 /* What the life cycle keeps beside the hot path's state. */
 static struct {
-	struct ks_instr_image img;
+	struct irt_image im[IRT_MAX_IMAGES];
+	size_t nim;
 	bool analysed;
 	char dir[PATH_MAX];
 	char error[KS_ERR_MSG_MAX];
-	uintptr_t bias;
-	uint8_t *tramp;             /* the trampolines' mapping */
-	size_t tramp_len;
+	char notes[IRT_MAX_NOTES][PATH_MAX + 160]; /* libraries left alone, why */
+	size_t nnotes;
 	pthread_key_t key;
 	uint64_t tsc0, ns0;         /* clock calibration at start */
-	char **late_reason;         /* per function: why patching failed here */
 	bool written;
 } rt;
 
@@ -154,20 +178,26 @@ static void at_fork_child(void)
 /* Patching                                                            */
 /* ------------------------------------------------------------------ */
 
-struct segs {
-	uintptr_t bias;
-	uintptr_t lo, hi;           /* the executable segments' extent */
-	struct { uintptr_t start, end; int prot; } x[8];
-	int nx;
-	bool found;
+/* Every object loaded now, as dl_iterate_phdr lists them: the program
+ * first (name ""), then the vDSO, the preloaded libraries and the
+ * program's own. */
+struct objs {
+	struct { char *name; struct segs s; } v[256];
+	size_t n;
 };
 
-static int main_phdr(struct dl_phdr_info *info, size_t size, void *arg)
+static int collect_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct segs *s = arg;
+	struct objs *o = arg;
+	struct segs *s;
 
 	(void)size;
-	/* The first object is the program itself. */
+	if (o->n >= sizeof(o->v) / sizeof(o->v[0]))
+		return 1;
+	o->v[o->n].name = strdup(info->dlpi_name ? info->dlpi_name : "");
+	s = &o->v[o->n].s;
+	memset(s, 0, sizeof(*s));
+	o->n++;
 	s->bias = info->dlpi_addr;
 	s->lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -191,7 +221,14 @@ static int main_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	s->found = true;
-	return 1;
+	return 0;
+}
+
+static void objs_free(struct objs *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->v[i].name);
+	o->n = 0;
 }
 
 /* A mapping of len bytes within reach of rel32 from all of [lo, hi):
@@ -226,35 +263,35 @@ static void *map_near(uintptr_t lo, uintptr_t hi, size_t len)
 	return NULL;
 }
 
-static void late_refuse(uint32_t i, const char *why)
+static void late_refuse(struct irt_image *im, uint32_t i, const char *why)
 {
-	struct ks_instr_func *f = &rt.img.funcs[i];
+	struct ks_instr_func *f = &im->img.funcs[i];
 
 	f->patch = false;
 	snprintf(f->reason, sizeof(f->reason), "%s", why);
-	rt.img.npatch--;
+	im->img.npatch--;
 }
 
-static int patch_all(struct ks_err *err)
+/* Writes im's trampolines near its code and patches its functions. */
+static int patch_image(struct irt_image *im, struct ks_err *err)
 {
-	struct segs s = { 0 };
+	const struct segs *s = &im->s;
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len;
 	uint8_t *tr;
 	size_t at;
 
-	dl_iterate_phdr(main_phdr, &s);
-	if (!s.found || !s.nx)
-		return ks_err_set(err, -ENOENT, "cannot find the program's code in memory");
-	rt.bias = s.bias;
-	len = (16 + (size_t)rt.img.npatch * IRT_STUB_SIZE + (size_t)page - 1) &
+	if (!s->found || !s->nx)
+		return ks_err_set(err, -ENOENT, "cannot find the code of %s in memory",
+				  im->path);
+	len = (16 + (size_t)im->img.npatch * IRT_STUB_SIZE + (size_t)page - 1) &
 	      ~((size_t)page - 1);
-	tr = map_near(s.lo, s.hi, len);
+	tr = map_near(s->lo, s->hi, len);
 	if (!tr)
 		return ks_err_set(err, -ENOMEM, "cannot map trampolines within 2 GiB of the "
-				  "program's code");
-	rt.tramp = tr;
-	rt.tramp_len = len;
+				  "code of %s", im->path);
+	im->tramp = tr;
+	im->tramp_len = len;
 	/* The entry thunk's address, which every trampoline calls through. */
 	{
 		uintptr_t thunk = (uintptr_t)irt_entry_thunk;
@@ -262,10 +299,11 @@ static int patch_all(struct ks_err *err)
 		memcpy(tr, &thunk, sizeof(thunk));
 	}
 	at = 16;
-	for (uint32_t i = 0; i < rt.img.nfuncs; i++) {
-		struct ks_instr_func *f = &rt.img.funcs[i];
+	for (uint32_t i = 0; i < im->img.nfuncs; i++) {
+		struct ks_instr_func *f = &im->img.funcs[i];
 		uint8_t *stub = tr + at;
-		const uint8_t *mem = (const uint8_t *)(rt.bias + f->addr);
+		const uint8_t *mem = (const uint8_t *)(s->bias + f->addr);
+		uint32_t id = im->first + i;
 		int32_t d;
 		int n;
 		struct ks_err e;
@@ -273,19 +311,19 @@ static int patch_all(struct ks_err *err)
 		if (!f->patch)
 			continue;
 		if (memcmp(mem, f->bytes, f->moved_len) != 0) {
-			late_refuse(i, "its bytes in memory differ from the file");
+			late_refuse(im, i, "its bytes in memory differ from the file");
 			continue;
 		}
-		memcpy(stub, &i, 4);
+		memcpy(stub, &id, 4);
 		stub[4] = 0xff;
 		stub[5] = 0x15;
 		d = (int32_t)((intptr_t)tr - (intptr_t)(stub + 10));
 		memcpy(stub + 6, &d, 4);
-		n = ks_instr_relocate(f, rt.bias, stub + 10, (uint64_t)(uintptr_t)(stub + 10),
+		n = ks_instr_relocate(f, s->bias, stub + 10, (uint64_t)(uintptr_t)(stub + 10),
 				      IRT_STUB_SIZE - 10, &e);
 		if (n < 0) {
-			late_refuse(i, "a moved instruction cannot reach its target from the "
-				    "trampolines");
+			late_refuse(im, i, "a moved instruction cannot reach its target from "
+				    "the trampolines");
 			continue;
 		}
 		at += IRT_STUB_SIZE;
@@ -293,20 +331,20 @@ static int patch_all(struct ks_err *err)
 	if (mprotect(tr, len, PROT_READ | PROT_EXEC) != 0)
 		return ks_err_set(err, -errno, "cannot make the trampolines executable: %s",
 				  strerror(errno));
-	/* The program's code writable for the patching, then as it was.
-	 * Nothing of the program runs meanwhile: this is the constructor of
-	 * a preloaded library, before the program's own. */
-	for (int k = 0; k < s.nx; k++) {
-		uintptr_t a = s.x[k].start & ~((uintptr_t)page - 1);
+	/* The code writable for the patching, then as it was.  Nothing of
+	 * the program runs meanwhile: this is the constructor of a preloaded
+	 * library, before the program's own. */
+	for (int k = 0; k < s->nx; k++) {
+		uintptr_t a = s->x[k].start & ~((uintptr_t)page - 1);
 
-		if (mprotect((void *)a, s.x[k].end - a, s.x[k].prot | PROT_WRITE) != 0)
-			return ks_err_set(err, -errno, "cannot make the program's code writable "
-					  "for the patching: %s", strerror(errno));
+		if (mprotect((void *)a, s->x[k].end - a, s->x[k].prot | PROT_WRITE) != 0)
+			return ks_err_set(err, -errno, "cannot make the code of %s writable "
+					  "for the patching: %s", im->path, strerror(errno));
 	}
 	at = 16;
-	for (uint32_t i = 0; i < rt.img.nfuncs; i++) {
-		struct ks_instr_func *f = &rt.img.funcs[i];
-		uint8_t *fn = (uint8_t *)(rt.bias + f->addr);
+	for (uint32_t i = 0; i < im->img.nfuncs; i++) {
+		struct ks_instr_func *f = &im->img.funcs[i];
+		uint8_t *fn = (uint8_t *)(s->bias + f->addr);
 		uint8_t jmp[5];
 		int32_t d;
 
@@ -318,13 +356,58 @@ static int patch_all(struct ks_err *err)
 		memcpy(fn, jmp, 5);
 		at += IRT_STUB_SIZE;
 	}
-	for (int k = 0; k < s.nx; k++) {
-		uintptr_t a = s.x[k].start & ~((uintptr_t)page - 1);
+	for (int k = 0; k < s->nx; k++) {
+		uintptr_t a = s->x[k].start & ~((uintptr_t)page - 1);
 
-		mprotect((void *)a, s.x[k].end - a, s.x[k].prot);
+		mprotect((void *)a, s->x[k].end - a, s->x[k].prot);
 	}
 	__builtin___clear_cache((char *)tr, (char *)tr + len);
 	return 0;
+}
+
+static void note(const char *path, const char *why)
+{
+	if (rt.nnotes < IRT_MAX_NOTES)
+		snprintf(rt.notes[rt.nnotes++], sizeof(rt.notes[0]), "%s: %s", path, why);
+}
+
+/* Analyses the loaded libraries whose path matches re (--modules). */
+static void modules_add(struct objs *o, const char *re, const struct ks_instr_sel *sel)
+{
+	regex_t rx;
+
+	if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0) {
+		note(re, "not a regular expression");
+		return;
+	}
+	for (size_t k = 1; k < o->n; k++) {
+		const char *name = o->v[k].name;
+		struct irt_image *im = &rt.im[rt.nim];
+		const char *why;
+		struct ks_err e;
+
+		if (!name[0] || regexec(&rx, name, 0, NULL, 0) != 0)
+			continue;
+		if ((why = ks_instr_module_refused(name))) {
+			note(name, why);
+			continue;
+		}
+		if (rt.nim == IRT_MAX_IMAGES) {
+			note(name, "more libraries than kscope patches in one process (32)");
+			continue;
+		}
+		ks_err_clear(&e);
+		memset(im, 0, sizeof(*im));
+		if (ks_instr_analyze(name, sel, &im->img, &e) != 0) {
+			note(name, e.msg);
+			ks_instr_image_free(&im->img);
+			continue;
+		}
+		snprintf(im->path, sizeof(im->path), "%s", name);
+		im->s = o->v[k].s;
+		rt.nim++;
+	}
+	regfree(&rx);
 }
 
 /* Whether the CPU's time-stamp counter runs at a constant rate through
@@ -350,7 +433,9 @@ __attribute__((constructor)) static void irt_init(void)
 	const char *dir = getenv(IRT_ENV_DIR), *v;
 	char exe[PATH_MAX];
 	struct ks_instr_sel sel = { 0 };
+	static struct objs objs;
 	struct ks_err err;
+	size_t total = 0, npatch = 0;
 	ssize_t n;
 	int rc;
 
@@ -376,17 +461,30 @@ __attribute__((constructor)) static void irt_init(void)
 		return;
 	}
 	exe[n] = '\0';
-	rc = ks_instr_analyze(exe, &sel, &rt.img, &err);
+	rc = ks_instr_analyze(exe, &sel, &rt.im[0].img, &err);
 	if (rc) {
 		snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
 		return;
 	}
 	rt.analysed = true;
-	if (rt.img.nfuncs > UINT32_MAX / 2) {
+	snprintf(rt.im[0].path, sizeof(rt.im[0].path), "%s", exe);
+	rt.nim = 1;
+	dl_iterate_phdr(collect_phdr, &objs);
+	if (objs.n)
+		rt.im[0].s = objs.v[0].s;
+	if ((v = getenv(IRT_ENV_MODULES)) && *v)
+		modules_add(&objs, v, &sel);
+	objs_free(&objs);
+	for (size_t k = 0; k < rt.nim; k++) {
+		rt.im[k].first = (uint32_t)total;
+		total += rt.im[k].img.nfuncs;
+		npatch += rt.im[k].img.npatch;
+	}
+	if (total > UINT32_MAX / 2) {
 		snprintf(rt.error, sizeof(rt.error), "too many functions");
 		return;
 	}
-	irt_g.nfuncs = (uint32_t)rt.img.nfuncs;
+	irt_g.nfuncs = (uint32_t)total;
 	irt_g.exit_addr = (uintptr_t)irt_exit_thunk;
 	irt_g.use_clock = !tsc_invariant();
 	if (pthread_key_create(&rt.key, thread_end) != 0) {
@@ -396,15 +494,27 @@ __attribute__((constructor)) static void irt_init(void)
 	pthread_atfork(NULL, NULL, at_fork_child);
 	rt.ns0 = mono_ns();
 	rt.tsc0 = irt_now();
-	if (!rt.img.npatch)
+	if (!npatch)
 		return;
 	/* Active before patching: from the first patched call on, threads
 	 * get their state. */
 	irt_g.active = true;
-	rc = patch_all(&err);
-	if (rc) {
-		irt_g.active = false;
-		snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
+	for (size_t k = 0; k < rt.nim; k++) {
+		if (!rt.im[k].img.npatch)
+			continue;
+		rc = patch_image(&rt.im[k], &err);
+		if (rc && k == 0) {
+			irt_g.active = false;
+			snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
+			return;
+		}
+		if (rc) {
+			/* Nothing of that library was patched. */
+			note(rt.im[k].path, err.msg);
+			for (size_t i = 0; i < rt.im[k].img.nfuncs; i++)
+				rt.im[k].img.funcs[i].patch = false;
+			rt.im[k].img.npatch = 0;
+		}
 	}
 }
 
@@ -538,17 +648,29 @@ static void write_results(void)
 		goto done;
 	}
 	dprintf(fd, "exe %s\nsymtab %s\nbias 0x%lx\ntick_ns %.9f\nfunctions %zu %zu\n",
-		rt.img.path, rt.img.symtab ? rt.img.symtab : "none", (unsigned long)rt.bias,
-		tick_ns, rt.img.nfuncs, rt.img.npatch);
-	for (size_t i = 0; i < rt.img.nfuncs; i++) {
-		const struct ks_instr_func *f = &rt.img.funcs[i];
+		rt.im[0].img.path, rt.im[0].img.symtab ? rt.im[0].img.symtab : "none",
+		(unsigned long)rt.im[0].s.bias, tick_ns, rt.im[0].img.nfuncs,
+		rt.im[0].img.npatch);
+	for (size_t k = 0; k < rt.nim; k++) {
+		const struct irt_image *im = &rt.im[k];
 
-		if (f->patch)
-			dprintf(fd, "f %zu 0x%lx %lu %u %s\n", i, (unsigned long)f->addr,
-				(unsigned long)f->size, f->ninsns, f->name);
-		else if (!strncmp(f->reason, "its bytes", 9) || !strncmp(f->reason, "a moved", 7))
-			dprintf(fd, "r %zu %s: %s\n", i, f->name, f->reason);
+		if (k)
+			dprintf(fd, "module %u %zu %zu 0x%lx %s\n", im->first, im->img.nfuncs,
+				im->img.npatch, (unsigned long)im->s.bias, im->path);
+		for (size_t i = 0; i < im->img.nfuncs; i++) {
+			const struct ks_instr_func *f = &im->img.funcs[i];
+
+			if (f->patch)
+				dprintf(fd, "f %zu 0x%lx %lu %u %s\n", im->first + i,
+					(unsigned long)f->addr, (unsigned long)f->size, f->ninsns,
+					f->name);
+			else if (!strncmp(f->reason, "its bytes", 9) ||
+				 !strncmp(f->reason, "a moved", 7))
+				dprintf(fd, "r %zu %s: %s\n", im->first + i, f->name, f->reason);
+		}
 	}
+	for (size_t i = 0; i < rt.nnotes; i++)
+		dprintf(fd, "modnote %s\n", rt.notes[i]);
 	copy = irt_g.nfuncs ? calloc(irt_g.nfuncs, sizeof(*copy)) : NULL;
 	adj = calloc(IRT_STACK_FRAMES, sizeof(*adj));
 	irt_lock();
