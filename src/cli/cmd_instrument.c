@@ -696,8 +696,13 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			continue;
 		}
 		if (!strncmp(line, "module ", 7)) {
-			const char *path = strrchr(line, ' ') + 1, *base = strrchr(path, '/');
+			/* "module FIRST COUNT PATCHED 0xBIAS PATH": PATH may hold spaces. */
+			const char *path, *base;
 
+			n = 0;
+			sscanf(line, "module %*u %*u %*u %*x %n", &n);
+			path = n > 0 ? line + n : "?";
+			base = strrchr(path, '/');
 			snprintf(module, sizeof(module), "%s", base ? base + 1 : path);
 			continue;
 		}
