@@ -34,6 +34,8 @@
 #include "outdir.h"
 #include "profile.h"
 #include "runprog.h"
+#include "instr_db.h"
+#include "mpirank.h"
 #include "store.h"
 #include "textout.h"
 #include "trace.h"
@@ -383,7 +385,8 @@ struct results {
 	 * line, a KS_SLICE_CALL slice per "c" line. */
 	struct ks_profile trace;
 	bool trace_ready;
-	struct idb *db;             /* profile.db being written, or NULL */
+	struct ks_idb *db;          /* profile.db being written, or NULL */
+	int rank;                   /* the MPI rank, -1 outside MPI */
 	uint64_t traced, untraced;  /* calls in the traces, past the limit */
 	char modnotes[8][PATH_MAX + 200]; /* libraries the runtime left alone */
 	size_t nmodnotes;
@@ -396,161 +399,6 @@ struct results {
 	char late[8][300];
 	size_t nlate;
 };
-
-/* ------------------------------------------------------------------ */
-/* profile.db (docs/instrument.md, "profile.db")                       */
-/* ------------------------------------------------------------------ */
-
-#define IDB_APPLICATION_ID 0x4b534349u /* "KSCI" */
-#define IDB_VERSION 1
-
-static const char idb_schema[] =
-	"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-	"CREATE TABLE processes (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,"
-	" exe TEXT NOT NULL);"
-	"CREATE TABLE functions (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
-	" REFERENCES processes, name TEXT NOT NULL, address INTEGER NOT NULL,"
-	" size INTEGER NOT NULL, instructions INTEGER NOT NULL, module TEXT NOT NULL);"
-	"CREATE TABLE threads (id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL"
-	" REFERENCES processes, tid INTEGER NOT NULL, overflow INTEGER NOT NULL,"
-	" unwound INTEGER NOT NULL, open INTEGER NOT NULL, lost INTEGER NOT NULL,"
-	" traced INTEGER NOT NULL DEFAULT 0, untraced INTEGER NOT NULL DEFAULT 0);"
-	"CREATE TABLE stats (thread_id INTEGER NOT NULL REFERENCES threads,"
-	" function_id INTEGER NOT NULL REFERENCES functions, calls INTEGER NOT NULL,"
-	" closed INTEGER NOT NULL, incl_ns INTEGER NOT NULL, excl_ns INTEGER NOT NULL,"
-	" sum_ns INTEGER NOT NULL, min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
-	" PRIMARY KEY (thread_id, function_id));"
-	"CREATE TABLE edges (thread_id INTEGER NOT NULL REFERENCES threads,"
-	" caller_id INTEGER REFERENCES functions, caller_kind TEXT NOT NULL"
-	" CHECK (caller_kind IN ('function', 'not instrumented', 'signal')),"
-	" callee_id INTEGER NOT NULL REFERENCES functions, calls INTEGER NOT NULL,"
-	" incl_ns INTEGER NOT NULL);"
-	"CREATE TABLE calls (thread_id INTEGER NOT NULL REFERENCES threads,"
-	" function_id INTEGER NOT NULL REFERENCES functions, depth INTEGER NOT NULL,"
-	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);";
-
-static const char idb_finish[] =
-	"CREATE INDEX calls_by_thread ON calls (thread_id, start_ns);"
-	"CREATE INDEX edges_by_callee ON edges (callee_id);"
-	"CREATE VIEW function_totals AS SELECT f.name AS name, sum(s.calls) AS calls,"
-	" sum(s.closed) AS closed, sum(s.incl_ns) AS incl_ns, sum(s.excl_ns) AS excl_ns,"
-	" sum(s.sum_ns) AS sum_ns, min(s.min_ns) AS min_ns, max(s.max_ns) AS max_ns"
-	" FROM stats s JOIN functions f ON f.id = s.function_id GROUP BY f.name;";
-
-enum { IDB_PROCESS, IDB_FUNCTION, IDB_THREAD, IDB_STAT, IDB_EDGE, IDB_CALL, IDB_TRACE,
-       IDB_NSTMT };
-
-static const char *const idb_sql[IDB_NSTMT] = {
-	"INSERT INTO processes (pid, exe) VALUES (?1, ?2)",
-	"INSERT INTO functions (process_id, name, address, size, instructions, module)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO threads (process_id, tid, overflow, unwound, open, lost)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	"INSERT INTO edges VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO calls VALUES (?1, ?2, ?3, ?4, ?5)",
-	"UPDATE threads SET traced = ?2, untraced = ?3 WHERE id = ?1",
-};
-
-struct idb {
-	struct ks_store_file f;
-	sqlite3_stmt *st[IDB_NSTMT];
-	bool open;
-};
-
-static int idb_fail(struct idb *d, struct ks_err *err, const char *what)
-{
-	return ks_err_set(err, -EIO, "%s: %s: %s", d->f.path, what, sqlite3_errmsg(d->f.db));
-}
-
-static int idb_open(struct idb *d, const char *path, const char *prog, struct ks_err *err)
-{
-	int rc = ks_store_file_create(&d->f, path, IDB_APPLICATION_ID, IDB_VERSION, err);
-	char sql[64];
-
-	if (rc)
-		return rc;
-	d->open = true;
-	snprintf(sql, sizeof(sql), "%d", IDB_VERSION);
-	if (sqlite3_exec(d->f.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(d->f.db, idb_schema, NULL, NULL, NULL) != SQLITE_OK)
-		return idb_fail(d, err, "creating the tables");
-	for (int i = 0; i < IDB_NSTMT; i++)
-		if (sqlite3_prepare_v2(d->f.db, idb_sql[i], -1, &d->st[i], NULL) != SQLITE_OK)
-			return idb_fail(d, err, "preparing a statement");
-	{
-		static const char *const keys[] = { "producer", "schema_version", "program" };
-		const char *vals[] = { "kscope instrument", sql, prog };
-		sqlite3_stmt *m = NULL;
-
-		if (sqlite3_prepare_v2(d->f.db, "INSERT INTO meta VALUES (?1, ?2)", -1, &m,
-				       NULL) != SQLITE_OK)
-			return idb_fail(d, err, "preparing a statement");
-		for (int i = 0; i < 3; i++) {
-			sqlite3_bind_text(m, 1, keys[i], -1, SQLITE_STATIC);
-			sqlite3_bind_text(m, 2, vals[i], -1, SQLITE_STATIC);
-			if (sqlite3_step(m) != SQLITE_DONE) {
-				sqlite3_finalize(m);
-				return idb_fail(d, err, "writing meta");
-			}
-			sqlite3_reset(m);
-		}
-		sqlite3_finalize(m);
-	}
-	return 0;
-}
-
-/* Runs statement i with n integer parameters (text where text[k] is not
- * NULL); returns the new row's id, or -1 with err set. */
-static int64_t idb_put(struct idb *d, int i, int n, const int64_t *v, const char *const *text,
-		       struct ks_err *err)
-{
-	sqlite3_stmt *st = d->st[i];
-
-	for (int k = 0; k < n; k++) {
-		if (text && text[k])
-			sqlite3_bind_text(st, k + 1, text[k], -1, SQLITE_TRANSIENT);
-		else if (v[k] == INT64_MIN)
-			sqlite3_bind_null(st, k + 1);
-		else
-			sqlite3_bind_int64(st, k + 1, v[k]);
-	}
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		idb_fail(d, err, "writing a row");
-		sqlite3_reset(st);
-		return -1;
-	}
-	sqlite3_reset(st);
-	return sqlite3_last_insert_rowid(d->f.db);
-}
-
-static void idb_close(struct idb *d)
-{
-	for (int i = 0; i < IDB_NSTMT; i++) {
-		sqlite3_finalize(d->st[i]);
-		d->st[i] = NULL;
-	}
-	if (d->open)
-		ks_store_file_abort(&d->f);
-	d->open = false;
-}
-
-static int idb_commit(struct idb *d, struct ks_err *err)
-{
-	for (int i = 0; i < IDB_NSTMT; i++) {
-		sqlite3_finalize(d->st[i]);
-		d->st[i] = NULL;
-	}
-	if (sqlite3_exec(d->f.db, idb_finish, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(d->f.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = idb_fail(d, err, "finishing the database");
-
-		idb_close(d);
-		return rc;
-	}
-	d->open = false;
-	return ks_store_file_commit(&d->f, err);
-}
 
 /* Widens a thread's and its process's span to [t0, t1]. */
 static void trace_span(struct ks_profile *p, uint32_t thread, uint64_t t0, uint64_t t1)
@@ -659,7 +507,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				int64_t v[5] = { db_thread, rows[id], (int64_t)a, (int64_t)b,
 						 (int64_t)c };
 
-				if (idb_put(r->db, IDB_CALL, 5, v, NULL, err) < 0) {
+				if (ks_idb_put(r->db, IDB_CALL, 5, v, NULL, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -669,10 +517,10 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 		if (sscanf(line, "pid %d", &pid) == 1)
 			continue;
 		if (!strncmp(line, "exe ", 4) && r->db) {
-			const char *t[2] = { NULL, line + 4 };
-			int64_t v[2] = { pid, 0 };
+			const char *t[3] = { NULL, line + 4, NULL };
+			int64_t v[3] = { pid, 0, r->rank };
 
-			if ((db_proc = idb_put(r->db, IDB_PROCESS, 2, v, t, err)) < 0) {
+			if ((db_proc = ks_idb_put(r->db, IDB_PROCESS, 3, v, t, err)) < 0) {
 				rc = -EIO;
 				goto out;
 			}
@@ -685,7 +533,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				goto out;
 			}
 			pr->pid = pid;
-			pr->rank = -1;
+			pr->rank = r->rank;
 			proc = (uint32_t)(r->trace.n_processes - 1);
 			continue;
 		}
@@ -754,7 +602,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				const char *t[6] = { NULL, names[id], NULL, NULL, NULL, module };
 				int64_t v[6] = { db_proc, 0, (int64_t)a, (int64_t)b, (int64_t)c, 0 };
 
-				if ((rows[id] = idb_put(r->db, IDB_FUNCTION, 6, v, t, err)) < 0) {
+				if ((rows[id] = ks_idb_put(r->db, IDB_FUNCTION, 6, v, t, err)) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -785,7 +633,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				int64_t tv[6] = { db_proc, tid, (int64_t)a, (int64_t)b, (int64_t)c,
 						  (int64_t)lost };
 
-				if ((db_thread = idb_put(r->db, IDB_THREAD, 6, tv, NULL, err)) < 0) {
+				if ((db_thread = ks_idb_put(r->db, IDB_THREAD, 6, tv, NULL, err)) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -832,7 +680,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 						 llround(incl), llround(excl), llround(sum),
 						 llround(mn), llround(mx) };
 
-				if (idb_put(r->db, IDB_STAT, 9, v, NULL, err) < 0) {
+				if (ks_idb_put(r->db, IDB_STAT, 9, v, NULL, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -862,7 +710,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				int64_t v[6] = { db_thread, caller >= 0 ? rows[caller] : INT64_MIN, 0,
 						 rows[id], (int64_t)calls, llround(incl) };
 
-				if (idb_put(r->db, IDB_EDGE, 6, v, t, err) < 0) {
+				if (ks_idb_put(r->db, IDB_EDGE, 6, v, t, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -874,7 +722,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			if (r->db && db_thread >= 0) {
 				int64_t v[3] = { db_thread, (int64_t)a, (int64_t)b };
 
-				if (idb_put(r->db, IDB_TRACE, 3, v, NULL, err) < 0) {
+				if (ks_idb_put(r->db, IDB_TRACE, 3, v, NULL, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -1075,7 +923,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_rundir rd = { 0 };
 	struct ks_outfile of;
 	struct ks_err err;
-	struct idb db = { .f = { .fd = -1 } };
+	struct ks_idb db = { .f = { .fd = -1 } };
 	char lib[PATH_MAX], *prog = NULL, *owned[7] = { 0 }, **env = NULL;
 	char dbpath[PATH_MAX + 16];
 	bool have_rd = false;
@@ -1123,7 +971,8 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_error("%s", err.msg);
 		goto out;
 	}
-	if (ks_rundir_create(o->output, "instrument", 0, &rd, &err)) {
+	res.rank = ks_mpi_rank();
+	if (ks_mpi_rundir(o->output, "instrument", res.rank, &rd, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
@@ -1178,13 +1027,13 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		res.trace_ready = true;
 	}
 	snprintf(dbpath, sizeof(dbpath), "%s/profile.db", rd.path);
-	if (idb_open(&db, dbpath, prog, &err)) {
+	if (ks_idb_open(&db, dbpath, prog, &err)) {
 		ks_error("%s", err.msg);
 		code = KS_EXIT_FAIL;
 		goto out;
 	}
 	res.db = &db;
-	if (results_collect(&rd, &res, &err) || idb_commit(&db, &err) ||
+	if (results_collect(&rd, &res, &err) || ks_idb_commit(&db, &err) ||
 	    chmod(dbpath, KS_DELIVERABLE_MODE) != 0 ||
 	    report_write(&rd, prog, &res, &err) || traces_write(&rd, &res, &err)) {
 		ks_error("%s", err.msg);
@@ -1220,7 +1069,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	}
 	ks_info("report: %s/report.txt", rd.path);
 out:
-	idb_close(&db);
+	ks_idb_close(&db);
 	if (have_rd)
 		ks_rundir_close(&rd);
 	for (int i = 0; i < 7; i++)

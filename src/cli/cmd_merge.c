@@ -1,6 +1,7 @@
 /*
  * kscope merge: combines the per-rank results of an MPI `kscope sample`
- * run.  Under mpirun every rank writes its own run directory rank<N>/
+ * run (and of `kscope instrument`, whose databases instr_db.c merges).
+ * Under mpirun every rank writes its own run directory rank<N>/
  * inside one shared directory DIR; merge reads each rank<N>/profile.db
  * and writes DIR/profile.db, one profile with every rank's processes
  * (their rank column set to N), and DIR/trace.perfetto-trace, a timeline
@@ -32,7 +33,9 @@
 #include "cli.h"
 #include "log.h"
 #include "outdir.h"
+#include "instr_db.h"
 #include "profile.h"
+#include "report_instr.h"
 #include "store.h"
 #include "trace.h"
 
@@ -134,8 +137,8 @@ static int find_ranks(int dirfd, const char *dir, struct rank_dir **out,
 		}
 	if (k == 0)
 		rc = ks_err_set(err, -ENOENT, "'%s' has no rank<N>/" DB_NAME "; "
-				"accepted: the directory that 'kscope sample' under "
-				"mpirun wrote", dir);
+				"accepted: the directory that 'kscope sample' or 'kscope "
+				"instrument' under mpirun wrote", dir);
 out:
 	closedir(d);
 	if (rc) {
@@ -565,6 +568,47 @@ static void warn_gaps(const struct rank_dir *v, size_t n)
 			missing == 1 ? "it" : "them");
 }
 
+/* The ranks of a `kscope instrument` run under mpirun (instr_db.c). */
+static int merge_instr(const char *dir, const struct rank_dir *ranks, size_t n)
+{
+	char **dbs = calloc(n, sizeof(*dbs));
+	int32_t *rk = calloc(n, sizeof(*rk));
+	struct ks_err err;
+	int status = KS_EXIT_OK;
+
+	ks_err_clear(&err);
+	for (size_t i = 0; dbs && rk && i < n; i++) {
+		rk[i] = ranks[i].rank;
+		if (asprintf(&dbs[i], "%s/%s/" DB_NAME, dir, ranks[i].name) < 0)
+			dbs[i] = NULL;
+		if (!dbs[i] || !ks_report_instr_is(dbs[i])) {
+			ks_error("argument DIR: %s/%s/" DB_NAME " is not a kscope instrument "
+				 "database, as rank %" PRId32 "'s is: the ranks are of different "
+				 "runs", dir, ranks[i].name, ranks[0].rank);
+			status = KS_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (!dbs || !rk) {
+		ks_error("out of memory");
+		status = KS_EXIT_FAIL;
+		goto out;
+	}
+	if (ks_idb_merge(dir, (const char *const *)dbs, rk, n, &err)) {
+		ks_error("%s", err.msg);
+		status = KS_EXIT_FAIL;
+		goto out;
+	}
+	ks_info("merged %zu rank%s of kscope instrument into %s/" DB_NAME " and %s/"
+		TRACE_NAME, n, n == 1 ? "" : "s", dir, dir);
+out:
+	for (size_t i = 0; dbs && i < n; i++)
+		free(dbs[i]);
+	free(dbs);
+	free(rk);
+	return status;
+}
+
 static int merge_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 {
 	const char *dir = pp->positional[0];
@@ -612,6 +656,11 @@ static int merge_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 		goto out;
 	}
 	warn_gaps(ranks, nranks);
+	snprintf(db, sizeof(db), "%s/%s/" DB_NAME, dir, ranks[0].name);
+	if (ks_report_instr_is(db)) {
+		status = merge_instr(dir, ranks, nranks);
+		goto out;
+	}
 
 	m.spans = calloc(nranks, sizeof(*m.spans));
 	if (!m.spans || ks_profile_init(&m.out, &err) != 0) {
@@ -689,10 +738,11 @@ out:
 
 const struct ks_cmd ks_cmd_merge = {
 	.name = "merge",
-	.summary = "combine the per-rank results of an MPI sample run",
+	.summary = "combine the per-rank results of an MPI sample or instrument run",
 	.usage = "[options] DIR",
 	.description =
-		"DIR is the directory 'kscope sample' wrote under mpirun: one\n"
+		"DIR is the directory 'kscope sample' or 'kscope instrument' wrote\n"
+		"under mpirun: one\n"
 		"rank<N>/ run directory per rank, each with its profile.db.  merge\n"
 		"writes DIR/profile.db, one profile of every rank (each process with\n"
 		"its rank), and DIR/trace.perfetto-trace, a timeline with a process\n"

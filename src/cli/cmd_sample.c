@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "ks_version.h"
 #include "log.h"
+#include "mpirank.h"
 #include "outdir.h"
 #include "post.h"
 #include "profile.h"
@@ -185,82 +186,6 @@ static int find_runtime(char *out, size_t size, struct ks_err *err)
 /* ------------------------------------------------------------------ */
 /* Run directory (MPI-aware)                                           */
 /* ------------------------------------------------------------------ */
-
-static int mpi_rank(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-					    "PMI_RANK", "SLURM_PROCID", NULL };
-
-	for (int i = 0; vars[i]; i++) {
-		const char *v = getenv(vars[i]);
-		char *end;
-		long r;
-
-		if (!v || !*v)
-			continue;
-		r = strtol(v, &end, 10);
-		if (!*end && r >= 0 && r < INT32_MAX)
-			return (int)r;
-	}
-	return -1;
-}
-
-/* When the launcher (mpirun) started, from /proc: the boot time (btime in
- * /proc/stat, fixed) plus the launcher's start in clock ticks since boot
- * (field 22 of /proc/PID/stat).  Both are constants, so every rank gets
- * the same second, whenever it asks; 0 if they cannot be read. */
-static time_t process_start(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ticks, btime = 0;
-	FILE *f;
-	int field = 2;
-
-	f = fopen("/proc/stat", "r");
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "btime %llu", &btime) == 1)
-			break;
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!p || !btime)
-		return 0;
-	p = strrchr(buf, ')'); /* the command may contain spaces */
-	if (!p)
-		return 0;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	ticks = strtoull(p, NULL, 10);
-	return (time_t)(btime + ticks / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
-
-static int make_rundir(const char *output, int rank, struct ks_rundir *rd,
-		       struct ks_err *err)
-{
-	char name[128], sub[32], stamp[32];
-	pid_t launcher;
-	time_t t;
-	struct tm tm;
-
-	if (rank < 0)
-		return ks_rundir_create(output, "sample", 0, rd, err);
-	launcher = getppid();
-	t = process_start(launcher);
-	if (!t)
-		t = time(NULL);
-	localtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
-	snprintf(name, sizeof(name), "sample_%s_%d", stamp, (int)launcher);
-	snprintf(sub, sizeof(sub), "rank%d", rank);
-	return ks_rundir_create_shared(output, name, sub, rd, err);
-}
 
 /* ------------------------------------------------------------------ */
 /* Running the program                                                 */
@@ -437,7 +362,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct ks_profile prof;
 	struct ks_post_stats st;
 	struct ks_err err;
-	int rank = mpi_rank(), status, exit_code;
+	int rank = ks_mpi_rank(), status, exit_code;
 
 	(void)cmd;
 	ks_err_clear(&err);
@@ -454,7 +379,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		free(prog);
 		return KS_EXIT_FAIL;
 	}
-	if (make_rundir(o->output, rank, &rd, &err)) {
+	if (ks_mpi_rundir(o->output, "sample", rank, &rd, &err)) {
 		ks_error("%s", err.msg);
 		free(prog);
 		return KS_EXIT_FAIL;

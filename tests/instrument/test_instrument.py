@@ -36,6 +36,11 @@ them natively and under `kscope instrument`, and checks:
               functions.txt list the library; the same counts as perf
               probe's uprobes on the library; Debian's python3 with
               --modules libz: deflate once, counts as perf's
+  mpi         mpirun -n 2: one directory with rank0/ and rank1/, each with
+              fib's exact counts; kscope merge: one profile.db (counts,
+              calls and edges of both, processes with their rank), kscope
+              report on it, a trace kscope view shows with two processes;
+              a second merge refused
   perfprobe   side by side with Linux uprobes (perf probe, where perf
               can place them): fib and calls.c, gcc -O0/-O2, clang -O2,
               every function's call count the same
@@ -710,6 +715,54 @@ def s_modules(d):
         check(mine == perf, f"libz: kscope {mine}, perf probe {perf}")
 
 
+def s_mpi(d):
+    """Under mpirun: a directory per rank, combined by kscope merge."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("note: no mpirun here; not run")
+        return
+    prog = build("fib.c", os.path.join(d, "fib"))
+    out = os.path.join(d, "out")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p = subprocess.run([mpirun, "--oversubscribe", "-n", "2", KSCOPE, "instrument", "-o", out,
+                        "--top", "0", "--", prog, "20"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env, timeout=300)
+    check(p.returncode == 0, f"mpirun: exit {p.returncode}: {p.stderr.decode()[-2000:]}")
+    check(p.stdout == b"fib(20) x 1 = 6765\n" * 2, f"mpirun: output {p.stdout!r}")
+    runs = os.listdir(out)
+    check(len(runs) == 1 and runs[0].startswith("instrument_"), f"run directories {runs}")
+    run = os.path.join(out, runs[0])
+    check(sorted(os.listdir(run)) == ["rank0", "rank1"], f"{run}: {os.listdir(run)}")
+    for r in ("rank0", "rank1"):
+        expect_calls(os.path.join(run, r), {"fib": 21891, "main": 1})
+    m = subprocess.run([KSCOPE, "merge", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    check(m.returncode == 0, f"kscope merge: {m.stderr.decode()}")
+    con = sqlite3.connect(f"file:{run}/profile.db?mode=ro", uri=True)
+    try:
+        got = dict(con.execute("SELECT name, calls FROM function_totals"))
+        check(got == {"fib": 2 * 21891, "main": 2}, f"merged function_totals {got}")
+        ranks = sorted(r for (r,) in con.execute("SELECT rank FROM processes"))
+        check(ranks == [0, 1], f"merged processes' ranks {ranks}")
+        n = con.execute("SELECT count(*) FROM calls").fetchone()[0]
+        check(n == 2 * 21892, f"merged calls {n}")
+        e = con.execute("SELECT sum(calls) FROM edges e JOIN functions f ON f.id = e.callee_id"
+                        " WHERE f.name = 'fib' AND e.caller_kind = 'function'").fetchone()[0]
+        check(e == 2 * 21891, f"merged edges into fib {e}")
+    finally:
+        con.close()
+    rep, _ = kreport(run)
+    rows = {ln.split()[0]: int(ln.split()[1]) for ln in rep.splitlines()[1:]}
+    check(rows == {"fib": 2 * 21891, "main": 2}, f"kscope report on the merge: {rows}")
+    with viewer.Viewer(KSCOPE, os.path.join(run, "trace.perfetto-trace")) as v:
+        a = v.ok("timeline", "unit/threads", {})
+        check(len(a["processes"]) == 2, f"kscope view: {len(a['processes'])} processes")
+    m = subprocess.run([KSCOPE, "merge", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    check(m.returncode == 2 and "already" in m.stderr.decode(),
+          f"a second merge: exit {m.returncode}: {m.stderr.decode()}")
+
+
 def kreport(rundir, *opts, code=0):
     p = subprocess.run([KSCOPE, "report", *opts, rundir], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
@@ -820,7 +873,7 @@ SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_call
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
              "trace": s_trace, "system": s_system, "report": s_report,
-             "perfprobe": s_perfprobe, "modules": s_modules}
+             "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi}
 
 
 def main():

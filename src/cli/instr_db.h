@@ -1,0 +1,50 @@
+/*
+ * kscope instrument's profile.db (instr_db.c; schema in
+ * docs/instrument.md): written row by row by kscope instrument, and
+ * combined from the ranks of an MPI run by kscope merge.
+ */
+#ifndef KS_CLI_INSTR_DB_H
+#define KS_CLI_INSTR_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "err.h"
+#include "store.h"
+
+#define IDB_APPLICATION_ID 0x4b534349u /* "KSCI" */
+#define IDB_VERSION 1
+
+/* The prepared inserts of ks_idb_put, by statement. */
+enum { IDB_PROCESS, IDB_FUNCTION, IDB_THREAD, IDB_STAT, IDB_EDGE, IDB_CALL, IDB_TRACE,
+       IDB_NSTMT };
+
+struct ks_idb {
+	struct ks_store_file f;
+	sqlite3_stmt *st[IDB_NSTMT];
+	bool open;
+};
+
+/* A new profile.db at path (which must not exist), its tables made and
+ * meta written (program: the program's path), inside one transaction. */
+int ks_idb_open(struct ks_idb *d, const char *path, const char *program, struct ks_err *err);
+/* Runs statement i with n parameters: integers, text where text[k] is not
+ * NULL, NULL where v[k] is INT64_MIN; the new row's id, or -1 (err set). */
+int64_t ks_idb_put(struct ks_idb *d, int i, int n, const int64_t *v, const char *const *text,
+		   struct ks_err *err);
+/* Indexes, views, commit, and the file's final name. */
+int ks_idb_commit(struct ks_idb *d, struct ks_err *err);
+/* Drops an unfinished database (nothing after a commit). */
+void ks_idb_close(struct ks_idb *d);
+
+/* kscope merge: DIR/profile.db from the ranks' databases dbs (ranks[i]
+ * the rank of dbs[i]), each one's ids moved past the previous ones' and
+ * its processes given their rank, and DIR/trace.perfetto-trace from the
+ * calls, a process track per rank; both read-only. */
+int ks_idb_merge(const char *dir, const char *const *dbs, const int32_t *ranks, size_t n,
+		 struct ks_err *err);
+
+#endif
