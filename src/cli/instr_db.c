@@ -344,14 +344,18 @@ int ks_idb_merge(const char *dir, const char *const *dbs, const int32_t *ranks, 
 	if (rc)
 		goto out;
 	for (size_t i = 0; i < n && !rc; i++) {
-		char sql[4200];
-
 		/* A database is attached and detached between transactions; the
 		 * file has no final name until the end, so committing as it
 		 * goes leaves nothing half-written under it. */
-		snprintf(sql, sizeof(sql), "COMMIT; ATTACH DATABASE 'file:%s?mode=ro' AS r; BEGIN",
-			 dbs[i]);
-		if (strchr(dbs[i], '\'') || sqlite3_exec(d.f.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_stmt *at = NULL;
+		bool ok = sqlite3_exec(d.f.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK &&
+			  sqlite3_prepare_v2(d.f.db, "ATTACH DATABASE ?1 AS r", -1, &at,
+					     NULL) == SQLITE_OK &&
+			  sqlite3_bind_text(at, 1, dbs[i], -1, SQLITE_STATIC) == SQLITE_OK &&
+			  sqlite3_step(at) == SQLITE_DONE;
+
+		sqlite3_finalize(at);
+		if (!ok || sqlite3_exec(d.f.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 			rc = ks_err_set(err, -EIO, "%s: cannot read it: %s", dbs[i],
 					sqlite3_errmsg(d.f.db));
 			break;
