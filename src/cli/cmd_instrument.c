@@ -400,43 +400,6 @@ struct results {
 	size_t nlate;
 };
 
-/* Widens a thread's and its process's span to [t0, t1]. */
-static void trace_span(struct ks_profile *p, uint32_t thread, uint64_t t0, uint64_t t1)
-{
-	struct ks_pthread *t = &p->threads[thread];
-	struct ks_pprocess *pr = &p->processes[t->process];
-
-	if (!t->start || t0 < t->start)
-		t->start = t0;
-	if (t1 > t->end)
-		t->end = t1;
-	if (!pr->start || t0 < pr->start)
-		pr->start = t0;
-	if (t1 > pr->end)
-		pr->end = t1;
-}
-
-/* One "c ID DEPTH START END" line of thread `thread` as a call slice. */
-static int trace_call(struct results *r, uint32_t thread, const char *name, uint32_t depth,
-		      uint64_t t0, uint64_t t1)
-{
-	struct ks_profile *p = &r->trace;
-	uint32_t sid = ks_profile_intern(p, name);
-	struct ks_pslice *sl;
-
-	if (sid == KS_NONE || !(sl = ks_profile_push(p, slices)))
-		return -ENOMEM;
-	sl->thread = thread;
-	sl->name = sid;
-	sl->kind = KS_SLICE_CALL;
-	sl->depth = depth;
-	sl->start = t0;
-	sl->end = t1 < t0 ? t0 : t1;
-	sl->peer = -1;
-	trace_span(p, thread, t0, sl->end);
-	r->traced++;
-	return 0;
-}
 
 /* "ID DEPTH START END", the rest of a "c" line, without sscanf (a trace
  * has a line per call). */
@@ -498,10 +461,13 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 						"function", name);
 				goto out;
 			}
-			if (thread != KS_NONE &&
-			    trace_call(r, thread, names[id], (uint32_t)a, b, c)) {
-				rc = ks_err_set(err, -ENOMEM, "out of memory");
-				goto out;
+			if (thread != KS_NONE) {
+				if (ks_idb_trace_call(&r->trace, thread, names[id], (uint32_t)a, b,
+						      c)) {
+					rc = ks_err_set(err, -ENOMEM, "out of memory");
+					goto out;
+				}
+				r->traced++;
 			}
 			if (r->db && db_thread >= 0 && rows[id] >= 0) {
 				int64_t v[5] = { db_thread, rows[id], (int64_t)a, (int64_t)b,
@@ -811,32 +777,14 @@ static int results_collect(struct ks_rundir *rd, struct results *r, struct ks_er
 /* trace.perfetto-trace and trace.json, when any call was traced. */
 static int traces_write(struct ks_rundir *rd, const struct results *r, struct ks_err *err)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(const struct ks_profile *, struct ks_outfile *, struct ks_err *);
-	} out[] = {
-		{ "trace.perfetto-trace", ks_trace_write_perfetto },
-		{ "trace.json", ks_trace_write_json },
-	};
+	int rc;
 
 	if (!r->trace_ready || !r->traced)
 		return 0;
-	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
-		struct ks_outfile of;
-		int rc = ks_outfile_open(rd, out[i].name, &of, err);
-
-		if (rc)
-			return rc;
-		rc = out[i].fn(&r->trace, &of, err);
-		if (rc) {
-			ks_outfile_abort(&of);
-			return rc;
-		}
-		rc = ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	rc = ks_store_write_trace(rd, "trace.perfetto-trace", ks_trace_write_perfetto,
+				  &r->trace, err);
+	return rc ? rc : ks_store_write_trace(rd, "trace.json", ks_trace_write_json, &r->trace,
+					      err);
 }
 
 static int report_write(struct ks_rundir *rd, const char *prog, struct results *r,

@@ -159,6 +159,36 @@ int ks_idb_commit(struct ks_idb *d, struct ks_err *err)
 }
 
 
+int ks_idb_trace_call(struct ks_profile *p, uint32_t thread, const char *name, uint32_t depth,
+		      uint64_t t0, uint64_t t1)
+{
+	uint32_t sid = ks_profile_intern(p, name);
+	struct ks_pslice *sl;
+	struct ks_pthread *t;
+	struct ks_pprocess *pr;
+
+	if (sid == KS_NONE || !(sl = ks_profile_push(p, slices)))
+		return -ENOMEM;
+	sl->thread = thread;
+	sl->name = sid;
+	sl->kind = KS_SLICE_CALL;
+	sl->depth = depth;
+	sl->start = t0;
+	sl->end = t1 < t0 ? t0 : t1;
+	sl->peer = -1;
+	t = &p->threads[thread];
+	pr = &p->processes[t->process];
+	if (!t->start || t0 < t->start)
+		t->start = t0;
+	if (sl->end > t->end)
+		t->end = sl->end;
+	if (!pr->start || t0 < pr->start)
+		pr->start = t0;
+	if (sl->end > pr->end)
+		pr->end = sl->end;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* kscope merge                                                        */
 /* ------------------------------------------------------------------ */
@@ -259,49 +289,29 @@ static int merge_trace(sqlite3 *db, const char *dir, struct ks_err *err)
 			       NULL) != SQLITE_OK)
 		goto sqlfail;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct ks_pslice *sl = ks_profile_push(&p, slices);
-		struct ks_pthread *t;
-		struct ks_pprocess *pr;
+		int64_t thread = sqlite3_column_int64(st, 0) - 1;
+		const char *name = (const char *)sqlite3_column_text(st, 1);
 
-		if (!sl)
+		if (thread < 0 || (uint64_t)thread >= p.n_threads || !name ||
+		    ks_idb_trace_call(&p, (uint32_t)thread, name,
+				      (uint32_t)sqlite3_column_int64(st, 2),
+				      (uint64_t)sqlite3_column_int64(st, 3),
+				      (uint64_t)sqlite3_column_int64(st, 4)))
 			goto nomem;
-		sl->thread = (uint32_t)(sqlite3_column_int64(st, 0) - 1);
-		sl->name = ks_profile_intern(&p, (const char *)sqlite3_column_text(st, 1));
-		sl->kind = KS_SLICE_CALL;
-		sl->depth = (uint32_t)sqlite3_column_int64(st, 2);
-		sl->start = (uint64_t)sqlite3_column_int64(st, 3);
-		sl->end = (uint64_t)sqlite3_column_int64(st, 4);
-		sl->peer = -1;
-		if (sl->thread >= p.n_threads || sl->name == KS_NONE)
-			goto nomem;
-		t = &p.threads[sl->thread];
-		pr = &p.processes[t->process];
-		if (!t->start || sl->start < t->start)
-			t->start = sl->start;
-		if (sl->end > t->end)
-			t->end = sl->end;
-		if (!pr->start || sl->start < pr->start)
-			pr->start = sl->start;
-		if (sl->end > pr->end)
-			pr->end = sl->end;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
 	rc = 0;
 	if (p.n_slices) {
 		struct ks_rundir rd = { .path = path, .dirfd = -1 };
-		struct ks_outfile of;
 
 		snprintf(path, sizeof(path), "%s", dir);
 		rd.dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (rd.dirfd < 0) {
 			rc = ks_err_set(err, -errno, "cannot open '%s': %s", dir, strerror(errno));
 		} else {
-			rc = ks_outfile_open(&rd, "trace.perfetto-trace", &of, err);
-			if (!rc && (rc = ks_trace_write_perfetto(&p, &of, err)))
-				ks_outfile_abort(&of);
-			else if (!rc)
-				rc = ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+			rc = ks_store_write_trace(&rd, "trace.perfetto-trace",
+						  ks_trace_write_perfetto, &p, err);
 			close(rd.dirfd);
 		}
 	}

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "err.h"
+#include "profile.h"
 #include "store.h"
 
 #define IDB_APPLICATION_ID 0x4b534349u /* "KSCI" */
@@ -39,6 +40,11 @@ int64_t ks_idb_put(struct ks_idb *d, int i, int n, const int64_t *v, const char 
 int ks_idb_commit(struct ks_idb *d, struct ks_err *err);
 /* Drops an unfinished database (nothing after a commit). */
 void ks_idb_close(struct ks_idb *d);
+
+/* A traced call as a call slice of thread (an index into p's threads),
+ * widening the thread's and its process's span; -ENOMEM. */
+int ks_idb_trace_call(struct ks_profile *p, uint32_t thread, const char *name, uint32_t depth,
+		      uint64_t t0, uint64_t t1);
 
 /* kscope merge: DIR/profile.db from the ranks' databases dbs (ranks[i]
  * the rank of dbs[i]), each one's ids moved past the previous ones' and

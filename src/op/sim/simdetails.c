@@ -159,6 +159,23 @@ int sim_write_base_info(struct ks_vb_writer *w, const struct sim *s,
 	return sim_vb_end(&v, &t, err);
 }
 
+/* The opening of a block written from the per-core pipe sums: *a those
+ * sums (the caller frees them), the block begun.  On failure nothing is
+ * left to free. */
+static int pipe_block_begin(const struct sim *s, struct sim_vb *v, struct ks_text *t,
+			    unsigned type, struct sim_acc **a, struct ks_err *err)
+{
+	int rc = sim_pipe_acc(s, a, err);
+
+	if (!rc)
+		rc = sim_vb_begin(v, t, type, KS_VB_VERSION, err);
+	if (rc) {
+		free(*a);
+		*a = NULL;
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* 0x06 and 0x07 compute workload                                      */
 /* ------------------------------------------------------------------ */
@@ -169,14 +186,10 @@ int sim_write_compute_graph(struct ks_vb_writer *w, const struct sim *s, struct 
 	struct sim_vb v = { .w = w };
 	struct ks_text t;
 	bool first = true;
-	int rc = sim_pipe_acc(s, &a, err);
+	int rc = pipe_block_begin(s, &v, &t, KS_VB_COMPUTE_GRAPH, &a, err);
 
-	if (!rc)
-		rc = sim_vb_begin(&v, &t, KS_VB_COMPUTE_GRAPH, KS_VB_VERSION, err);
-	if (rc) {
-		free(a);
+	if (rc)
 		return rc;
-	}
 	ks_text_puts(&t, "{\"subblock_detail\":[");
 	for (size_t c = 0; c < s->ncores; c++) {
 		const struct sim_acc *row = &a[c * KS_SIM_PIPE_COUNT];
@@ -206,14 +219,10 @@ int sim_write_compute_table(struct ks_vb_writer *w, const struct sim *s, struct 
 	struct sim_vb v = { .w = w };
 	struct ks_text t;
 	bool first = true;
-	int rc = sim_pipe_acc(s, &a, err);
+	int rc = pipe_block_begin(s, &v, &t, KS_VB_COMPUTE_TABLE, &a, err);
 
-	if (!rc)
-		rc = sim_vb_begin(&v, &t, KS_VB_COMPUTE_TABLE, KS_VB_VERSION, err);
-	if (rc) {
-		free(a);
+	if (rc)
 		return rc;
-	}
 	ks_text_puts(&t, "{\"subblock_detail\":[");
 	for (size_t c = 0; c < s->ncores; c++) {
 		for (unsigned p = 0; p < KS_SIM_PIPE_COUNT; p++) {
@@ -487,15 +496,11 @@ int sim_write_core_load(struct ks_vb_writer *w, const struct sim *s,
 	struct sim_vb v = { .w = w };
 	struct ks_text t;
 	char soc[512], advice[256] = "";
-	int l2 = sim_l2_level(s), rc = sim_pipe_acc(s, &a, err);
+	int l2 = sim_l2_level(s), rc = pipe_block_begin(s, &v, &t, KS_VB_CORE_LOAD, &a, err);
 	size_t most = 0, least = 0;
 
-	if (!rc)
-		rc = sim_vb_begin(&v, &t, KS_VB_CORE_LOAD, KS_VB_VERSION, err);
-	if (rc) {
-		free(a);
+	if (rc)
 		return rc;
-	}
 	/* The design writes these figures as text, as its example does. */
 	ks_text_puts(&t, "{\"op_detail\":[");
 	for (size_t c = 0; c < s->ncores; c++) {

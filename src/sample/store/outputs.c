@@ -41,10 +41,9 @@ static int write_report(struct ks_rundir *rd, const char *name,
 	return rc;
 }
 
-static int write_trace(struct ks_rundir *rd, const char *name,
-		       int (*fn)(const struct ks_profile *, struct ks_outfile *,
-				 struct ks_err *),
-		       const struct ks_profile *p, struct ks_err *err)
+int ks_store_write_trace(struct ks_rundir *rd, const char *name,
+			 int (*fn)(const struct ks_profile *, struct ks_outfile *, struct ks_err *),
+			 const struct ks_profile *p, struct ks_err *err)
 {
 	struct ks_outfile of;
 	int rc = ks_outfile_open(rd, name, &of, err);
@@ -74,9 +73,9 @@ int ks_run_write_outputs(struct ks_rundir *rd, const struct ks_profile *p, bool 
 		rc = ks_err_set(err, -errno, "cannot set the mode of profile.db: %s",
 				strerror(errno));
 	if (!rc && (traces == 0 || traces == 2))
-		rc = write_trace(rd, "trace.perfetto-trace", ks_trace_write_perfetto, p, err);
+		rc = ks_store_write_trace(rd, "trace.perfetto-trace", ks_trace_write_perfetto, p, err);
 	if (!rc && (traces == 1 || traces == 2))
-		rc = write_trace(rd, "trace.json", ks_trace_write_json, p, err);
+		rc = ks_store_write_trace(rd, "trace.json", ks_trace_write_json, p, err);
 	snprintf(name, sizeof(name), "flat.%s", ext);
 	if (!rc)
 		rc = write_report(rd, name, ks_report_flat, p, &ro, err);

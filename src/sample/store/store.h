@@ -43,6 +43,12 @@ int ks_store_read(const char *path, struct ks_profile *p, struct ks_err *err);
  * neither), then flat, tree and threads as .txt, or .json with json. */
 int ks_run_write_outputs(struct ks_rundir *rd, const struct ks_profile *p, bool json,
 			 unsigned traces, struct ks_err *err);
+/* One trace file NAME of p in rd, written by fn (ks_trace_write_perfetto
+ * or ks_trace_write_json) under its temporary name, then read-only; a
+ * failed one leaves nothing.  kscope instrument's traces use it too. */
+int ks_store_write_trace(struct ks_rundir *rd, const char *name,
+			 int (*fn)(const struct ks_profile *, struct ks_outfile *, struct ks_err *),
+			 const struct ks_profile *p, struct ks_err *err);
 /* Removes <run>/raw/ and its files after the deliverables are written. */
 void ks_run_remove_raw(struct ks_rundir *rd);
 
