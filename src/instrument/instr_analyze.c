@@ -488,6 +488,19 @@ static void put32(uint8_t *p, int32_t v)
 	memcpy(p, &v, 4);
 }
 
+/* A jmp rel32 at out + o (whose address is out_addr + o) to target;
+ * false when target is out of its reach. */
+static bool emit_jmp32(uint8_t *out, size_t o, uint64_t out_addr, uint64_t target)
+{
+	int64_t d = (int64_t)(target - (out_addr + o + 5));
+
+	if (!fits32(d))
+		return false;
+	out[o] = 0xe9;
+	put32(out + o + 1, (int32_t)d);
+	return true;
+}
+
 int ks_instr_relocate(const struct ks_instr_func *f, uint64_t bias, uint8_t *out,
 		      uint64_t out_addr, size_t cap, struct ks_err *err)
 {
@@ -517,11 +530,8 @@ int ks_instr_relocate(const struct ks_instr_func *f, uint64_t bias, uint8_t *out
 			o += m->len;
 			break;
 		case KS_INSTR_JMP:
-			out[o] = 0xe9;
-			d = (int64_t)(target - (here + 5));
-			if (!fits32(d))
+			if (!emit_jmp32(out, o, out_addr, target))
 				goto far;
-			put32(out + o + 1, (int32_t)d);
 			o += 5;
 			break;
 		case KS_INSTR_CALL: {
@@ -549,12 +559,8 @@ int ks_instr_relocate(const struct ks_instr_func *f, uint64_t bias, uint8_t *out
 			o += 8;
 			memcpy(out + o, post, sizeof(post));
 			o += sizeof(post);
-			here = out_addr + o;
-			out[o] = 0xe9;
-			d = (int64_t)(target - (here + 5));
-			if (!fits32(d))
+			if (!emit_jmp32(out, o, out_addr, target))
 				goto far;
-			put32(out + o + 1, (int32_t)d);
 			o += 5;
 			break;
 		}
@@ -573,11 +579,8 @@ int ks_instr_relocate(const struct ks_instr_func *f, uint64_t bias, uint8_t *out
 	}
 	if (o + 5 > cap)
 		return ks_err_set(err, -ENOSPC, "%s: trampoline too small", f->name);
-	out[o] = 0xe9;
-	d = (int64_t)((f->addr + bias + f->moved_len) - (out_addr + o + 5));
-	if (!fits32(d))
+	if (!emit_jmp32(out, o, out_addr, f->addr + bias + f->moved_len))
 		goto far;
-	put32(out + o + 1, (int32_t)d);
 	return (int)(o + 5);
 far:
 	return ks_err_set(err, -ERANGE, "%s: a moved instruction cannot reach its target from "
