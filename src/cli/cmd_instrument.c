@@ -194,6 +194,8 @@ struct fstat_row {
 	char *name;
 	uint64_t calls, closed;
 	double incl, excl, sum, min, max;
+	double cpu_incl, cpu_excl;  /* CPU ns, when every thread's is known */
+	bool cpu_unknown;           /* a thread's calls with no CPU clock */
 };
 
 struct table {
@@ -222,9 +224,17 @@ static struct fstat_row *table_get(struct table *t, const char *name)
 	return &t->v[t->n++];
 }
 
+/* cpu_incl and cpu_excl: negative when the thread had no CPU clock. */
 static void table_add(struct fstat_row *r, uint64_t calls, uint64_t closed, double incl,
-		      double excl, double sum, double min, double max)
+		      double excl, double sum, double min, double max, double cpu_incl,
+		      double cpu_excl)
 {
+	if (cpu_incl < 0 || cpu_excl < 0)
+		r->cpu_unknown = true;
+	else {
+		r->cpu_incl += cpu_incl;
+		r->cpu_excl += cpu_excl;
+	}
 	if (closed && (!r->closed || min < r->min))
 		r->min = min;
 	if (max > r->max)
@@ -260,12 +270,16 @@ static void table_write(struct ks_outfile *of, FILE *f, struct table *t, const c
 		qsort(t->v, t->n, sizeof(t->v[0]), cmp_incl);
 	for (size_t i = 0; i < t->n && i < limit; i++) {
 		const struct fstat_row *r = &t->v[i];
-		char line[1024];
+		char line[1024], ci[32] = "-", cx[32] = "-";
 
+		if (!r->cpu_unknown) {
+			snprintf(ci, sizeof(ci), "%.0f", r->cpu_incl);
+			snprintf(cx, sizeof(cx), "%.0f", r->cpu_excl);
+		}
 		snprintf(line, sizeof(line),
-			 "%s%-32s %12" PRIu64 " %14.0f %14.0f %12.1f %12.0f %12.0f\n", indent,
-			 r->name, r->calls, r->incl, r->excl, r->closed ? r->sum / r->closed : 0.0,
-			 r->min, r->max);
+			 "%s%-32s %12" PRIu64 " %14.0f %14.0f %14s %14s %12.1f %12.0f %12.0f\n",
+			 indent, r->name, r->calls, r->incl, r->excl, ci, cx,
+			 r->closed ? r->sum / r->closed : 0.0, r->min, r->max);
 		if (of)
 			ks_outfile_printf(of, "%s", line);
 		if (f)
@@ -273,7 +287,9 @@ static void table_write(struct ks_outfile *of, FILE *f, struct table *t, const c
 	}
 }
 
-#define TABLE_HEAD "%s%-32s %12s %14s %14s %12s %12s %12s\n"
+#define TABLE_HEAD "%s%-32s %12s %14s %14s %14s %14s %12s %12s %12s\n"
+#define TABLE_COLS "function", "calls", "incl", "excl", "incl cpu", "excl cpu", "mean", \
+	"min", "max"
 
 /* Call-graph edges, by name: rows are added as read, then sorted and
  * merged (edges_merge), so that functions of the same name in several
@@ -390,6 +406,8 @@ struct results {
 	uint64_t traced, untraced;  /* calls in the traces, past the limit */
 	char modnotes[8][PATH_MAX + 200]; /* libraries the runtime left alone */
 	size_t nmodnotes;
+	char cpunote[256];          /* why a thread had no CPU clock (the first) */
+	size_t nocpu;               /* threads without one */
 	char (*thread_names)[48];
 	size_t nthreads;
 	size_t nprocs;
@@ -448,9 +466,9 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 	while (getline(&line, &cap, f) > 0) {
 		char *nl = strchr(line, '\n');
 		unsigned long id, calls, closed, a, b, c, lost = 0;
-		double incl, excl, sum, mn, mx;
+		double incl, excl, sum, mn, mx, ci = -1, cx = -1;
 		long caller;
-		int n = 0, tid;
+		int n = 0, tid, cpu = 0;
 
 		if (nl)
 			*nl = '\0';
@@ -520,6 +538,11 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			snprintf(module, sizeof(module), "%s", base ? base + 1 : path);
 			continue;
 		}
+		if (!strncmp(line, "cpunote ", 8)) {
+			if (!r->cpunote[0])
+				snprintf(r->cpunote, sizeof(r->cpunote), "%s", line + 8);
+			continue;
+		}
 		if (!strncmp(line, "modnote ", 8)) {
 			if (r->nmodnotes < 8)
 				snprintf(r->modnotes[r->nmodnotes++], sizeof(r->modnotes[0]),
@@ -575,8 +598,8 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			}
 			continue;
 		}
-		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu lost %lu", &tid, &a,
-			   &b, &c, &lost) >= 4) {
+		if (sscanf(line, "thread %d overflow %lu unwound %lu open %lu lost %lu cpu %d", &tid,
+			   &a, &b, &c, &lost, &cpu) >= 4) {
 			struct table *v = realloc(r->threads, (r->nthreads + 1) * sizeof(*v));
 			char (*tn)[48] = realloc(r->thread_names,
 						 (r->nthreads + 1) * sizeof(*tn));
@@ -606,6 +629,8 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			}
 			r->lost += lost;
 			lost = 0;
+			if (!cpu)
+				r->nocpu++;
 			thread = KS_NONE;
 			if (r->trace_ready && proc != KS_NONE) {
 				struct ks_pthread *th = ks_profile_push(&r->trace, threads);
@@ -625,8 +650,8 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			r->open += c;
 			continue;
 		}
-		if (sscanf(line, "s %lu %lu %lu %lf %lf %lf %lf %lf", &id, &calls, &closed, &incl,
-			   &excl, &sum, &mn, &mx) == 8) {
+		if (sscanf(line, "s %lu %lu %lu %lf %lf %lf %lf %lf %lf %lf", &id, &calls, &closed,
+			   &incl, &excl, &sum, &mn, &mx, &ci, &cx) >= 8) {
 			struct fstat_row *row;
 
 			if (!cur || id >= nnames || !names[id]) {
@@ -638,15 +663,18 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				rc = ks_err_set(err, -ENOMEM, "out of memory");
 				goto out;
 			}
-			table_add(row, calls, closed, incl, excl, sum, mn, mx);
+			table_add(row, calls, closed, incl, excl, sum, mn, mx, ci, cx);
 			table_add(table_get(&r->total, names[id]), calls, closed, incl, excl, sum,
-				  mn, mx);
+				  mn, mx, ci, cx);
 			if (r->db && db_thread >= 0 && rows[id] >= 0) {
-				int64_t v[9] = { db_thread, rows[id], (int64_t)calls, (int64_t)closed,
-						 llround(incl), llround(excl), llround(sum),
-						 llround(mn), llround(mx) };
+				/* IDB_NULL: the thread had no CPU clock. */
+				int64_t v[11] = { db_thread, rows[id], (int64_t)calls, (int64_t)closed,
+						  llround(incl), llround(excl), llround(sum),
+						  llround(mn), llround(mx),
+						  ci < 0 ? IDB_NULL : llround(ci),
+						  cx < 0 ? IDB_NULL : llround(cx) };
 
-				if (ks_idb_put(r->db, IDB_STAT, 9, v, NULL, err) < 0) {
+				if (ks_idb_put(r->db, IDB_STAT, 11, v, NULL, err) < 0) {
 					rc = -EIO;
 					goto out;
 				}
@@ -673,7 +701,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			if (r->db && db_thread >= 0 && rows[id] >= 0) {
 				const char *t[6] = { NULL, NULL, caller == -1 ? "not instrumented"
 						     : caller == -2 ? "signal" : "function" };
-				int64_t v[6] = { db_thread, caller >= 0 ? rows[caller] : INT64_MIN, 0,
+				int64_t v[6] = { db_thread, caller >= 0 ? rows[caller] : IDB_NULL, 0,
 						 rows[id], (int64_t)calls, llround(incl) };
 
 				if (ks_idb_put(r->db, IDB_EDGE, 6, v, t, err) < 0) {
@@ -799,8 +827,7 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 			  "threads: %zu\ntimes in nanoseconds; incl counts a recursive "
 			  "function's outermost calls only; mean, min and max are per call "
 			  "(inclusive)\n\ntotal\n", prog, r->nprocs, r->nthreads);
-	ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl", "mean",
-			  "min", "max");
+	ks_outfile_printf(&of, TABLE_HEAD, "", TABLE_COLS);
 	table_write(&of, NULL, &r->total, "", SIZE_MAX);
 	edges_merge(&r->total_edges);
 	ks_outfile_printf(&of, "\ncall graph, total (incl: the inclusive time of the calls "
@@ -811,8 +838,7 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 				  "distinct caller-callee pairs than its table holds\n", r->lost);
 	for (size_t i = 0; i < r->nthreads; i++) {
 		ks_outfile_printf(&of, "\nthread %s\n", r->thread_names[i]);
-		ks_outfile_printf(&of, TABLE_HEAD, "", "function", "calls", "incl", "excl",
-				  "mean", "min", "max");
+		ks_outfile_printf(&of, TABLE_HEAD, "", TABLE_COLS);
 		table_write(&of, NULL, &r->threads[i], "", SIZE_MAX);
 		edges_merge(&r->thread_edges[i]);
 		ks_outfile_printf(&of, "\ncall graph, thread %s\n", r->thread_names[i]);
@@ -994,6 +1020,10 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		ks_warn("left alone at run time: %s", res.late[i]);
 	for (size_t i = 0; i < res.nmodnotes; i++)
 		ks_warn("library left alone (--modules): %s", res.modnotes[i]);
+	if (res.nocpu)
+		ks_warn("no CPU time for %zu of %zu threads (their functions' CPU columns show "
+			"'-'): %s", res.nocpu, res.nthreads,
+			res.cpunote[0] ? res.cpunote : "the runtime could not open a CPU clock");
 	if (!res.nprocs)
 		ks_warn("no process wrote results: was LD_PRELOAD dropped, or did the program "
 			"end with _exit() or a signal?");
@@ -1011,8 +1041,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (o->top > 0 && res.total.n) {
 		fprintf(stderr, "kscope: top functions by inclusive time (ns), %zu processes, "
 			"%zu threads:\n", res.nprocs, res.nthreads);
-		fprintf(stderr, TABLE_HEAD, "  ", "function", "calls", "incl", "excl", "mean",
-			"min", "max");
+		fprintf(stderr, TABLE_HEAD, "  ", TABLE_COLS);
 		table_write(NULL, stderr, &res.total, "  ", (size_t)o->top);
 	}
 	ks_info("report: %s/report.txt", rd.path);

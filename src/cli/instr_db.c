@@ -34,7 +34,7 @@ static const char idb_schema[] =
 	" function_id INTEGER NOT NULL REFERENCES functions, calls INTEGER NOT NULL,"
 	" closed INTEGER NOT NULL, incl_ns INTEGER NOT NULL, excl_ns INTEGER NOT NULL,"
 	" sum_ns INTEGER NOT NULL, min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
-	" PRIMARY KEY (thread_id, function_id));"
+	" cpu_incl_ns INTEGER, cpu_excl_ns INTEGER, PRIMARY KEY (thread_id, function_id));"
 	"CREATE TABLE edges (thread_id INTEGER NOT NULL REFERENCES threads,"
 	" caller_id INTEGER REFERENCES functions, caller_kind TEXT NOT NULL"
 	" CHECK (caller_kind IN ('function', 'not instrumented', 'signal')),"
@@ -49,7 +49,9 @@ static const char idb_finish[] =
 	"CREATE INDEX edges_by_callee ON edges (callee_id);"
 	"CREATE VIEW function_totals AS SELECT f.name AS name, sum(s.calls) AS calls,"
 	" sum(s.closed) AS closed, sum(s.incl_ns) AS incl_ns, sum(s.excl_ns) AS excl_ns,"
-	" sum(s.sum_ns) AS sum_ns, min(s.min_ns) AS min_ns, max(s.max_ns) AS max_ns"
+	" sum(s.sum_ns) AS sum_ns, min(s.min_ns) AS min_ns, max(s.max_ns) AS max_ns,"
+	" CASE WHEN count(s.cpu_incl_ns) = count(*) THEN sum(s.cpu_incl_ns) END AS cpu_incl_ns,"
+	" CASE WHEN count(s.cpu_excl_ns) = count(*) THEN sum(s.cpu_excl_ns) END AS cpu_excl_ns"
 	" FROM stats s JOIN functions f ON f.id = s.function_id GROUP BY f.name;";
 
 static const char *const idb_sql[IDB_NSTMT] = {
@@ -58,11 +60,29 @@ static const char *const idb_sql[IDB_NSTMT] = {
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	"INSERT INTO threads (process_id, tid, overflow, unwound, open, lost)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	"INSERT INTO stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	"INSERT INTO edges VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	"INSERT INTO calls VALUES (?1, ?2, ?3, ?4, ?5)",
 	"UPDATE threads SET traced = ?2, untraced = ?3 WHERE id = ?1",
 };
+
+int ks_idb_check_version(sqlite3 *db, const char *schema, const char *path,
+			 struct ks_err *err)
+{
+	char sql[64];
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+
+	snprintf(sql, sizeof(sql), "PRAGMA %s.user_version", schema);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (v == IDB_VERSION)
+		return 0;
+	return ks_err_set(err, -EINVAL, "%s: an instrument profile.db of schema version %lld; "
+			  "this kscope reads version %d (run the program again, or use the "
+			  "kscope that wrote it)", path, v, IDB_VERSION);
+}
 
 static int idb_fail(struct ks_idb *d, struct ks_err *err, const char *what)
 {
@@ -116,7 +136,7 @@ int64_t ks_idb_put(struct ks_idb *d, int i, int n, const int64_t *v, const char 
 	for (int k = 0; k < n; k++) {
 		if (text && text[k])
 			sqlite3_bind_text(st, k + 1, text[k], -1, SQLITE_TRANSIENT);
-		else if (v[k] == INT64_MIN)
+		else if (v[k] == IDB_NULL)
 			sqlite3_bind_null(st, k + 1);
 		else
 			sqlite3_bind_int64(st, k + 1, v[k]);
@@ -204,7 +224,7 @@ static int merge_one(struct ks_idb *d, int32_t rank, struct ks_err *err)
 		"INSERT INTO threads SELECT id + ?3, process_id + ?1, tid, overflow,"
 		" unwound, open, lost, traced, untraced FROM r.threads",
 		"INSERT INTO stats SELECT thread_id + ?3, function_id + ?2, calls, closed,"
-		" incl_ns, excl_ns, sum_ns, min_ns, max_ns FROM r.stats",
+		" incl_ns, excl_ns, sum_ns, min_ns, max_ns, cpu_incl_ns, cpu_excl_ns FROM r.stats",
 		"INSERT INTO edges SELECT thread_id + ?3, caller_id + ?2, caller_kind,"
 		" callee_id + ?2, calls, incl_ns FROM r.edges",
 		"INSERT INTO calls SELECT thread_id + ?3, function_id + ?2, depth,"
@@ -370,7 +390,9 @@ int ks_idb_merge(const char *dir, const char *const *dbs, const int32_t *ranks, 
 					sqlite3_errmsg(d.f.db));
 			break;
 		}
-		rc = merge_one(&d, ranks[i], err);
+		rc = ks_idb_check_version(d.f.db, "r", dbs[i], err);
+		if (!rc)
+			rc = merge_one(&d, ranks[i], err);
 		if (!rc && sqlite3_exec(d.f.db, "COMMIT; DETACH DATABASE r; BEGIN", NULL, NULL,
 					NULL) != SQLITE_OK)
 			rc = idb_fail(&d, err, "detaching a rank");

@@ -17,7 +17,8 @@
 #include "store.h"
 
 #define IDB_APPLICATION_ID 0x4b534349u /* "KSCI" */
-#define IDB_VERSION 1
+#define IDB_VERSION 2
+#define IDB_NULL INT64_MIN  /* a NULL for ks_idb_put */
 
 /* The prepared inserts of ks_idb_put, by statement. */
 enum { IDB_PROCESS, IDB_FUNCTION, IDB_THREAD, IDB_STAT, IDB_EDGE, IDB_CALL, IDB_TRACE,
@@ -33,11 +34,15 @@ struct ks_idb {
  * meta written (program: the program's path), inside one transaction. */
 int ks_idb_open(struct ks_idb *d, const char *path, const char *program, struct ks_err *err);
 /* Runs statement i with n parameters: integers, text where text[k] is not
- * NULL, NULL where v[k] is INT64_MIN; the new row's id, or -1 (err set). */
+ * NULL, NULL where v[k] is IDB_NULL; the new row's id, or -1 (err set). */
 int64_t ks_idb_put(struct ks_idb *d, int i, int n, const int64_t *v, const char *const *text,
 		   struct ks_err *err);
 /* Indexes, views, commit, and the file's final name. */
 int ks_idb_commit(struct ks_idb *d, struct ks_err *err);
+/* 0 when schema ("main", or an attached one) of db (read from path) has
+ * this kscope's IDB_VERSION; else -EINVAL, err naming both versions. */
+int ks_idb_check_version(sqlite3 *db, const char *schema, const char *path,
+			 struct ks_err *err);
 /* Drops an unfinished database (nothing after a commit). */
 void ks_idb_close(struct ks_idb *d);
 

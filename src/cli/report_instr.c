@@ -13,9 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "instr_db.h"
 #include "textout.h"
-
-#define INSTR_APPLICATION_ID 0x4b534349 /* "KSCI", cmd_instrument.c */
 
 bool ks_report_instr_is(const char *path)
 {
@@ -26,7 +25,7 @@ bool ks_report_instr_is(const char *path)
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
-		is = sqlite3_column_int64(st, 0) == INSTR_APPLICATION_ID;
+		is = sqlite3_column_int64(st, 0) == IDB_APPLICATION_ID;
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return is;
@@ -45,7 +44,9 @@ static int file_sink(void *ctx, const void *buf, size_t len)
 static const char *const sql[] = {
 	[KS_REPORT_INSTR_FLAT] =
 	"SELECT f.name, sum(s.calls), sum(s.incl_ns), sum(s.excl_ns), sum(s.sum_ns),"
-	" sum(s.closed), min(s.min_ns), max(s.max_ns)"
+	" sum(s.closed), min(s.min_ns), max(s.max_ns),"
+	" CASE WHEN count(s.cpu_incl_ns) = count(*) THEN sum(s.cpu_incl_ns) END,"
+	" CASE WHEN count(s.cpu_excl_ns) = count(*) THEN sum(s.cpu_excl_ns) END"
 	" FROM stats s JOIN functions f ON f.id = s.function_id"
 	" JOIN threads t ON t.id = s.thread_id WHERE ?1 < 0 OR t.tid = ?1"
 	" GROUP BY f.name ORDER BY 3 DESC, 1",
@@ -75,8 +76,13 @@ int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view,
 
 	if (ks_text_open(&t, file_sink, out))
 		return ks_err_set(err, -ENOMEM, "out of memory");
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, sql[view], -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		rc = fail(db, path, err);
+		goto out;
+	}
+	if ((rc = ks_idb_check_version(db, "main", path, err)))
+		goto out;
+	if (sqlite3_prepare_v2(db, sql[view], -1, &st, NULL) != SQLITE_OK) {
 		rc = fail(db, path, err);
 		goto out;
 	}
@@ -104,8 +110,8 @@ int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view,
 			view == KS_REPORT_INSTR_FLAT ? "functions"
 			: view == KS_REPORT_INSTR_THREADS ? "threads" : "call graph");
 	else if (view == KS_REPORT_INSTR_FLAT)
-		ks_text_printf(&t, "%-32s %12s %14s %14s %12s %12s %12s\n", "function", "calls", "incl",
-			"excl", "mean", "min", "max");
+		ks_text_printf(&t, "%-32s %12s %14s %14s %14s %14s %12s %12s %12s\n", "function",
+			"calls", "incl", "excl", "incl cpu", "excl cpu", "mean", "min", "max");
 	else if (view == KS_REPORT_INSTR_THREADS)
 		ks_text_printf(&t, "%8s %8s %12s %9s %10s %10s  %s\n", "pid", "tid", "calls",
 			"functions", "traced", "untraced", "top function (incl)");
@@ -120,20 +126,30 @@ int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view,
 			int64_t closed = sqlite3_column_int64(st, 5);
 			double mean = closed ? (double)sqlite3_column_int64(st, 4) / (double)closed
 				      : 0.0;
+			/* CPU time: NULL where a thread had no CPU clock. */
+			char cpu[2][24];
 
+			for (int k = 0; k < 2; k++) {
+				if (sqlite3_column_type(st, 8 + k) == SQLITE_NULL)
+					snprintf(cpu[k], sizeof(cpu[k]), json ? "null" : "-");
+				else
+					snprintf(cpu[k], sizeof(cpu[k]), "%lld",
+						 sqlite3_column_int64(st, 8 + k));
+			}
 			if (json) {
 				ks_text_puts(&t, "\n {\"function\": ");
 				ks_text_json_str(&t, name);
 				ks_text_printf(&t, ", \"calls\": %lld, \"incl\": %lld, \"excl\": %lld, "
-					"\"mean\": %.1f, \"min\": %lld, \"max\": %lld}",
+					"\"incl_cpu\": %s, \"excl_cpu\": %s, \"mean\": %.1f, "
+					"\"min\": %lld, \"max\": %lld}",
 					sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-					sqlite3_column_int64(st, 3), mean,
+					sqlite3_column_int64(st, 3), cpu[0], cpu[1], mean,
 					sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7));
 			} else {
-				ks_text_printf(&t, "%-32s %12lld %14lld %14lld %12.1f %12lld %12lld\n",
-					name, sqlite3_column_int64(st, 1),
+				ks_text_printf(&t, "%-32s %12lld %14lld %14lld %14s %14s %12.1f %12lld "
+					"%12lld\n", name, sqlite3_column_int64(st, 1),
 					sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-					mean, sqlite3_column_int64(st, 6),
+					cpu[0], cpu[1], mean, sqlite3_column_int64(st, 6),
 					sqlite3_column_int64(st, 7));
 			}
 		} else if (view == KS_REPORT_INSTR_THREADS) {

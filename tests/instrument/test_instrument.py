@@ -124,7 +124,7 @@ def counters(rundir):
         if not m:
             continue
         names, threads, cur, unwound, ended = {}, {}, None, 0, False
-        prefix = ""
+        prefix, times, cpu_known = "", {}, True
         with open(os.path.join(rundir, f)) as fh:
             for line in fh:
                 w = line.split()
@@ -139,10 +139,23 @@ def counters(rundir):
                 elif w[0] == "thread":
                     cur = threads.setdefault(int(w[1]), {})
                     unwound += int(w[5])
+                    check(w[10:12] in (["cpu", "1"], ["cpu", "0"]), f"{f}: {line}")
+                    cpu_known = w[11] == "1"
                 elif w[0] == "s":
                     cur[names[int(w[1])]] = int(w[2])
                     calls, closed = int(w[2]), int(w[3])
-                    incl, excl, total, mn, mx = map(float, w[4:9])
+                    incl, excl, total, mn, mx, ci, cx = map(float, w[4:11])
+                    # CPU time: -1 for a thread without a CPU clock, else
+                    # at most the wall time.
+                    check((ci, cx) == (-1, -1) if not cpu_known else
+                          0 <= ci <= incl + 1 and 0 <= cx <= excl + 1 and cx <= ci + 1,
+                          f"{f}: CPU times out of bounds: {line}")
+                    tm = times.setdefault(names[int(w[1])], [0.0, 0.0, 0.0, 0.0, True])
+                    tm[0] += incl
+                    tm[1] += excl
+                    tm[2] += max(ci, 0)
+                    tm[3] += max(cx, 0)
+                    tm[4] = tm[4] and cpu_known
                     check(closed <= calls, f"{f}: more ends than calls: {line}")
                     # Each field is rounded to whole ns on its own: min and
                     # max by up to half a ns per call against the sum.
@@ -156,7 +169,7 @@ def counters(rundir):
                     ended = True
         check(ended, f"{f} has no end line")
         procs[int(m.group(1))] = {"threads": threads, "unwound": unwound,
-                                  "names": set(names.values())}
+                                  "names": set(names.values()), "times": times}
     check(procs, f"no instr.<pid>.txt in {rundir}")
     return procs
 
@@ -869,11 +882,128 @@ def s_trace(d):
     check_db(rd, sum(len(v) for v in per.values()))
 
 
+def s_cputime(d):
+    """CPU time per function: equal to what each thread measures itself
+    (CLOCK_THREAD_CPUTIME_ID around its spins), apart from the sleeps,
+    in the parent and in a forked child; the same in report.txt, kscope
+    report and profile.db."""
+    prog = build("cputime.c", os.path.join(d, "cputime"), flags=("-O2",), libs=("-lpthread",))
+    _, _, err, rd = instrument([prog, "20000000"])
+    own = {}
+    for m in re.finditer(r"^spin (\d+) (\d+)$", err, re.M):
+        own[int(m.group(1))] = own.get(int(m.group(1)), 0) + int(m.group(2))
+    procs = counters(rd)
+    check(set(own) == set(procs), f"processes {set(procs)}, the program says {set(own)}")
+    for pid, p in procs.items():
+        t = p["times"]
+        spin_wall, _, spin_cpu, spin_xcpu, known = t["spin"]
+        check(known, f"pid {pid}: spin's CPU time unknown:\n{err}")
+        # The program's reading brackets the call: kscope's hooks are in it.
+        check(abs(spin_cpu - own[pid]) <= 0.03 * own[pid] + 1e6,
+              f"pid {pid}: spin {spin_cpu:.0f} ns of CPU, the program measured {own[pid]}")
+        check(spin_xcpu == spin_cpu, f"pid {pid}: spin's exclusive CPU {spin_xcpu}, "
+              f"inclusive {spin_cpu}")
+        nap_wall, _, nap_cpu, _, _ = t["nap"]
+        check(nap_wall >= 40e6 and nap_cpu <= 0.05 * nap_wall,
+              f"pid {pid}: nap {nap_wall:.0f} ns of wall, {nap_cpu:.0f} of CPU")
+        step_wall, _, step_cpu, step_xcpu, _ = t["step"]
+        check(abs(step_cpu - (spin_cpu + nap_cpu)) <= 0.01 * step_cpu + 1e6 and
+              step_xcpu <= 1e6 + 0.01 * step_cpu,
+              f"pid {pid}: step {step_cpu:.0f} ns of CPU ({step_xcpu:.0f} its own), "
+              f"spin {spin_cpu:.0f}, nap {nap_cpu:.0f}")
+    check("no CPU time" not in err, f"a CPU-time warning:\n{err}")
+    # report.txt's total table and kscope report's agree with the files.
+    want = {}
+    for p in procs.values():
+        for name, tm in p["times"].items():
+            w = want.setdefault(name, [0, 0])
+            w[0] += tm[2]
+            w[1] += tm[3]
+    with open(os.path.join(rd, "report.txt")) as f:
+        total = f.read().split("\ntotal\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    check(total[0].split()[:8] == ["function", "calls", "incl", "excl", "incl", "cpu",
+                                   "excl", "cpu"], f"report.txt's header: {total[0]}")
+    rep = {w[0]: (int(w[4]), int(w[5])) for w in (ln.split() for ln in total[1:])}
+    for name, (ci, cx) in want.items():
+        check(abs(rep[name][0] - ci) <= 1 and abs(rep[name][1] - cx) <= 1,
+              f"report.txt: {name} CPU {rep[name]}, the counters {ci:.0f} {cx:.0f}")
+    js = json.loads(kreport(rd, "--format", "json")[0])
+    got = {r["function"]: (r["incl_cpu"], r["excl_cpu"]) for r in js["rows"]}
+    check(got == rep, f"kscope report's CPU times {got}, report.txt's {rep}")
+    con = sqlite3.connect(f"file:{os.path.join(rd, 'profile.db')}?mode=ro", uri=True)
+    try:
+        db = {n: (a, b) for n, a, b in con.execute(
+            "SELECT name, cpu_incl_ns, cpu_excl_ns FROM function_totals")}
+    finally:
+        con.close()
+    check(db == rep, f"profile.db's CPU times {db}, report.txt's {rep}")
+
+
+def s_nocpu(d):
+    """Threads the kernel gives no CPU clock: more threads at once than
+    an unprivileged user may map perf memory for (perf_event_mlock_kb per
+    CPU, with RLIMIT_MEMLOCK 0).  Their functions show '-' and null,
+    never a number, and kscope says why."""
+    import resource
+    with open("/proc/sys/kernel/perf_event_mlock_kb") as f:
+        limit_kb = int(f.read()) * os.cpu_count()
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    n = limit_kb // (2 * page_kb) + 40     # two pages a thread
+    check(n < 5000, f"{n} threads needed to pass the limit: too many for a test")
+    src = os.path.join(d, "many.c")
+    with open(src, "w") as f:
+        f.write('#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
+                'static pthread_barrier_t b;\n'
+                '__attribute__((noinline)) long work(long x) { volatile long s = x;\n'
+                ' for (int i = 0; i < 100; i++) s += i; return s; }\n'
+                '__attribute__((noinline)) long only_main(long x) { volatile long s = x;\n'
+                ' for (int i = 0; i < 100; i++) s += i; return s - 4949; }\n'
+                'static void *run(void *a) { work(1); pthread_barrier_wait(&b); return a; }\n'
+                'int main(int argc, char **argv) { int n = atoi(argv[1]);\n'
+                ' pthread_t *t = malloc(n * sizeof(*t)); pthread_barrier_init(&b, 0, n);\n'
+                ' for (int i = 0; i < n; i++) if (pthread_create(&t[i], 0, run, 0)) return 1;\n'
+                ' for (int i = 0; i < n; i++) pthread_join(t[i], 0);\n'
+                ' printf("%ld\\n", only_main(n)); return 0; }\n')
+    prog = os.path.join(d, "many")
+    subprocess.run(["gcc", "-O2", "-o", prog, src, "-lpthread"], check=True)
+    out = os.path.join(d, "out")
+    os.mkdir(out)
+    cmd = [KSCOPE, "instrument", "-o", out, "--", prog, str(n)]
+    if os.geteuid() == 0:
+        # root may lock any amount: run as nobody.
+        os.chmod(d, 0o755)
+        os.chown(out, 65534, -1)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+
+    def no_memlock():
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                       preexec_fn=no_memlock)
+    err = p.stderr.decode()
+    check(p.returncode == 0 and p.stdout == f"{n + 1}\n".encode(), f"{cmd}: {p}\n{err}")
+    m = re.search(r"no CPU time for (\d+) of (\d+) threads .*: mapping a perf event: ", err)
+    check(m and int(m.group(1)) > 0 and int(m.group(2)) == n + 1, f"no warning:\n{err}")
+    rd = os.path.join(out, os.listdir(out)[0])
+    procs = counters(rd)
+    work = list(procs.values())[0]["times"]
+    check(not work["work"][4] and work["only_main"][4],
+          f"which functions have CPU time: {work}")
+    with open(os.path.join(rd, "report.txt")) as f:
+        total = f.read().split("\ntotal\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    rep = {w[0]: w[4:6] for w in (ln.split() for ln in total[1:])}
+    check(rep["work"] == ["-", "-"] and rep["only_main"][0].isdigit(),
+          f"report.txt's CPU columns: {rep}")
+    js = json.loads(kreport(rd, "--format", "json")[0])
+    got = {r["function"]: r["incl_cpu"] for r in js["rows"]}
+    check(got["work"] is None and isinstance(got["only_main"], int), f"kscope report: {got}")
+
+
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
              "trace": s_trace, "system": s_system, "report": s_report,
-             "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi}
+             "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi,
+             "cputime": s_cputime, "nocpu": s_nocpu}
 
 
 def main():

@@ -18,8 +18,8 @@
  * before depth is lowered, so that a signal handler that is itself
  * instrumented and interrupts the hook works on other shadow slots.
  * Everything here is async-signal-safe (an instrumented signal handler
- * runs it): no locks, no allocation, only clock_gettime and, on the
- * fatal paths, write(2).
+ * runs it): no locks, no allocation, only clock_gettime, reads of the
+ * thread's perf event page and, on the fatal paths, write(2).
  */
 #include <stdbool.h>
 #include <time.h>
@@ -52,17 +52,107 @@ uint64_t irt_now(void)
 	return __builtin_ia32_rdtsc();
 }
 
-/* Accounts one finished call (f, already off the stack) at now. */
-static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_t now)
+/* A record of the ring, {header, time}, 16 bytes (the page size is a
+ * multiple: none wraps); the header's type is its low 32 bits, misc the
+ * next 16 (little-endian). */
+static void ring_read(const volatile struct perf_event_mmap_page *pm, uint64_t at, uint64_t *h,
+		      uint64_t *when)
+{
+	const volatile uint64_t *r = (const volatile uint64_t *)((uintptr_t)pm + irt_g.page +
+								 ((uintptr_t)at & (irt_g.page - 1)));
+
+	*h = r[0];
+	*when = r[1];
+}
+
+static uint32_t rec_type(uint64_t h)
+{
+	return (uint32_t)h;
+}
+
+static bool rec_out(uint64_t h)
+{
+	return (h >> 32) & PERF_RECORD_MISC_SWITCH_OUT;
+}
+
+/* The thread's off-CPU clock (struct irt_cpu).  The page is read under
+ * its lock; the newest record of the backward ring is the thread's last
+ * switch in (it is running), {header, time}. */
+static void cpu_refresh(struct irt_thread *t)
+{
+	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
+
+	for (int tries = 0; tries < 64; tries++) {
+		uint32_t lock = __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE);
+		uint64_t head = __atomic_load_n(&pm->data_head, __ATOMIC_ACQUIRE);
+		uint64_t run = pm->time_running, h, when;
+
+		ring_read(pm, head, &h, &when);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&pm->lock, __ATOMIC_RELAXED) != lock ||
+		    __atomic_load_n(&pm->data_head, __ATOMIC_RELAXED) != head)
+			continue;
+		if (head && rec_type(h) == PERF_RECORD_SWITCH && !rec_out(h))
+			t->cpu.off = (int64_t)(when - run) + t->cpu.adj;
+		barrier();
+		t->cpu.lock = lock;
+		return;
+	}
+}
+
+int64_t irt_off(struct irt_thread *t)
+{
+	if (t->cpu.pm && __atomic_load_n(&t->cpu.pm->lock, __ATOMIC_RELAXED) != t->cpu.lock)
+		cpu_refresh(t);
+	return t->cpu.off;
+}
+
+int64_t irt_off_of(const struct irt_thread *t, uint64_t mono)
+{
+	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
+
+	if (!pm)
+		return t->cpu.off;
+	for (int tries = 0; tries < 64; tries++) {
+		uint32_t lock = __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE);
+		uint64_t head = __atomic_load_n(&pm->data_head, __ATOMIC_ACQUIRE);
+		uint64_t run = pm->time_running, h[2], when[2];
+
+		ring_read(pm, head, &h[0], &when[0]);
+		ring_read(pm, head + 16u, &h[1], &when[1]);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&pm->lock, __ATOMIC_RELAXED) != lock ||
+		    __atomic_load_n(&pm->data_head, __ATOMIC_RELAXED) != head)
+			continue;
+		if (!head || rec_type(h[0]) != PERF_RECORD_SWITCH)
+			return t->cpu.off;
+		if (!rec_out(h[0]))
+			return (int64_t)(when[0] - run) + t->cpu.adj;
+		/* Switched out at when[0], after running since when[1]. */
+		if (head + 16u == 0 || rec_type(h[1]) != PERF_RECORD_SWITCH || rec_out(h[1]))
+			return t->cpu.off;
+		return (int64_t)(mono - (run + (when[0] - when[1]))) + t->cpu.adj;
+	}
+	return t->cpu.off;
+}
+
+/* Accounts one finished call (f, already off the stack) at now, the
+ * thread's off-CPU clock reading off. */
+static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_t now,
+			int64_t off)
 {
 	struct irt_stat *st = &t->stats[f->id];
 	uint64_t dur = now > f->t0 ? now - f->t0 : 0;
+	uint64_t doff = off > f->off0 ? (uint64_t)(off - f->off0) : 0;
 
 	if (st->active)
 		st->active--;
-	if (!st->active)
+	if (!st->active) {
 		st->incl += dur;
+		st->offi += doff;
+	}
 	st->excl += dur > f->child ? dur - f->child : 0;
+	st->offx += doff > f->child_off ? doff - f->child_off : 0;
 	st->sum += dur;
 	if (!st->closed || dur < st->min)
 		st->min = dur;
@@ -73,8 +163,10 @@ static void frame_close(struct irt_thread *t, const struct irt_frame *f, uint64_
 		t->edges[f->edge].incl += dur;
 	if (f->ev != IRT_NO_EDGE)
 		t->events[f->ev].t1 = now ? now : 1;
-	if (t->depth)
+	if (t->depth) {
 		t->stack[t->depth - 1].child += dur;
+		t->stack[t->depth - 1].child_off += doff;
+	}
 }
 
 /* The edge entry of caller -> callee, made on first use; IRT_NO_EDGE when
@@ -117,29 +209,29 @@ static bool is_sigreturn(uintptr_t ret)
 }
 
 /* Pops and closes the top frame. */
-static struct irt_frame frame_pop(struct irt_thread *t, uint64_t now)
+static struct irt_frame frame_pop(struct irt_thread *t, uint64_t now, int64_t off)
 {
 	struct irt_frame f = t->stack[t->depth - 1];
 
 	barrier();
 	t->depth--;
 	barrier();
-	frame_close(t, &f, now);
+	frame_close(t, &f, now, off);
 	return f;
 }
 
-void irt_thread_close_all(struct irt_thread *t, uint64_t now)
+void irt_thread_close_all(struct irt_thread *t, uint64_t now, int64_t off)
 {
 	while (t->depth) {
-		frame_pop(t, now);
+		frame_pop(t, now, off);
 		t->unwound++;
 	}
 }
 
-void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now)
+void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now, int64_t off)
 {
 	while (t->depth && (uintptr_t)t->stack[t->depth - 1].slot < limit) {
-		frame_pop(t, now);
+		frame_pop(t, now, off);
 		t->unwound++;
 	}
 }
@@ -162,6 +254,7 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	struct irt_thread *t = irt_self;
 	struct irt_frame *f;
 	uint64_t now;
+	int64_t off;
 	uint32_t id, d, caller = 0, edge;
 	bool tail = false;
 	uintptr_t ret;
@@ -169,11 +262,12 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	if (__builtin_expect(!t, 0))
 		return irt_g.active ? 1 : 0;
 	now = irt_now();
+	off = irt_off(t);
 	id = *(const uint32_t *)(resume - IRT_STUB_ID_BACK);
 	t->stats[id].calls++;
 	/* Frames below this one were left without returning (longjmp). */
 	while (t->depth && t->stack[t->depth - 1].slot < slot) {
-		frame_pop(t, now);
+		frame_pop(t, now, off);
 		t->unwound++;
 	}
 	ret = *slot;
@@ -181,14 +275,14 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 		if (ret == irt_g.exit_addr) {
 			/* A tail call: the caller ends, its return is ours;
 			 * the call graph has the call from it. */
-			struct irt_frame from = frame_pop(t, now);
+			struct irt_frame from = frame_pop(t, now, off);
 
 			ret = from.ret;
 			caller = from.id;
 			tail = true;
 		} else {
 			/* The same slot, reused by a new call: the old frame is gone. */
-			frame_pop(t, now);
+			frame_pop(t, now, off);
 			t->unwound++;
 		}
 	}
@@ -218,6 +312,8 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 	f->ret = ret;
 	f->t0 = now;
 	f->child = 0;
+	f->off0 = off;
+	f->child_off = 0;
 	f->id = id;
 	f->edge = edge;
 	if (t->nev < irt_g.trace_limit) {
@@ -244,16 +340,18 @@ uintptr_t irt_exit(uintptr_t *slot)
 {
 	struct irt_thread *t = irt_self;
 	uint64_t now = irt_now();
+	int64_t off;
 
 	if (!t)
 		fatal("kscope instrument: a return through kscope's exit thunk on a thread "
 		      "without state\n");
+	off = irt_off(t);
 	while (t->depth && t->stack[t->depth - 1].slot < slot) {
-		frame_pop(t, now);
+		frame_pop(t, now, off);
 		t->unwound++;
 	}
 	if (!t->depth || t->stack[t->depth - 1].slot != slot)
 		fatal("kscope instrument: a return through kscope's exit thunk whose call "
 		      "is not on the shadow stack\n");
-	return frame_pop(t, now).ret;
+	return frame_pop(t, now, off).ret;
 }

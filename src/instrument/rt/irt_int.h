@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <linux/perf_event.h>
+
 #define IRT_ENV_DIR "KSCOPE_INSTR_DIR"
 #define IRT_ENV_MIN "KSCOPE_INSTR_MIN"
 #define IRT_ENV_INCLUDE "KSCOPE_INSTR_INCLUDE"
@@ -46,6 +48,8 @@ struct irt_frame {
 	uintptr_t ret;     /* the original return address */
 	uint64_t t0;       /* entry time, in ticks */
 	uint64_t child;    /* ticks spent in calls it made */
+	int64_t off0;      /* the thread's off-CPU clock at entry (ns) */
+	uint64_t child_off; /* off-CPU ns within calls it made */
 	uint32_t id;
 	uint32_t edge;     /* its call-graph edge (index), or IRT_NO_EDGE */
 	uint32_t ev;       /* its trace event (index), or IRT_NO_EDGE */
@@ -69,6 +73,8 @@ struct irt_stat {
 	uint64_t excl;     /* exclusive time */
 	uint64_t sum;      /* sum of every call's inclusive time (mean) */
 	uint64_t min, max; /* per call, inclusive */
+	uint64_t offi;     /* ns of incl the thread spent switched out */
+	uint64_t offx;     /* ns of excl the thread spent switched out */
 	uint32_t active;   /* activations open now (recursion) */
 	uint32_t pad;
 };
@@ -83,7 +89,23 @@ struct irt_edge {
 	uint64_t incl;     /* like irt_stat's: calls of a callee not already open */
 };
 
+/* The thread's CPU clock (irt_cpu_open): a perf event of its own that
+ * records its context switches.  Its off-CPU time so far is the time
+ * of its last switch in (CLOCK_MONOTONIC) less the time it had run by
+ * then (the event page's time_running): a constant while it runs,
+ * recomputed when the page's lock says it was switched out and in
+ * again.  CPU time = wall time - off-CPU time. */
+struct irt_cpu {
+	const volatile struct perf_event_mmap_page *pm; /* NULL: no CPU clock */
+	uint32_t lock;     /* pm->lock when off was computed */
+	int64_t off;       /* off-CPU ns so far, + adj */
+	int64_t adj;       /* keeps off continuous across a fork */
+	size_t len;        /* of the mapping */
+};
+
 struct irt_thread {
+	struct irt_cpu cpu;
+	bool cpu_known;            /* the CPU clock ran for the thread's life */
 	struct irt_frame *stack;   /* IRT_STACK_FRAMES of them, mmap'd */
 	uint32_t depth;
 	struct irt_stat *stats;    /* one per function of the image, mmap'd */
@@ -105,6 +127,7 @@ struct irt_thread {
 struct irt_global {
 	bool active;               /* patched and recording */
 	bool use_clock;            /* no invariant TSC: clock_gettime instead */
+	size_t page;               /* the system's page size */
 	uint32_t nfuncs;
 	uint32_t trace_limit;      /* calls per thread in the trace */
 	uintptr_t exit_addr;       /* irt_exit_thunk */
@@ -124,11 +147,23 @@ uintptr_t irt_exit(uintptr_t *slot);
 /* Makes the calling thread's state; 0, or -1 when it cannot. */
 int irt_thread_start(void);
 /* Closes a thread's open frames at now (its end). */
-void irt_thread_close_all(struct irt_thread *t, uint64_t now);
+void irt_thread_close_all(struct irt_thread *t, uint64_t now, int64_t off);
 /* Closes, at now, the thread's frames whose slot lies below limit (the
  * calls a longjmp left). */
-void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now);
+void irt_thread_pop_below(struct irt_thread *t, uintptr_t limit, uint64_t now, int64_t off);
 uint64_t irt_now(void);
+/* The thread's off-CPU clock now, in ns (struct irt_cpu); 0 without one.
+ * Async-signal-safe; a load and a compare unless the thread was
+ * switched out since it was last read. */
+int64_t irt_off(struct irt_thread *t);
+/* The same for any thread, read from another at mono (CLOCK_MONOTONIC
+ * ns): a thread switched out now has its time since then added. */
+int64_t irt_off_of(const struct irt_thread *t, uint64_t mono);
+/* Opens the calling thread's CPU clock, its off-CPU time so far
+ * continuing from off (irt_main.c); false, and the reason noted once,
+ * when the system refuses it. */
+bool irt_cpu_open(struct irt_thread *t, int64_t off);
+void irt_cpu_close(struct irt_thread *t);
 struct irt_thread *irt_self_get(void);
 void irt_self_set(struct irt_thread *t);
 

@@ -71,6 +71,7 @@ static struct {
 	size_t nnotes;
 	pthread_key_t key;
 	uint64_t tsc0, ns0;         /* clock calibration at start */
+	char cpu_why[160];          /* why a thread has no CPU clock, the first time */
 	bool written;
 } rt;
 
@@ -98,11 +99,77 @@ static uint64_t mono_ns(void)
 /* Threads                                                             */
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* The threads' CPU clocks (struct irt_cpu)                            */
+/* ------------------------------------------------------------------ */
+
+static void cpu_refused(const char *what, int e)
+{
+	irt_lock();
+	if (!rt.cpu_why[0])
+		snprintf(rt.cpu_why, sizeof(rt.cpu_why), "%s: %s%s", what, strerror(e),
+			 e == EACCES || e == EPERM
+			 ? " (see /proc/sys/kernel/perf_event_paranoid and perf_event_mlock_kb)"
+			 : "");
+	irt_unlock();
+}
+
+/* A software event of the thread alone that records its switches in a
+ * one-page ring written backwards (the newest record at data_head), with
+ * CLOCK_MONOTONIC times; mapped read-only (the kernel overwrites old
+ * records) and its descriptor closed (the mapping keeps it). */
+bool irt_cpu_open(struct irt_thread *t, int64_t off)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
+		.sample_type = PERF_SAMPLE_TIME, .exclude_kernel = 1, .exclude_hv = 1,
+		.sample_id_all = 1, .context_switch = 1, .write_backward = 1, .use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,
+	};
+	size_t len = 2 * irt_g.page;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	const volatile struct perf_event_mmap_page *pm;
+	void *m;
+
+	if (fd < 0) {
+		cpu_refused("perf_event_open", errno);
+		return false;
+	}
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		cpu_refused("mapping a perf event", errno);
+		close(fd);
+		return false;
+	}
+	close(fd);
+	pm = m;
+	t->cpu.lock = pm->lock;
+	t->cpu.adj = off - (int64_t)(mono_ns() - pm->time_running);
+	t->cpu.off = off;
+	t->cpu.len = len;
+	__atomic_store_n(&t->cpu.pm, pm, __ATOMIC_RELEASE);
+	return true;
+}
+
+void irt_cpu_close(struct irt_thread *t)
+{
+	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
+
+	if (!pm)
+		return;
+	t->cpu.off = irt_off(t);
+	__atomic_store_n(&t->cpu.pm, NULL, __ATOMIC_RELEASE);
+	munmap((void *)(uintptr_t)pm, t->cpu.len);
+}
+
 static void thread_end(void *p)
 {
 	struct irt_thread *t = p;
 
-	irt_thread_close_all(t, irt_now());
+	irt_thread_close_all(t, irt_now(), irt_off(t));
+	/* Its CPU clock ends with it: the kernel limits how much perf
+	 * memory a user may map at once. */
+	irt_cpu_close(t);
 	t->ended = true;
 }
 
@@ -131,6 +198,7 @@ int irt_thread_start(void)
 	t->events = (struct irt_event *)((char *)t->edges + edges_len);
 	t->stats = (struct irt_stat *)((char *)t->events + events_len);
 	t->tid = (pid_t)syscall(SYS_gettid);
+	t->cpu_known = irt_cpu_open(t, 0);
 	irt_lock();
 	t->next = irt_g.threads;
 	irt_g.threads = t;
@@ -138,6 +206,16 @@ int irt_thread_start(void)
 	pthread_setspecific(rt.key, t);
 	irt_self_set(t);
 	return 0;
+}
+
+/* Before a fork: the forking thread's off-CPU clock read now, for the
+ * child's to continue from. */
+static void at_fork_prepare(void)
+{
+	struct irt_thread *self = irt_self_get();
+
+	if (self)
+		irt_off(self);
 }
 
 /* In the child of a fork: only the forking thread goes on; its counters
@@ -151,6 +229,12 @@ static void at_fork_child(void)
 	rt.written = false;
 	if (!self)
 		return;
+	/* The parent's perf mapping is not inherited (the kernel does not
+	 * copy it): the child's thread gets its own clock, continuing. */
+	if (self->cpu.pm) {
+		self->cpu.pm = NULL;
+		self->cpu_known = irt_cpu_open(self, self->cpu.off);
+	}
 	self->next = NULL;
 	self->tid = (pid_t)syscall(SYS_gettid);
 	self->overflow = self->unwound = self->edges_lost = 0;
@@ -491,7 +575,8 @@ __attribute__((constructor)) static void irt_init(void)
 		snprintf(rt.error, sizeof(rt.error), "cannot create a thread key");
 		return;
 	}
-	pthread_atfork(NULL, NULL, at_fork_child);
+	pthread_atfork(at_fork_prepare, NULL, at_fork_child);
+	irt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt.ns0 = mono_ns();
 	rt.tsc0 = irt_now();
 	if (!npatch)
@@ -617,10 +702,17 @@ static void trace_write(int fd, const struct irt_thread *t, uint64_t now, double
 	full_write(fd, buf, len);
 }
 
+/* Wall ns less off-CPU ns; never below 0 (the two clocks differ by
+ * the kernel's few microseconds per switch). */
+static double cpu_of(double wall, uint64_t off)
+{
+	return wall > (double)off ? wall - (double)off : 0.0;
+}
+
 static void write_results(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
-	uint64_t ns1, tsc1, now;
+	uint64_t ns1, tsc1, now, mono_now;
 	double tick_ns = 1.0;
 	struct irt_stat *copy = NULL;
 	struct edge_adj *adj = NULL;
@@ -632,6 +724,7 @@ static void write_results(void)
 	if (fd < 0)
 		return;
 	now = irt_now();
+	mono_now = mono_ns();
 	if (!irt_g.use_clock) {
 		/* At least 5 ms between the two readings, for the rate. */
 		while ((ns1 = mono_ns()) - rt.ns0 < 5000000)
@@ -671,12 +764,15 @@ static void write_results(void)
 	}
 	for (size_t i = 0; i < rt.nnotes; i++)
 		dprintf(fd, "modnote %s\n", rt.notes[i]);
+	if (rt.cpu_why[0])
+		dprintf(fd, "cpunote %s\n", rt.cpu_why);
 	copy = irt_g.nfuncs ? calloc(irt_g.nfuncs, sizeof(*copy)) : NULL;
 	adj = calloc(IRT_STACK_FRAMES, sizeof(*adj));
 	irt_lock();
 	for (struct irt_thread *t = irt_g.threads; t; t = t->next) {
 		uint64_t open_calls = 0;
-		uint64_t inner = 0;     /* the open call above this one */
+		uint64_t inner = 0, inner_off = 0; /* the open call above this one */
+		int64_t off = t == irt_self_get() ? irt_off(t) : irt_off_of(t, mono_now);
 		size_t nadj = 0;
 
 		if (!copy || !adj)
@@ -689,16 +785,20 @@ static void write_results(void)
 			const struct irt_frame *f = &t->stack[k - 1];
 			struct irt_stat *st = &copy[f->id];
 			uint64_t dur = now > f->t0 ? now - f->t0 : 0;
-			uint64_t child = f->child + inner;
+			uint64_t doff = off > f->off0 ? (uint64_t)(off - f->off0) : 0;
+			uint64_t child = f->child + inner, child_off = f->child_off + inner_off;
 
 			open_calls++;
 			if (st->active)
 				st->active--;
-			if (!st->active)
+			if (!st->active) {
 				st->incl += dur;
+				st->offi += doff;
+			}
 			if (!st->active && f->edge != IRT_NO_EDGE)
 				adj[nadj++] = (struct edge_adj){ f->edge, dur };
 			st->excl += dur > child ? dur - child : 0;
+			st->offx += doff > child_off ? doff - child_off : 0;
 			st->sum += dur;
 			if (!st->closed || dur < st->min)
 				st->min = dur;
@@ -706,20 +806,24 @@ static void write_results(void)
 				st->max = dur;
 			st->closed++;
 			inner = dur;
+			inner_off = doff;
 		}
-		dprintf(fd, "thread %d overflow %lu unwound %lu open %lu lost %lu\n", (int)t->tid,
-			(unsigned long)t->overflow, (unsigned long)t->unwound,
-			(unsigned long)open_calls, (unsigned long)t->edges_lost);
+		dprintf(fd, "thread %d overflow %lu unwound %lu open %lu lost %lu cpu %d\n",
+			(int)t->tid, (unsigned long)t->overflow, (unsigned long)t->unwound,
+			(unsigned long)open_calls, (unsigned long)t->edges_lost, t->cpu_known);
 		for (uint32_t i = 0; i < irt_g.nfuncs; i++) {
 			const struct irt_stat *st = &copy[i];
+			double incl = (double)st->incl * tick_ns, excl = (double)st->excl * tick_ns;
 
 			if (!st->calls)
 				continue;
-			dprintf(fd, "s %u %lu %lu %.0f %.0f %.0f %.0f %.0f\n", i,
-				(unsigned long)st->calls, (unsigned long)st->closed,
-				(double)st->incl * tick_ns, (double)st->excl * tick_ns,
+			/* CPU time: wall time less the time switched out; -1 unknown. */
+			dprintf(fd, "s %u %lu %lu %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", i,
+				(unsigned long)st->calls, (unsigned long)st->closed, incl, excl,
 				(double)st->sum * tick_ns, (double)st->min * tick_ns,
-				(double)st->max * tick_ns);
+				(double)st->max * tick_ns,
+				t->cpu_known ? cpu_of(incl, st->offi) : -1.0,
+				t->cpu_known ? cpu_of(excl, st->offx) : -1.0);
 		}
 		edges_write(fd, t, adj, nadj, tick_ns);
 		trace_write(fd, t, now, tick_ns);

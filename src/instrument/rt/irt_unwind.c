@@ -30,7 +30,7 @@ __attribute__((noinline)) static void restore_returns(void)
 
 	if (!t)
 		return;
-	irt_thread_pop_below(t, (uintptr_t)__builtin_frame_address(0), irt_now());
+	irt_thread_pop_below(t, (uintptr_t)__builtin_frame_address(0), irt_now(), irt_off(t));
 	for (uint32_t k = 0; k < t->depth; k++) {
 		struct irt_frame *f = &t->stack[k];
 
