@@ -70,6 +70,13 @@ struct ks_instr_image {
 	size_t npatch;              /* how many have patch set */
 };
 
+/* kscope instrument --pid: what kscope calls, by name, in the runtime it
+ * loaded into the process (src/instrument/rt/irt_main.c has them). */
+#define KS_INSTR_FN_SETUP "kscope_instr_attach_setup"
+#define KS_INSTR_FN_PATCH "kscope_instr_attach_patch"
+#define KS_INSTR_FN_UNPATCH "kscope_instr_detach_unpatch"
+#define KS_INSTR_FN_WRITE "kscope_instr_detach_write"
+
 /* Selection (kscope instrument --min-instructions, --include, --exclude). */
 struct ks_instr_sel {
 	int64_t min_insns;          /* 0: any */

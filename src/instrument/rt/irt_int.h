@@ -14,6 +14,7 @@
 #define KS_IRT_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -166,6 +167,19 @@ bool irt_cpu_open(struct irt_thread *t, int64_t off);
 void irt_cpu_close(struct irt_thread *t);
 struct irt_thread *irt_self_get(void);
 void irt_self_set(struct irt_thread *t);
+
+/* The functions kscope calls in a process it attached to (--pid), in
+ * this order; their names are in instr.h (KS_INSTR_FN_*), their
+ * contract in irt_main.c. */
+int kscope_instr_attach_setup(const char *block, size_t len, char *msg, size_t cap);
+int kscope_instr_attach_patch(const uintptr_t *pcs, size_t npcs, char *msg, size_t cap);
+int kscope_instr_detach_unpatch(void);
+int kscope_instr_detach_write(void);
+
+/* Attached (--pid): makes the loaded objects' calls of the unwinder
+ * (their GOT entries) go through irt_unwind.c's wrappers, as preloading
+ * does by interposition; 0, or -1 (irt_unwind.c). */
+int irt_unwind_hook(void);
 
 void irt_lock(void);
 void irt_unlock(void);

@@ -73,7 +73,25 @@ static struct {
 	uint64_t tsc0, ns0;         /* clock calibration at start */
 	char cpu_why[160];          /* why a thread has no CPU clock, the first time */
 	bool written;
+	bool detached;              /* kscope detached (--pid): nothing more to write */
+	uint64_t detach_now;        /* when, in ticks */
+	char *block;                /* the configuration kscope wrote (--pid), or NULL */
 } rt;
+
+/* A setting: from the block kscope wrote into the process when it
+ * attached ("NAME=VALUE" strings, an empty one last), else from the
+ * environment kscope started the program with. */
+static const char *conf(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!rt.block)
+		return getenv(name);
+	for (const char *p = rt.block; *p; p += strlen(p) + 1)
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return p + n + 1;
+	return NULL;
+}
 
 void irt_lock(void)
 {
@@ -94,6 +112,8 @@ static uint64_t mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+static void write_results(void);
 
 /* ------------------------------------------------------------------ */
 /* Threads                                                             */
@@ -226,7 +246,7 @@ static void at_fork_child(void)
 
 	irt_g.lock = 0;
 	irt_g.threads = self;
-	rt.written = false;
+	rt.written = rt.detached;
 	if (!self)
 		return;
 	/* The parent's perf mapping is not inherited (the kernel does not
@@ -356,8 +376,26 @@ static void late_refuse(struct irt_image *im, uint32_t i, const char *why)
 	im->img.npatch--;
 }
 
-/* Writes im's trampolines near its code and patches its functions. */
-static int patch_image(struct irt_image *im, struct ks_err *err)
+/* Makes the executable segments of im writable (w) or as they were. */
+static int code_writable(const struct irt_image *im, bool w, struct ks_err *err)
+{
+	const struct segs *s = &im->s;
+	long page = sysconf(_SC_PAGESIZE);
+
+	for (int k = 0; k < s->nx; k++) {
+		uintptr_t a = s->x[k].start & ~((uintptr_t)page - 1);
+
+		if (mprotect((void *)a, s->x[k].end - a, s->x[k].prot | (w ? PROT_WRITE : 0)) != 0 &&
+		    w)
+			return ks_err_set(err, -errno, "cannot make the code of %s writable "
+					  "for the patching: %s", im->path, strerror(errno));
+	}
+	return 0;
+}
+
+/* Writes im's trampolines near its code: one per function to patch,
+ * IRT_STUB_SIZE bytes apart in the order of the functions. */
+static int tramp_image(struct irt_image *im, struct ks_err *err)
 {
 	const struct segs *s = &im->s;
 	long page = sysconf(_SC_PAGESIZE);
@@ -415,38 +453,85 @@ static int patch_image(struct irt_image *im, struct ks_err *err)
 	if (mprotect(tr, len, PROT_READ | PROT_EXEC) != 0)
 		return ks_err_set(err, -errno, "cannot make the trampolines executable: %s",
 				  strerror(errno));
-	/* The code writable for the patching, then as it was.  Nothing of
-	 * the program runs meanwhile: this is the constructor of a preloaded
-	 * library, before the program's own. */
-	for (int k = 0; k < s->nx; k++) {
-		uintptr_t a = s->x[k].start & ~((uintptr_t)page - 1);
+	__builtin___clear_cache((char *)tr, (char *)tr + len);
+	return 0;
+}
 
-		if (mprotect((void *)a, s->x[k].end - a, s->x[k].prot | PROT_WRITE) != 0)
-			return ks_err_set(err, -errno, "cannot make the code of %s writable "
-					  "for the patching: %s", im->path, strerror(errno));
+/* Whether a call among f's moved instructions ends inside them: a
+ * thread in its callee when kscope attached would return into the
+ * patched bytes.  Prefixes (REX, operand size, segment, bnd) skipped;
+ * call rel32 (e8) and call r/m (ff /2, /3). */
+static bool call_inside(const struct ks_instr_func *f)
+{
+	for (int k = 0; k + 1 < f->nmoved; k++) {
+		const uint8_t *b = f->bytes + f->moved[k].off;
+		int n = 0;
+
+		while (n < f->moved[k].len - 1 &&
+		       ((b[n] & 0xf0) == 0x40 || b[n] == 0x66 || b[n] == 0x67 || b[n] == 0x2e ||
+			b[n] == 0x3e || b[n] == 0xf2 || b[n] == 0xf3))
+			n++;
+		if (b[n] == 0xe8 ||
+		    (b[n] == 0xff && n + 1 < f->moved[k].len && ((b[n + 1] >> 3) & 7) >= 2 &&
+		     ((b[n + 1] >> 3) & 7) <= 3))
+			return true;
 	}
-	at = 16;
+	return false;
+}
+
+/* Patches im's functions with a jmp to their trampolines.  pcs (n of
+ * them): where the process's threads are stopped, when kscope attached;
+ * a function with one inside its patched bytes is left alone, and so is
+ * one a thread may return into (call_inside). */
+static int jmp_image(struct irt_image *im, const uintptr_t *pcs, size_t npcs, struct ks_err *err)
+{
+	const struct segs *s = &im->s;
+	size_t at = 16;
+
+	if (code_writable(im, true, err))
+		return err->code;
 	for (uint32_t i = 0; i < im->img.nfuncs; i++) {
 		struct ks_instr_func *f = &im->img.funcs[i];
 		uint8_t *fn = (uint8_t *)(s->bias + f->addr);
 		uint8_t jmp[5];
 		int32_t d;
+		bool busy = false;
 
 		if (!f->patch)
 			continue;
-		d = (int32_t)((intptr_t)(tr + at + 4) - (intptr_t)(fn + 5));
+		for (size_t k = 0; k < npcs && !busy; k++)
+			busy = pcs[k] > (uintptr_t)fn && pcs[k] < (uintptr_t)fn + f->moved_len;
+		if (busy || (rt.block && call_inside(f))) {
+			late_refuse(im, i, busy ? "a thread was stopped in the bytes to patch when "
+				    "kscope attached" : "a call among the bytes to patch: a thread "
+				    "may be returning into them (--pid)");
+			at += IRT_STUB_SIZE;
+			continue;
+		}
+		d = (int32_t)((intptr_t)(im->tramp + at + 4) - (intptr_t)(fn + 5));
 		jmp[0] = 0xe9;
 		memcpy(jmp + 1, &d, 4);
 		memcpy(fn, jmp, 5);
 		at += IRT_STUB_SIZE;
 	}
-	for (int k = 0; k < s->nx; k++) {
-		uintptr_t a = s->x[k].start & ~((uintptr_t)page - 1);
-
-		mprotect((void *)a, s->x[k].end - a, s->x[k].prot);
-	}
-	__builtin___clear_cache((char *)tr, (char *)tr + len);
+	code_writable(im, false, err);
 	return 0;
+}
+
+/* Puts the original bytes back at im's patched functions. */
+static void unjmp_image(struct irt_image *im)
+{
+	struct ks_err err;
+
+	if (code_writable(im, true, &err))
+		return;
+	for (uint32_t i = 0; i < im->img.nfuncs; i++) {
+		const struct ks_instr_func *f = &im->img.funcs[i];
+
+		if (f->patch)
+			memcpy((uint8_t *)(im->s.bias + f->addr), f->bytes, KS_INSTR_PATCH_LEN);
+	}
+	code_writable(im, false, &err);
 }
 
 static void note(const char *path, const char *why)
@@ -512,9 +597,12 @@ static bool tsc_invariant(void)
 	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
 }
 
-__attribute__((constructor)) static void irt_init(void)
+/* Reads the settings (conf), analyses the program and the libraries
+ * --modules chose, and writes the trampolines; nothing is patched yet.
+ * 0; -1 with rt.error set; 1 when there is nothing to patch. */
+static int irt_setup(void)
 {
-	const char *dir = getenv(IRT_ENV_DIR), *v;
+	const char *dir = conf(IRT_ENV_DIR), *v;
 	char exe[PATH_MAX];
 	struct ks_instr_sel sel = { 0 };
 	static struct objs objs;
@@ -524,16 +612,16 @@ __attribute__((constructor)) static void irt_init(void)
 	int rc;
 
 	if (!dir || !*dir || strlen(dir) >= sizeof(rt.dir))
-		return;
+		return 1;
 	snprintf(rt.dir, sizeof(rt.dir), "%s", dir);
 	ks_err_clear(&err);
-	if ((v = getenv(IRT_ENV_MIN)) && *v)
+	if ((v = conf(IRT_ENV_MIN)) && *v)
 		sel.min_insns = strtoll(v, NULL, 10);
-	if ((v = getenv(IRT_ENV_INCLUDE)) && *v)
+	if ((v = conf(IRT_ENV_INCLUDE)) && *v)
 		sel.include = v;
-	if ((v = getenv(IRT_ENV_EXCLUDE)) && *v)
+	if ((v = conf(IRT_ENV_EXCLUDE)) && *v)
 		sel.exclude = v;
-	if ((v = getenv(IRT_ENV_TRACE)) && *v) {
+	if ((v = conf(IRT_ENV_TRACE)) && *v) {
 		unsigned long long lim = strtoull(v, NULL, 10);
 
 		irt_g.trace_limit = lim > IRT_TRACE_MAX ? IRT_TRACE_MAX : (uint32_t)lim;
@@ -542,13 +630,13 @@ __attribute__((constructor)) static void irt_init(void)
 	if (n <= 0) {
 		snprintf(rt.error, sizeof(rt.error), "cannot read /proc/self/exe: %s",
 			 strerror(errno));
-		return;
+		return -1;
 	}
 	exe[n] = '\0';
 	rc = ks_instr_analyze(exe, &sel, &rt.im[0].img, &err);
 	if (rc) {
 		snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
-		return;
+		return -1;
 	}
 	rt.analysed = true;
 	snprintf(rt.im[0].path, sizeof(rt.im[0].path), "%s", exe);
@@ -556,7 +644,7 @@ __attribute__((constructor)) static void irt_init(void)
 	dl_iterate_phdr(collect_phdr, &objs);
 	if (objs.n)
 		rt.im[0].s = objs.v[0].s;
-	if ((v = getenv(IRT_ENV_MODULES)) && *v)
+	if ((v = conf(IRT_ENV_MODULES)) && *v)
 		modules_add(&objs, v, &sel);
 	objs_free(&objs);
 	for (size_t k = 0; k < rt.nim; k++) {
@@ -566,41 +654,173 @@ __attribute__((constructor)) static void irt_init(void)
 	}
 	if (total > UINT32_MAX / 2) {
 		snprintf(rt.error, sizeof(rt.error), "too many functions");
-		return;
+		return -1;
 	}
 	irt_g.nfuncs = (uint32_t)total;
 	irt_g.exit_addr = (uintptr_t)irt_exit_thunk;
 	irt_g.use_clock = !tsc_invariant();
 	if (pthread_key_create(&rt.key, thread_end) != 0) {
 		snprintf(rt.error, sizeof(rt.error), "cannot create a thread key");
-		return;
+		return -1;
 	}
 	pthread_atfork(at_fork_prepare, NULL, at_fork_child);
 	irt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt.ns0 = mono_ns();
 	rt.tsc0 = irt_now();
 	if (!npatch)
-		return;
-	/* Active before patching: from the first patched call on, threads
-	 * get their state. */
-	irt_g.active = true;
+		return 1;
 	for (size_t k = 0; k < rt.nim; k++) {
 		if (!rt.im[k].img.npatch)
 			continue;
-		rc = patch_image(&rt.im[k], &err);
+		rc = tramp_image(&rt.im[k], &err);
 		if (rc && k == 0) {
-			irt_g.active = false;
 			snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
-			return;
+			return -1;
 		}
 		if (rc) {
-			/* Nothing of that library was patched. */
+			/* Nothing of that library is patched. */
 			note(rt.im[k].path, err.msg);
 			for (size_t i = 0; i < rt.im[k].img.nfuncs; i++)
 				rt.im[k].img.funcs[i].patch = false;
 			rt.im[k].img.npatch = 0;
 		}
 	}
+	return 0;
+}
+
+/* Patches every image (irt_setup first); pcs as jmp_image's.  Active
+ * before patching: from the first patched call on, threads get their
+ * state. */
+static int irt_patch(const uintptr_t *pcs, size_t npcs)
+{
+	struct ks_err err;
+
+	ks_err_clear(&err);
+	irt_g.active = true;
+	for (size_t k = 0; k < rt.nim; k++) {
+		if (!rt.im[k].img.npatch)
+			continue;
+		if (jmp_image(&rt.im[k], pcs, npcs, &err)) {
+			if (k == 0) {
+				irt_g.active = false;
+				snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
+				return -1;
+			}
+			note(rt.im[k].path, err.msg);
+			for (size_t i = 0; i < rt.im[k].img.nfuncs; i++)
+				rt.im[k].img.funcs[i].patch = false;
+			rt.im[k].img.npatch = 0;
+		}
+	}
+	return 0;
+}
+
+/* Preloaded (kscope instrument -- PROGRAM): before the program's own
+ * constructors and main, with nothing of the program running. */
+__attribute__((constructor)) static void irt_init(void)
+{
+	if (irt_setup() == 0)
+		irt_patch(NULL, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attaching (kscope instrument --pid)                                 */
+/* ------------------------------------------------------------------ */
+
+/* kscope loads this library into a running process with dlopen and then
+ * calls the functions below from one of its threads, each through
+ * ptrace, in order (docs/instrument.md, "Attaching"):
+ *   kscope_instr_attach_setup   the other threads running (it allocates)
+ *   kscope_instr_attach_patch   every thread stopped
+ * and, when kscope detaches before the process ends:
+ *   kscope_instr_detach_unpatch every thread stopped
+ *   kscope_instr_detach_write   the other threads running
+ * Each returns 0, or -1 with the reason in msg (cap bytes, kscope's). */
+
+static int attach_fail(char *msg, size_t cap, int rc)
+{
+	if (rc < 0 && msg && cap)
+		snprintf(msg, cap, "%s", rt.error[0] ? rt.error : "the runtime failed");
+	return rc < 0 ? -1 : 0;
+}
+
+__attribute__((visibility("default"))) int kscope_instr_attach_setup(const char *block, size_t len,
+								     char *msg, size_t cap)
+{
+	int rc;
+
+	if (rt.dir[0] || rt.block) {
+		snprintf(rt.error, sizeof(rt.error), "kscope's runtime is already active in "
+			 "this process");
+		return attach_fail(msg, cap, -1);
+	}
+	rt.block = malloc(len + 2);
+	if (!rt.block) {
+		snprintf(rt.error, sizeof(rt.error), "out of memory");
+		return attach_fail(msg, cap, -1);
+	}
+	memcpy(rt.block, block, len);
+	rt.block[len] = rt.block[len + 1] = '\0';
+	rc = irt_setup();
+	if (rc == 0 && irt_unwind_hook() != 0)
+		rc = -1;
+	if (rc == 1 && !rt.dir[0]) {
+		snprintf(rt.error, sizeof(rt.error), "no run directory in the settings");
+		rc = -1;
+	}
+	return attach_fail(msg, cap, rc);
+}
+
+__attribute__((visibility("default"))) int kscope_instr_attach_patch(const uintptr_t *pcs,
+								     size_t npcs, char *msg,
+								     size_t cap)
+{
+	if (!rt.block || !rt.analysed)
+		return attach_fail(msg, cap, -1);
+	return attach_fail(msg, cap, irt_patch(pcs, npcs));
+}
+
+/* The original bytes back; on every thread, the return addresses kscope
+ * replaced put back too (every thread is stopped, none inside this
+ * library: kscope steps them out first), so that nothing of the process
+ * passes through kscope again.  The calls still open stay on the shadow
+ * stacks, to be written as open at now. */
+__attribute__((visibility("default"))) int kscope_instr_detach_unpatch(void)
+{
+	uint64_t mono = mono_ns();
+
+	if (!rt.block)
+		return -1;
+	for (size_t k = 0; k < rt.nim; k++)
+		if (rt.im[k].img.npatch)
+			unjmp_image(&rt.im[k]);
+	rt.detach_now = irt_now();
+	for (struct irt_thread *t = irt_g.threads; t; t = t->next) {
+		for (uint32_t k = 0; k < t->depth; k++) {
+			struct irt_frame *f = &t->stack[k];
+
+			if (f->slot != (uintptr_t *)UINTPTR_MAX && *f->slot == irt_g.exit_addr)
+				*f->slot = f->ret;
+		}
+		t->cpu.off = irt_off_of(t, mono);
+		if (t->cpu.pm) {
+			const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
+
+			t->cpu.pm = NULL;
+			munmap((void *)(uintptr_t)pm, t->cpu.len);
+		}
+	}
+	return 0;
+}
+
+__attribute__((visibility("default"))) int kscope_instr_detach_write(void)
+{
+	if (!rt.block || rt.written)
+		return -1;
+	rt.written = true;
+	write_results();
+	rt.detached = true;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -723,7 +943,8 @@ static void write_results(void)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return;
-	now = irt_now();
+	/* Detached: the calls still open end when kscope detached. */
+	now = rt.detach_now ? rt.detach_now : irt_now();
 	mono_now = mono_ns();
 	if (!irt_g.use_clock) {
 		/* At least 5 ms between the two readings, for the rate. */
