@@ -37,6 +37,7 @@
 #include "instr_db.h"
 #include "mpirank.h"
 #include "store.h"
+#include "instr_attach.h"
 #include "textout.h"
 #include "trace.h"
 
@@ -56,6 +57,8 @@ struct instrument_opts {
 	int64_t top;
 	int64_t trace_limit;
 	char *modules;
+	int64_t pid;
+	double duration;
 };
 
 #define OPT(field) .offset = offsetof(struct instrument_opts, field)
@@ -91,6 +94,15 @@ static const struct ks_opt instrument_opts[] = {
 	  .help = "record the first N calls of each thread in the traces (trace.json, "
 		  "trace.perfetto-trace); 0: no trace. Counts and times always cover "
 		  "every call", OPT(trace_limit), .min = 0, .max = 10000000 },
+	{ .name = "pid", .type = KS_OPT_INT, .metavar = "PID", .env = "KSCOPE_INSTRUMENT_PID",
+	  .flags = KS_OPT_HIDDEN_ENV | KS_OPT_NO_PROGRAM,
+	  .help = "attach to the running process PID instead of starting a program: patch "
+		  "it, record until it ends or Ctrl+C (or --duration), then put its code "
+		  "back and let it run on", OPT(pid), .min = 1, .max = INT32_MAX },
+	{ .name = "duration", .type = KS_OPT_DOUBLE, .metavar = "SEC", .def = "0",
+	  .env = "KSCOPE_INSTRUMENT_DURATION",
+	  .help = "with --pid: detach after SEC seconds (0: when the process ends or on "
+		  "Ctrl+C)", OPT(duration), .dmin = 0, .dmax = 86400 },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -887,6 +899,76 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 	return env;
 }
 
+/* --pid: Ctrl+C (or SIGTERM) detaches. */
+static volatile sig_atomic_t attach_stop;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	attach_stop = 1;
+}
+
+/* Attaches to o->pid, records until it ends, a signal or --duration,
+ * and detaches.  The settings are the variables run_env made (env_vars,
+ * LD_PRELOAD left out). */
+static int attach_run(const struct instrument_opts *o, const char *lib, struct ks_rundir *rd,
+		      char *const *env_vars, size_t nvars, uid_t uid, gid_t gid,
+		      struct ks_err *err)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal }, old_int, old_term;
+	struct ks_attach *a = NULL;
+	char *block = NULL;
+	size_t len = 0;
+	int rc, ended;
+
+	for (size_t i = 0; i < nvars; i++)
+		len += strlen(env_vars[i]) + 1;
+	if (!(block = malloc(len + 1)))
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	len = 0;
+	for (size_t i = 0; i < nvars; i++) {
+		size_t n = strlen(env_vars[i]) + 1;
+
+		memcpy(block + len, env_vars[i], n);
+		len += n;
+	}
+	block[len++] = '\0';
+	/* The process writes its results into the run directory itself. */
+	if (geteuid() == 0 && uid != 0 && fchown(rd->dirfd, uid, gid) != 0) {
+		free(block);
+		return ks_err_set(err, -errno, "%s: cannot hand it to the process's user: %s",
+				  rd->path, strerror(errno));
+	}
+	attach_stop = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	rc = ks_attach_start((pid_t)o->pid, lib, block, len, &a, err);
+	free(block);
+	if (rc)
+		goto out;
+	if (o->duration > 0)
+		ks_info("attached to process %" PRId64 ": recording for %g s (Ctrl+C ends it "
+			"sooner)", o->pid, o->duration);
+	else
+		ks_info("attached to process %" PRId64 ": recording until it ends, or Ctrl+C",
+			o->pid);
+	ended = ks_attach_wait(a, &attach_stop, o->duration);
+	if (ended) {
+		ks_info("process %" PRId64 " ended", o->pid);
+	} else {
+		rc = ks_attach_detach(a, err);
+		if (!rc)
+			ks_info("detached: process %" PRId64 " runs on, its code as it was",
+				o->pid);
+	}
+out:
+	ks_attach_free(a);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}
+
 static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 {
 	const struct instrument_opts *o = p->opts;
@@ -903,17 +985,34 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	bool have_rd = false;
 	size_t npatch_mods = 0;
 	pid_t pid = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
 	int code = KS_EXIT_FAIL, status, rc;
 
 	(void)cmd;
 	ks_err_clear(&err);
+	if (o->pid && p->program) {
+		ks_error("--pid %" PRId64 " and a program: give one (--pid attaches to a running "
+			 "process, a program after -- is started)", o->pid);
+		return KS_EXIT_USAGE;
+	}
+	if (!o->pid && o->duration > 0) {
+		ks_error("--duration applies to --pid only (a program started by kscope is "
+			 "recorded until it ends)");
+		return KS_EXIT_USAGE;
+	}
 	if ((o->include && ks_instr_check_regex(o->include, "--include", &err)) ||
 	    (o->exclude && ks_instr_check_regex(o->exclude, "--exclude", &err)) ||
 	    (o->modules && ks_instr_check_regex(o->modules, "--modules", &err))) {
 		ks_error("%s", err.msg);
 		return KS_EXIT_USAGE;
 	}
-	if (ks_find_program(p->program[0], &prog, &err) ||
+	if (o->pid && (rc = ks_attach_check((pid_t)o->pid, &prog, &uid, &gid, &err))) {
+		ks_error("%s", err.msg);
+		code = rc == -ESRCH || rc == -EINVAL ? KS_EXIT_USAGE : KS_EXIT_FAIL;
+		goto out;
+	}
+	if ((!o->pid && ks_find_program(p->program[0], &prog, &err)) ||
 	    ks_check_dynamic(prog, "kscope instrument", "its runtime", &err)) {
 		ks_error("%s", err.msg);
 		code = KS_EXIT_USAGE;
@@ -984,15 +1083,25 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	ks_info("instrument: %zu of %zu functions of %s instrumented%s (functions.txt); "
 		"results in %s", img.npatch, img.nfuncs, prog,
 		npatch_mods ? ", and functions of its libraries (--modules)" : "", rd.path);
-	status = ks_run_program(p->program, env, &pid, &err);
-	if (status < 0) {
-		ks_error("%s", err.msg);
-		goto out;
+	if (o->pid) {
+		char *vars[6] = { owned[0], owned[1], owned[2], owned[3], owned[5], owned[6] };
+
+		if (attach_run(o, lib, &rd, vars, 6, uid, gid, &err)) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
+		code = KS_EXIT_OK;
+	} else {
+		status = ks_run_program(p->program, env, &pid, &err);
+		if (status < 0) {
+			ks_error("%s", err.msg);
+			goto out;
+		}
+		code = ks_exit_status(status);
+		if (WIFSIGNALED(status))
+			ks_info("the program was ended by signal %d (%s)", WTERMSIG(status),
+				strsignal(WTERMSIG(status)));
 	}
-	code = ks_exit_status(status);
-	if (WIFSIGNALED(status))
-		ks_info("the program was ended by signal %d (%s)", WTERMSIG(status),
-			strsignal(WTERMSIG(status)));
 	if (o->trace_limit > 0) {
 		if (ks_profile_init(&res.trace, &err)) {
 			ks_error("%s", err.msg);

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "profile.h"
+#include "report_instr.h"
 #include "trace.h"
 
 static const char idb_schema[] =
@@ -65,24 +66,6 @@ static const char *const idb_sql[IDB_NSTMT] = {
 	"INSERT INTO calls VALUES (?1, ?2, ?3, ?4, ?5)",
 	"UPDATE threads SET traced = ?2, untraced = ?3 WHERE id = ?1",
 };
-
-int ks_idb_check_version(sqlite3 *db, const char *schema, const char *path,
-			 struct ks_err *err)
-{
-	char sql[64];
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-
-	snprintf(sql, sizeof(sql), "PRAGMA %s.user_version", schema);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	if (v == IDB_VERSION)
-		return 0;
-	return ks_err_set(err, -EINVAL, "%s: an instrument profile.db of schema version %lld; "
-			  "this kscope reads version %d (run the program again, or use the "
-			  "kscope that wrote it)", path, v, IDB_VERSION);
-}
 
 static int idb_fail(struct ks_idb *d, struct ks_err *err, const char *what)
 {
@@ -390,7 +373,7 @@ int ks_idb_merge(const char *dir, const char *const *dbs, const int32_t *ranks, 
 					sqlite3_errmsg(d.f.db));
 			break;
 		}
-		rc = ks_idb_check_version(d.f.db, "r", dbs[i], err);
+		rc = ks_report_instr_version(d.f.db, "r", dbs[i], err);
 		if (!rc)
 			rc = merge_one(&d, ranks[i], err);
 		if (!rc && sqlite3_exec(d.f.db, "COMMIT; DETACH DATABASE r; BEGIN", NULL, NULL,

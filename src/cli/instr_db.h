@@ -39,10 +39,6 @@ int64_t ks_idb_put(struct ks_idb *d, int i, int n, const int64_t *v, const char 
 		   struct ks_err *err);
 /* Indexes, views, commit, and the file's final name. */
 int ks_idb_commit(struct ks_idb *d, struct ks_err *err);
-/* 0 when schema ("main", or an attached one) of db (read from path) has
- * this kscope's IDB_VERSION; else -EINVAL, err naming both versions. */
-int ks_idb_check_version(sqlite3 *db, const char *schema, const char *path,
-			 struct ks_err *err);
 /* Drops an unfinished database (nothing after a commit). */
 void ks_idb_close(struct ks_idb *d);
 

@@ -16,6 +16,24 @@
 #include "instr_db.h"
 #include "textout.h"
 
+int ks_report_instr_version(sqlite3 *db, const char *schema, const char *path,
+			 struct ks_err *err)
+{
+	char sql[64];
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+
+	snprintf(sql, sizeof(sql), "PRAGMA %s.user_version", schema);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (v == IDB_VERSION)
+		return 0;
+	return ks_err_set(err, -EINVAL, "%s: an instrument profile.db of schema version %lld; "
+			  "this kscope reads version %d (run the program again, or use the "
+			  "kscope that wrote it)", path, v, IDB_VERSION);
+}
+
 bool ks_report_instr_is(const char *path)
 {
 	sqlite3 *db = NULL;
@@ -80,7 +98,7 @@ int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view,
 		rc = fail(db, path, err);
 		goto out;
 	}
-	if ((rc = ks_idb_check_version(db, "main", path, err)))
+	if ((rc = ks_report_instr_version(db, "main", path, err)))
 		goto out;
 	if (sqlite3_prepare_v2(db, sql[view], -1, &st, NULL) != SQLITE_OK) {
 		rc = fail(db, path, err);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <sqlite3.h>
+
 #include "err.h"
 
 enum ks_report_instr_view {
@@ -19,6 +21,11 @@ enum ks_report_instr_view {
 
 /* Whether path is a kscope instrument profile.db (its application_id). */
 bool ks_report_instr_is(const char *path);
+/* 0 when schema ("main", or an attached one) of db (read from path) is
+ * of this kscope's version (IDB_VERSION, instr_db.h); else -EINVAL, err
+ * naming both versions. */
+int ks_report_instr_version(sqlite3 *db, const char *schema, const char *path,
+			    struct ks_err *err);
 /* Prints one view of it to out; tid >= 0 keeps one thread's rows (-ENOENT
  * when it has none). */
 int ks_report_instr(FILE *out, const char *path, enum ks_report_instr_view view, int64_t tid,

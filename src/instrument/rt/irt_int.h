@@ -171,7 +171,8 @@ void irt_self_set(struct irt_thread *t);
 /* The functions kscope calls in a process it attached to (--pid), in
  * this order; their names are in instr.h (KS_INSTR_FN_*), their
  * contract in irt_main.c. */
-int kscope_instr_attach_setup(const char *block, size_t len, char *msg, size_t cap);
+int kscope_instr_attach_setup(const char *block, size_t len, char *msg, size_t cap,
+			      size_t npcs_max, uintptr_t **pcs_buf);
 int kscope_instr_attach_patch(const uintptr_t *pcs, size_t npcs, char *msg, size_t cap);
 int kscope_instr_detach_unpatch(void);
 int kscope_instr_detach_write(void);

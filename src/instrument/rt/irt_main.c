@@ -744,8 +744,12 @@ static int attach_fail(char *msg, size_t cap, int rc)
 	return rc < 0 ? -1 : 0;
 }
 
+/* Also allocates room for npcs_max addresses, where kscope writes the
+ * threads' stop addresses for kscope_instr_attach_patch (*pcs_buf). */
 __attribute__((visibility("default"))) int kscope_instr_attach_setup(const char *block, size_t len,
-								     char *msg, size_t cap)
+								     char *msg, size_t cap,
+								     size_t npcs_max,
+								     uintptr_t **pcs_buf)
 {
 	int rc;
 
@@ -761,9 +765,17 @@ __attribute__((visibility("default"))) int kscope_instr_attach_setup(const char 
 	}
 	memcpy(rt.block, block, len);
 	rt.block[len] = rt.block[len + 1] = '\0';
+	*pcs_buf = calloc(npcs_max ? npcs_max : 1, sizeof(uintptr_t));
+	if (!*pcs_buf) {
+		snprintf(rt.error, sizeof(rt.error), "out of memory");
+		return attach_fail(msg, cap, -1);
+	}
 	rc = irt_setup();
-	if (rc == 0 && irt_unwind_hook() != 0)
+	if (rc == 0 && irt_unwind_hook() != 0) {
+		snprintf(rt.error, sizeof(rt.error), "cannot point the unwinder's GOT entries "
+			 "at kscope's wrappers");
 		rc = -1;
+	}
 	if (rc == 1 && !rt.dir[0]) {
 		snprintf(rt.error, sizeof(rt.error), "no run directory in the settings");
 		rc = -1;
