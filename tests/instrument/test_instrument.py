@@ -73,6 +73,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "view"))
@@ -998,12 +999,195 @@ def s_nocpu(d):
     check(got["work"] is None and isinstance(got["only_main"], int), f"kscope report: {got}")
 
 
+def start_running(prog):
+    """Starts prog (running.c, throwing.cc) and waits for its "ready"."""
+    p = subprocess.Popen([prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stderr.readline()
+    check(line == b"ready\n", f"{prog} said {line!r}")
+    return p
+
+
+def stop_running(p, expect):
+    """Ends a started program with SIGUSR1; checks its output and status."""
+    import signal
+    check(p.poll() is None, f"the program ended early: {p.returncode}")
+    p.send_signal(signal.SIGUSR1)
+    out, _ = p.communicate(timeout=60)
+    check(out == expect and p.returncode == 0,
+          f"the program printed {out!r}, exit {p.returncode}; expected {expect!r}, 0")
+
+
+def code_bytes(pid, prog, names):
+    """{name: the first 16 bytes of function name} in process pid's memory."""
+    syms = {}
+    for ln in subprocess.run(["nm", "--defined-only", prog], stdout=subprocess.PIPE,
+                             check=True).stdout.decode().splitlines():
+        w = ln.split()
+        if len(w) == 3 and w[2] in names:
+            syms[w[2]] = int(w[0], 16)
+    base = None
+    with open(f"/proc/{pid}/maps") as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) >= 6 and w[5] == os.path.realpath(prog) and int(w[2], 16) == 0:
+                base = int(w[0].split("-")[0], 16)
+                break
+    check(base is not None and set(syms) == set(names), f"{prog}: {syms}, base {base}")
+    # A PIE's symbols are offsets; a fixed program's are addresses.
+    with open(prog, "rb") as f:
+        pie = f.read(18)[16] == 3
+    out = {}
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for n, a in syms.items():
+            mem.seek(a + (base if pie else 0))
+            out[n] = mem.read(16)
+    return out
+
+
+def attach(pid, opts=(), code=0):
+    """kscope instrument --pid PID OPTS: (stderr, run directory)."""
+    out = tmp()
+    cmd = [KSCOPE, "instrument", "-o", out, "--pid", str(pid), *opts]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == code and p.stdout == b"", f"{cmd}: exit {p.returncode}:\n{err}")
+    runs = os.listdir(out)
+    return err, os.path.join(out, runs[0]) if runs else None
+
+
+def s_attach(d):
+    """--pid: attach to a running program with four threads, record for
+    half a second, detach; the program runs on with its code as it was
+    and ends with its own output; counts consistent per thread."""
+    prog = build("running.c", os.path.join(d, "running"), libs=("-lpthread",))
+    p = start_running(prog)
+    before = code_bytes(p.pid, prog, ("tick", "work", "main"))
+    err, rd = attach(p.pid, ("--duration", "0.5"))
+    check(f"attached to process {p.pid}" in err and "detached: process" in err, err)
+    after = code_bytes(p.pid, prog, ("tick", "work", "main"))
+    check(after == before, f"the code differs after detaching: {before} {after}")
+    with open(f"/proc/{p.pid}/status") as f:
+        check("TracerPid:\t0\n" in f.read(), "the process is still traced")
+    procs = counters(rd)
+    check(list(procs) == [p.pid], f"counters of {list(procs)}")
+    threads = procs[p.pid]["threads"]
+    check(len(threads) == 4, f"{len(threads)} threads recorded, expected 4")
+    for tid, c in threads.items():
+        # A tick open when kscope attached has some of its work calls
+        # counted, not itself; one open at the end is counted.
+        check(c.get("tick", 0) >= 50 and abs(c.get("work", 0) - 100 * c["tick"]) <= 100,
+              f"thread {tid}: {c}")
+    check("main" not in procs[p.pid]["names"] or
+          all("main" not in c for c in threads.values()),
+          f"main counted, though it was entered before kscope attached: {threads}")
+    # Still running, unharmed: another attach is refused, clearly.
+    err2, _ = attach(p.pid, code=1)
+    check("attaching twice is not supported" in err2, err2)
+    stop_running(p, b"all results right\n")
+
+    # Ctrl+C ends the recording.
+    import signal
+    import time
+    p = start_running(prog)
+    out = tmp()
+    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
+            time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    k.send_signal(signal.SIGINT)
+    _, kerr = k.communicate(timeout=120)
+    kerr = kerr.decode()
+    check(k.returncode == 0 and "detached: process" in kerr, f"Ctrl+C: {k.returncode}\n{kerr}")
+    rd = os.path.join(out, os.listdir(out)[0])
+    check(totals(rd).get("work", 0) > 0, f"Ctrl+C: {totals(rd)}")
+    stop_running(p, b"all results right\n")
+
+    # The process ends while kscope is attached: its results are written.
+    p = start_running(prog)
+    out = tmp()
+    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
+            time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    stop_running(p, b"all results right\n")
+    _, kerr = k.communicate(timeout=120)
+    kerr = kerr.decode()
+    check(k.returncode == 0 and f"process {p.pid} ended" in kerr, f"{k.returncode}\n{kerr}")
+    rd = os.path.join(out, os.listdir(out)[0])
+    t = totals(rd)
+    # main was entered before kscope attached: it is not seen.
+    check("main" not in t and t.get("work", 0) > 0 and t.get("on_signal") == 1,
+          f"ended while attached: {t}")
+
+
+def s_attachcxx(d):
+    """--pid on a C++ program throwing through instrumented frames: the
+    unwinder is pointed at kscope's wrappers (GOT), every throw is still
+    caught by main, during and after the recording."""
+    prog = build("throwing.cc", os.path.join(d, "throwing"), cc="g++")
+    p = start_running(prog)
+    err, rd = attach(p.pid, ("--duration", "0.5"))
+    t = totals(rd)
+    check(t.get("_Z6level1i", 0) > 100 and t["_Z6level1i"] == t["_Z6level2i"] ==
+          t["_Z6level3i"], f"counts while attached: {t}\n{err}")
+    time.sleep(0.2)
+    stop_running(p, b"every throw caught\n")
+
+
+def s_attacherrors(d):
+    """--pid refused with exit status 2 and one clear line: no such
+    process, with a program, --duration without --pid, a static
+    program."""
+    import signal
+    _, err = kreport_run(["instrument", "--pid", "2147483647"], 2)
+    check("no such process" in err, err)
+    _, err = kreport_run(["instrument", "--pid", "1", "--", "true"], 2)
+    check("--pid 1 and a program" in err, err)
+    _, err = kreport_run(["instrument", "--duration", "1", "--", "true"], 2)
+    check("--duration applies to --pid only" in err, err)
+    src = os.path.join(d, "st.c")
+    with open(src, "w") as f:
+        f.write("#include <unistd.h>\nint main(void) { pause(); return 0; }\n")
+    prog = os.path.join(d, "st")
+    if subprocess.run(["gcc", "-static", "-o", prog, src]).returncode == 0:
+        p = subprocess.Popen([prog])
+        try:
+            _, err = kreport_run(["instrument", "--pid", str(p.pid)], 2)
+            check("statically linked" in err or "static" in err, err)
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+    # --list --pid: the verdicts for the process's program, nothing run.
+    rprog = build("running.c", os.path.join(d, "running"), libs=("-lpthread",))
+    p = start_running(rprog)
+    out, _ = kreport_run(["instrument", "--list", "--pid", str(p.pid)], 0)
+    check(re.search(r"^work\s+0x[0-9a-f]+\s+\d+\s+\d+\s+instrumented$", out, re.M), out)
+    check("libkscope-instr" not in open(f"/proc/{p.pid}/maps").read(), "--list attached")
+    stop_running(p, b"all results right\n")
+
+
+def kreport_run(args, code):
+    """kscope ARGS with no output directory involved: (stdout, stderr)."""
+    p = subprocess.run([KSCOPE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    err = p.stderr.decode()
+    check(p.returncode == code, f"kscope {args}: exit {p.returncode}, expected {code}\n{err}")
+    return p.stdout.decode(), err
+
+
 SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_calls,
              "stripped": s_stripped, "longjmp": s_longjmp, "threads": s_threads,
              "exits": s_exits, "cxx": s_cxx, "fork": s_fork, "progout": s_progout, "errors": s_errors,
              "trace": s_trace, "system": s_system, "report": s_report,
              "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi,
-             "cputime": s_cputime, "nocpu": s_nocpu}
+             "cputime": s_cputime, "nocpu": s_nocpu, "attach": s_attach,
+             "attachcxx": s_attachcxx, "attacherrors": s_attacherrors}
 
 
 def main():
