@@ -1176,11 +1176,14 @@ const struct ks_cmd ks_cmd_instrument = {
 		"with kscope's runtime preloaded, which before main patches the entry of\n"
 		"each of the program's functions that can be patched safely with a jump\n"
 		"to a trampoline, and records every call and return: exact calls,\n"
-		"inclusive and exclusive time, min/mean/max per call, per thread.\n"
+		"inclusive and exclusive wall and CPU time, min/mean/max per call, per\n"
+		"thread.\n"
 		"Writes functions.txt (each function's verdict), instr.<pid>.txt (the\n"
 		"raw counters of each process) and report.txt to\n"
 		"<output>/instrument_<YYYYmmdd_HHMMSS>_<pid>/ and prints the top\n"
 		"functions on stderr.  --list prints the verdicts and runs nothing.\n"
+		"--pid PID attaches to a running process instead, and detaches when it\n"
+		"ends, on Ctrl+C or after --duration, leaving its code as it was.\n"
 		"Exits with the program's status.  See docs/instrument.md.",
 	.args = {
 		.opts = instrument_opts,

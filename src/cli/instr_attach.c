@@ -482,23 +482,29 @@ static void read_str(struct ks_attach *a, uint64_t addr, char *out, size_t cap)
 	out[cap - 1] = '\0';
 }
 
-/* Steps every stopped thread out of the runtime's code. */
+/* Steps the stopped threads out of the runtime's code, one instruction
+ * each in turn: one may be spinning on a lock another holds. */
 static int step_out(struct ks_attach *a, struct ks_err *err)
 {
-	for (size_t i = 0; i < a->n; i++) {
-		struct thr *t = &a->t[i];
-		struct user_regs_struct r;
-		int k = 0;
+	for (long round = 0;; round++) {
+		bool inside = false;
 
-		while (!t->gone && get_regs(t->tid, &r) == 0 && r.rip >= a->text_lo &&
-		       r.rip < a->text_hi) {
-			if (++k > STEP_MAX || ptrace(PTRACE_SINGLESTEP, t->tid, NULL, NULL) != 0)
+		for (size_t i = 0; i < a->n; i++) {
+			struct thr *t = &a->t[i];
+			struct user_regs_struct r;
+
+			if (t->gone || get_regs(t->tid, &r) != 0 || r.rip < a->text_lo ||
+			    r.rip >= a->text_hi)
+				continue;
+			inside = true;
+			if (round >= STEP_MAX || ptrace(PTRACE_SINGLESTEP, t->tid, NULL, NULL) != 0)
 				return ks_err_set(err, -EAGAIN, "thread %d stays inside kscope's "
-						  "runtime", (int)t->tid);
+						  "runtime (at 0x%llx)", (int)t->tid, r.rip);
 			thr_wait(a, t, true);
 		}
+		if (!inside)
+			return 0;
 	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */

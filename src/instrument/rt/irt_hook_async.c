@@ -107,6 +107,27 @@ int64_t irt_off(struct irt_thread *t)
 	return t->cpu.off;
 }
 
+/* The time now and the off-CPU clock at that same moment: read again
+ * when the thread was switched between the two readings (the switch
+ * would be in one and not in the other). */
+static uint64_t now_off(struct irt_thread *t, int64_t *off)
+{
+	for (;;) {
+		int64_t o = irt_off(t);
+		uint64_t now = irt_now();
+
+		if (!t->cpu.pm || __atomic_load_n(&t->cpu.pm->lock, __ATOMIC_RELAXED) == t->cpu.lock) {
+			*off = o;
+			return now;
+		}
+	}
+}
+
+uint64_t irt_now_off(struct irt_thread *t, int64_t *off)
+{
+	return now_off(t, off);
+}
+
 int64_t irt_off_of(const struct irt_thread *t, uint64_t mono)
 {
 	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
@@ -261,8 +282,7 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 
 	if (__builtin_expect(!t, 0))
 		return irt_g.active ? 1 : 0;
-	now = irt_now();
-	off = irt_off(t);
+	now = now_off(t, &off);
 	id = *(const uint32_t *)(resume - IRT_STUB_ID_BACK);
 	t->stats[id].calls++;
 	/* Frames below this one were left without returning (longjmp). */
@@ -339,13 +359,13 @@ int irt_enter(uintptr_t resume, uintptr_t *slot)
 uintptr_t irt_exit(uintptr_t *slot)
 {
 	struct irt_thread *t = irt_self;
-	uint64_t now = irt_now();
+	uint64_t now;
 	int64_t off;
 
 	if (!t)
 		fatal("kscope instrument: a return through kscope's exit thunk on a thread "
 		      "without state\n");
-	off = irt_off(t);
+	now = now_off(t, &off);
 	while (t->depth && t->stack[t->depth - 1].slot < slot) {
 		frame_pop(t, now, off);
 		t->unwound++;

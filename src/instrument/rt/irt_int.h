@@ -118,6 +118,7 @@ struct irt_thread {
 	uint64_t overflow;         /* calls made with the shadow stack full */
 	uint64_t unwound;          /* frames found skipped (longjmp) */
 	pid_t tid;
+	int64_t off_end;           /* its off-CPU clock when the results are written */
 	bool ended;
 	struct irt_thread *next;   /* in irt_g.threads */
 };
@@ -157,6 +158,8 @@ uint64_t irt_now(void);
  * Async-signal-safe; a load and a compare unless the thread was
  * switched out since it was last read. */
 int64_t irt_off(struct irt_thread *t);
+/* irt_now() and irt_off(t) of one same moment. */
+uint64_t irt_now_off(struct irt_thread *t, int64_t *off);
 /* The same for any thread, read from another at mono (CLOCK_MONOTONIC
  * ns): a thread switched out now has its time since then added. */
 int64_t irt_off_of(const struct irt_thread *t, uint64_t mono);

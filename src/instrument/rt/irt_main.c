@@ -185,8 +185,10 @@ void irt_cpu_close(struct irt_thread *t)
 static void thread_end(void *p)
 {
 	struct irt_thread *t = p;
+	int64_t off;
+	uint64_t now = irt_now_off(t, &off);
 
-	irt_thread_close_all(t, irt_now(), irt_off(t));
+	irt_thread_close_all(t, now, off);
 	/* Its CPU clock ends with it: the kernel limits how much perf
 	 * memory a user may map at once. */
 	irt_cpu_close(t);
@@ -934,17 +936,22 @@ static void trace_write(int fd, const struct irt_thread *t, uint64_t now, double
 	full_write(fd, buf, len);
 }
 
-/* Wall ns less off-CPU ns; never below 0 (the two clocks differ by
- * the kernel's few microseconds per switch). */
-static double cpu_of(double wall, uint64_t off)
+/* Wall ns less off-CPU ns, never below 0 (the two clocks differ by the
+ * kernel's few microseconds per switch) nor above most (>= 0: exclusive
+ * CPU time is at most inclusive). */
+static double cpu_of(double wall, uint64_t off, double most)
 {
-	return wall > (double)off ? wall - (double)off : 0.0;
+	double v = wall > (double)off ? wall - (double)off : 0.0;
+
+	return most >= 0 && v > most ? most : v;
 }
 
 static void write_results(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 	uint64_t ns1, tsc1, now, mono_now;
+	struct irt_thread *self;
+	int64_t self_off = 0;
 	double tick_ns = 1.0;
 	struct irt_stat *copy = NULL;
 	struct edge_adj *adj = NULL;
@@ -955,9 +962,16 @@ static void write_results(void)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return;
-	/* Detached: the calls still open end when kscope detached. */
-	now = rt.detach_now ? rt.detach_now : irt_now();
+	/* Detached: the calls still open end when kscope detached.  Else
+	 * now, and each thread's off-CPU clock read at once (the writing
+	 * thread's of the same moment), before the calibration's wait. */
+	self = irt_self_get();
+	now = rt.detach_now ? rt.detach_now : self ? irt_now_off(self, &self_off) : irt_now();
 	mono_now = mono_ns();
+	irt_lock();
+	for (struct irt_thread *t = irt_g.threads; t; t = t->next)
+		t->off_end = t == self ? self_off : irt_off_of(t, mono_now);
+	irt_unlock();
 	if (!irt_g.use_clock) {
 		/* At least 5 ms between the two readings, for the rate. */
 		while ((ns1 = mono_ns()) - rt.ns0 < 5000000)
@@ -1005,7 +1019,7 @@ static void write_results(void)
 	for (struct irt_thread *t = irt_g.threads; t; t = t->next) {
 		uint64_t open_calls = 0;
 		uint64_t inner = 0, inner_off = 0; /* the open call above this one */
-		int64_t off = t == irt_self_get() ? irt_off(t) : irt_off_of(t, mono_now);
+		int64_t off = rt.detach_now ? t->cpu.off : t->off_end;
 		size_t nadj = 0;
 
 		if (!copy || !adj)
@@ -1055,8 +1069,9 @@ static void write_results(void)
 				(unsigned long)st->calls, (unsigned long)st->closed, incl, excl,
 				(double)st->sum * tick_ns, (double)st->min * tick_ns,
 				(double)st->max * tick_ns,
-				t->cpu_known ? cpu_of(incl, st->offi) : -1.0,
-				t->cpu_known ? cpu_of(excl, st->offx) : -1.0);
+				t->cpu_known ? cpu_of(incl, st->offi, -1) : -1.0,
+				t->cpu_known ? cpu_of(excl, st->offx, cpu_of(incl, st->offi, -1))
+				: -1.0);
 		}
 		edges_write(fd, t, adj, nadj, tick_ns);
 		trace_write(fd, t, now, tick_ns);

@@ -34,10 +34,13 @@
 __attribute__((noinline)) static void restore_returns(void)
 {
 	struct irt_thread *t = irt_self_get();
+	uint64_t now;
+	int64_t off;
 
 	if (!t)
 		return;
-	irt_thread_pop_below(t, (uintptr_t)__builtin_frame_address(0), irt_now(), irt_off(t));
+	now = irt_now_off(t, &off);
+	irt_thread_pop_below(t, (uintptr_t)__builtin_frame_address(0), now, off);
 	for (uint32_t k = 0; k < t->depth; k++) {
 		struct irt_frame *f = &t->stack[k];
 
