@@ -958,9 +958,15 @@ static int attach_run(const struct instrument_opts *o, const char *lib, struct k
 		ks_info("process %" PRId64 " ended", o->pid);
 	} else {
 		rc = ks_attach_detach(a, err);
-		if (!rc)
+		if (rc == 1) {
+			ks_info("process %" PRId64 " has run another program (exec) since kscope "
+				"attached: the results are up to the exec; it runs on, untraced",
+				o->pid);
+			rc = 0;
+		} else if (!rc) {
 			ks_info("detached: process %" PRId64 " runs on, its code as it was",
 				o->pid);
+		}
 	}
 out:
 	ks_attach_free(a);

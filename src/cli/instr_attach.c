@@ -63,6 +63,7 @@ struct ks_attach {
 	size_t n, cap;
 	char lib[PATH_MAX];        /* the runtime's path */
 	uint64_t fn_setup, fn_patch, fn_unpatch, fn_write;
+	uint64_t lib_base;         /* where the runtime is loaded */
 	uint64_t text_lo, text_hi; /* the runtime's code in the process */
 	uint64_t pcs_buf;          /* the runtime's buffer for stop addresses */
 	size_t pcs_max;
@@ -590,12 +591,12 @@ int ks_attach_start(pid_t pid, const char *lib, const char *block, size_t len,
 				msg[0] ? msg : "dlopen failed");
 		goto fail;
 	}
-	if (maps_find(pid, match_path, a->lib, &lib_base, &a->text_lo, &a->text_hi, path,
+	if (maps_find(pid, match_path, a->lib, &a->lib_base, &a->text_lo, &a->text_hi, path,
 		      sizeof(path)) ||
-	    !(a->fn_setup = sym_addr(pid, a->lib, lib_base, KS_INSTR_FN_SETUP)) ||
-	    !(a->fn_patch = sym_addr(pid, a->lib, lib_base, KS_INSTR_FN_PATCH)) ||
-	    !(a->fn_unpatch = sym_addr(pid, a->lib, lib_base, KS_INSTR_FN_UNPATCH)) ||
-	    !(a->fn_write = sym_addr(pid, a->lib, lib_base, KS_INSTR_FN_WRITE))) {
+	    !(a->fn_setup = sym_addr(pid, a->lib, a->lib_base, KS_INSTR_FN_SETUP)) ||
+	    !(a->fn_patch = sym_addr(pid, a->lib, a->lib_base, KS_INSTR_FN_PATCH)) ||
+	    !(a->fn_unpatch = sym_addr(pid, a->lib, a->lib_base, KS_INSTR_FN_UNPATCH)) ||
+	    !(a->fn_write = sym_addr(pid, a->lib, a->lib_base, KS_INSTR_FN_WRITE))) {
 		rc = ks_err_set(err, -ENOENT, "%s is loaded in process %d but its entry points "
 				"are not found", a->lib, (int)pid);
 		goto fail;
@@ -711,10 +712,20 @@ int ks_attach_wait(struct ks_attach *a, const volatile sig_atomic_t *stop, doubl
 int ks_attach_detach(struct ks_attach *a, struct ks_err *err)
 {
 	struct thr *t;
-	uint64_t ret = 0;
+	uint64_t ret = 0, base = 0;
+	char path[PATH_MAX];
 	int rc;
 
-	if ((rc = stop_all(a, err)) || (rc = step_out(a, err)))
+	if ((rc = stop_all(a, err)))
+		goto out;
+	/* After an exec the process runs another program, without the
+	 * runtime (which wrote its results at the exec). */
+	if (maps_find(a->pid, match_path, a->lib, &base, NULL, NULL, path, sizeof(path)) ||
+	    base != a->lib_base) {
+		rc = 1;
+		goto out;
+	}
+	if ((rc = step_out(a, err)))
 		goto out;
 	if (!(t = pick(a))) {
 		rc = ks_err_set(err, -ESRCH, "process %d has no thread left", (int)a->pid);

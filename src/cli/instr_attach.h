@@ -33,7 +33,9 @@ int ks_attach_start(pid_t pid, const char *lib, const char *block, size_t len,
 int ks_attach_wait(struct ks_attach *a, const volatile sig_atomic_t *stop, double seconds);
 
 /* Stops the process again, puts its original code back, has the runtime
- * write its results and lets the process run on, no longer traced. */
+ * write its results and lets the process run on, no longer traced: 0.
+ * 1 when the process ran another program since (exec): the runtime
+ * wrote its results then, and there is nothing to put back. */
 int ks_attach_detach(struct ks_attach *a, struct ks_err *err);
 
 void ks_attach_free(struct ks_attach *a);

@@ -118,10 +118,11 @@ def instrument(argv, opts=(), expect_same=True):
 
 def counters(rundir):
     """{pid: {"threads": {tid: {name: calls}}, "unwound": n, "names": set}}
-    from every instr.<pid>.txt."""
+    from every instr.<pid>.txt; the program a process ran before an exec
+    (instr.<pid>.exec<K>.txt) under the key "<pid>.exec<K>"."""
     procs = {}
     for f in sorted(os.listdir(rundir)):
-        m = re.fullmatch(r"instr\.(\d+)\.txt", f)
+        m = re.fullmatch(r"instr\.(\d+)(\.exec\d+)?\.txt", f)
         if not m:
             continue
         names, threads, cur, unwound, ended = {}, {}, None, 0, False
@@ -169,7 +170,8 @@ def counters(rundir):
                 elif w[0] == "end":
                     ended = True
         check(ended, f"{f} has no end line")
-        procs[int(m.group(1))] = {"threads": threads, "unwound": unwound,
+        procs[int(m.group(1)) if not m.group(2) else m.group(1) + m.group(2)] = {
+            "threads": threads, "unwound": unwound,
                                   "names": set(names.values()), "times": times}
     check(procs, f"no instr.<pid>.txt in {rundir}")
     return procs
@@ -462,6 +464,42 @@ def s_fork(d):
     check(len(procs) == 2, f"{len(procs)} processes wrote counters, expected 2")
     per = sorted(sum(t.get("twice", 0) for t in p["threads"].values()) for p in procs.values())
     check(per == [5, 10], f"twice per process: {per}, expected [5, 10]")
+
+
+def s_exec(d):
+    """exec: the results of the program before it are written first
+    (instr.<pid>.exec1.txt), a failed exec changes nothing, and the
+    program after it is patched afresh; the same through a shell."""
+    fib = build("fib.c", os.path.join(d, "fib"))
+    src = os.path.join(d, "execer.c")
+    with open(src, "w") as f:
+        f.write('#include <stdio.h>\n#include <unistd.h>\n'
+                '__attribute__((noinline)) long twice(long x) { volatile long y = x;\n'
+                ' return 2 * y; }\n'
+                'int main(int argc, char **argv) { long a = 0; (void)argc;\n'
+                ' for (int i = 0; i < 3; i++) a += twice(i);\n'
+                ' execl("/nonexistent/kscope-test", "x", (char *)NULL);\n'
+                ' for (int i = 0; i < 2; i++) a += twice(i);\n'
+                ' printf("before exec %ld\\n", a); fflush(stdout);\n'
+                ' execl(argv[1], argv[1], "10", (char *)NULL); return 1; }\n')
+    prog = os.path.join(d, "execer")
+    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
+    _, out, _, rd = instrument([prog, fib])
+    check(out == b"before exec 8\nfib(10) x 1 = 55\n", f"output {out!r}")
+    procs = counters(rd)
+    check(len(procs) == 2, f"counters of {list(procs)}, expected 2")
+    pid = [k for k in procs if isinstance(k, int)][0]
+    before = procs[f"{pid}.exec1"]["threads"]
+    after = procs[pid]["threads"]
+    check([c.get("twice") for c in before.values()] == [5],
+          f"before the exec: {before}, expected twice 5 (3, a failed exec, 2)")
+    check([c.get("fib") for c in after.values()] == [177],
+          f"after the exec: {after}, expected fib 177")
+    # Through a shell: each fib process, started by sh, patched.
+    _, out, _, rd = instrument(["/bin/sh", "-c", f"{fib} 10; {fib} 5"])
+    per = sorted(sum(t.get("fib", 0) for t in p["threads"].values())
+                 for p in counters(rd).values() if any("fib" in t for t in p["threads"].values()))
+    check(per == [15, 177], f"fib per process under sh: {per}, expected [15, 177]")
 
 
 def s_progout(d):
@@ -1126,6 +1164,54 @@ def s_attach(d):
           f"ended while attached: {t}")
 
 
+def s_attachexec(d):
+    """--pid on a program that runs another (exec) while attached: its
+    results up to the exec are written (the GOT entries of exec point at
+    the runtime's wrapper), and kscope, told to stop, says what happened
+    instead of calling into a runtime that is gone."""
+    import signal
+    src = os.path.join(d, "execs.c")
+    with open(src, "w") as f:
+        f.write('#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n'
+                'static volatile sig_atomic_t go;\n'
+                'static void on(int s) { (void)s; go = 1; }\n'
+                '__attribute__((noinline)) long work(long x) { volatile long s = x;\n'
+                ' for (int i = 0; i < 100; i++) s += i; return s; }\n'
+                'int main(void) { signal(SIGUSR2, on); fprintf(stderr, "ready\\n");\n'
+                ' while (!go) { work(1); usleep(1000); }\n'
+                ' execl("/bin/sleep", "sleep", "60", (char *)NULL); return 1; }\n')
+    prog = os.path.join(d, "execs")
+    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
+    p = start_running(prog)
+    out = tmp()
+    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
+                time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGUSR2)
+        while os.path.realpath(f"/proc/{p.pid}/exe") != os.path.realpath("/bin/sleep") and \
+                time.time() < deadline:
+            time.sleep(0.05)
+        k.send_signal(signal.SIGINT)
+        _, kerr = k.communicate(timeout=120)
+        kerr = kerr.decode()
+        check(k.returncode == 0 and "has run another program (exec)" in kerr,
+              f"{k.returncode}\n{kerr}")
+        check(p.poll() is None, "the program after the exec ended")
+    finally:
+        p.kill()
+        p.wait()
+    rd = os.path.join(out, os.listdir(out)[0])
+    procs = counters(rd)
+    check(list(procs) == [f"{p.pid}.exec1"], f"counters of {list(procs)}")
+    calls = sum(t.get("work", 0) for t in procs[f"{p.pid}.exec1"]["threads"].values())
+    check(calls > 10, f"work: {calls} calls before the exec")
+
+
 def s_attachcxx(d):
     """--pid on a C++ program throwing through instrumented frames: the
     unwinder is pointed at kscope's wrappers (GOT), every throw is still
@@ -1187,7 +1273,8 @@ SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_call
              "trace": s_trace, "system": s_system, "report": s_report,
              "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi,
              "cputime": s_cputime, "nocpu": s_nocpu, "attach": s_attach,
-             "attachcxx": s_attachcxx, "attacherrors": s_attacherrors}
+             "attachcxx": s_attachcxx, "attacherrors": s_attacherrors, "exec": s_exec,
+             "attachexec": s_attachexec}
 
 
 def main():

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <linux/perf_event.h>
+#include <unwind.h>
 
 #define IRT_ENV_DIR "KSCOPE_INSTR_DIR"
 #define IRT_ENV_MIN "KSCOPE_INSTR_MIN"
@@ -180,10 +181,44 @@ int kscope_instr_attach_patch(const uintptr_t *pcs, size_t npcs, char *msg, size
 int kscope_instr_detach_unpatch(void);
 int kscope_instr_detach_write(void);
 
-/* Attached (--pid): makes the loaded objects' calls of the unwinder
- * (their GOT entries) go through irt_unwind.c's wrappers, as preloading
- * does by interposition; 0, or -1 (irt_unwind.c). */
-int irt_unwind_hook(void);
+/* The functions the runtime wraps (irt_got.c): the unwinder's
+ * (irt_unwind.c) and the exec family (irt_exec.c). */
+enum {
+	IRT_W_RAISE, IRT_W_FORCED, IRT_W_BACKTRACE, IRT_W_EXECVE, IRT_W_EXECV,
+	IRT_W_EXECVPE, IRT_W_EXECVP, IRT_W_FEXECVE, IRT_W_EXECL, IRT_W_EXECLP,
+	IRT_W_EXECLE, IRT_NWRAPS
+};
+struct irt_wrap {
+	const char *name;
+	void *wrapper;
+	void *real;       /* the wrapped definition, once found */
+};
+extern struct irt_wrap irt_wraps[IRT_NWRAPS];
+/* The real function w: found by irt_got_hook (attached), else the next
+ * definition after this library's (preloaded). */
+void *irt_real(int w);
+/* Attached (--pid): points the loaded objects' GOT entries of the
+ * wrapped functions at the wrappers, as preloading does by
+ * interposition; 0, or -1. */
+int irt_got_hook(void);
+
+/* The wrappers; each exported under the wrapped function's name too. */
+_Unwind_Reason_Code irt_wrap_raise(struct _Unwind_Exception *e);
+_Unwind_Reason_Code irt_wrap_forced(struct _Unwind_Exception *e, _Unwind_Stop_Fn stop, void *arg);
+_Unwind_Reason_Code irt_wrap_backtrace(_Unwind_Trace_Fn fn, void *arg);
+int irt_wrap_execve(const char *path, char *const argv[], char *const envp[]);
+int irt_wrap_execv(const char *path, char *const argv[]);
+int irt_wrap_execvpe(const char *file, char *const argv[], char *const envp[]);
+int irt_wrap_execvp(const char *file, char *const argv[]);
+int irt_wrap_fexecve(int fd, char *const argv[], char *const envp[]);
+int irt_wrap_execl(const char *path, const char *arg, ...);
+int irt_wrap_execlp(const char *file, const char *arg, ...);
+int irt_wrap_execle(const char *path, const char *arg, ...);
+
+/* Around an exec (irt_exec.c): the results written before it, removed
+ * again when it fails (irt_main.c). */
+void irt_exec_begin(void);
+void irt_exec_failed(void);
 
 void irt_lock(void);
 void irt_unlock(void);

@@ -76,6 +76,7 @@ static struct {
 	bool detached;              /* kscope detached (--pid): nothing more to write */
 	uint64_t detach_now;        /* when, in ticks */
 	char *block;                /* the configuration kscope wrote (--pid), or NULL */
+	pid_t pid;                  /* the process the state is of (not a vfork child) */
 } rt;
 
 /* A setting: from the block kscope wrote into the process when it
@@ -249,6 +250,7 @@ static void at_fork_child(void)
 	irt_g.lock = 0;
 	irt_g.threads = self;
 	rt.written = rt.detached;
+	rt.pid = getpid();
 	if (!self)
 		return;
 	/* The parent's perf mapping is not inherited (the kernel does not
@@ -667,6 +669,7 @@ static int irt_setup(void)
 	}
 	pthread_atfork(at_fork_prepare, NULL, at_fork_child);
 	irt_g.page = (size_t)sysconf(_SC_PAGESIZE);
+	rt.pid = getpid();
 	rt.ns0 = mono_ns();
 	rt.tsc0 = irt_now();
 	if (!npatch)
@@ -773,9 +776,9 @@ __attribute__((visibility("default"))) int kscope_instr_attach_setup(const char 
 		return attach_fail(msg, cap, -1);
 	}
 	rc = irt_setup();
-	if (rc == 0 && irt_unwind_hook() != 0) {
-		snprintf(rt.error, sizeof(rt.error), "cannot point the unwinder's GOT entries "
-			 "at kscope's wrappers");
+	if (rc == 0 && irt_got_hook() != 0) {
+		snprintf(rt.error, sizeof(rt.error), "cannot point the GOT entries of the "
+			 "unwinder and of exec at kscope's wrappers");
 		rc = -1;
 	}
 	if (rc == 1 && !rt.dir[0]) {
@@ -946,7 +949,8 @@ static double cpu_of(double wall, uint64_t off, double most)
 	return most >= 0 && v > most ? most : v;
 }
 
-static void write_results(void)
+/* Writes <dir>/<name>, where name is instr.<pid>.txt or, given, name. */
+static void write_results_as(const char *name)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 	uint64_t ns1, tsc1, now, mono_now;
@@ -957,7 +961,10 @@ static void write_results(void)
 	struct edge_adj *adj = NULL;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/instr.%d.txt", rt.dir, (int)getpid());
+	if (name)
+		snprintf(path, sizeof(path), "%s/%s", rt.dir, name);
+	else
+		snprintf(path, sizeof(path), "%s/instr.%d.txt", rt.dir, (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s/.instr.%d.txt.part", rt.dir, (int)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0)
@@ -1084,6 +1091,55 @@ done:
 	fsync(fd);
 	close(fd);
 	rename(tmp, path);
+}
+
+static void write_results(void)
+{
+	write_results_as(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* exec (irt_exec.c)                                                   */
+/* ------------------------------------------------------------------ */
+
+/* The file the results went to before an exec, until it succeeds. */
+static char exec_file[PATH_MAX + 64];
+
+/* Before the process replaces its program: the results so far are
+ * written, as instr.<pid>.exec<K>.txt (the program it runs next writes
+ * instr.<pid>.txt, and may exec again).  Async-signal-safe enough for a
+ * child between fork and exec: no lock is held there but its own. */
+void irt_exec_begin(void)
+{
+	char name[64];
+
+	exec_file[0] = '\0';
+	/* A vfork child shares the parent's memory: it has no results of
+	 * its own, and must not mark the parent's written. */
+	if (!rt.dir[0] || rt.written || !rt.analysed || getpid() != rt.pid)
+		return;
+	for (int k = 1; k < 1000; k++) {
+		snprintf(name, sizeof(name), "instr.%d.exec%d.txt", (int)getpid(), k);
+		snprintf(exec_file, sizeof(exec_file), "%s/%s", rt.dir, name);
+		if (access(exec_file, F_OK) != 0)
+			break;
+	}
+	rt.written = true;
+	write_results_as(name);
+}
+
+/* The exec failed: the program goes on, and writes its results at its
+ * end as if nothing had happened. */
+void irt_exec_failed(void)
+{
+	int e = errno;
+
+	if (!exec_file[0])
+		return;
+	unlink(exec_file);
+	exec_file[0] = '\0';
+	rt.written = false;
+	errno = e;
 }
 
 __attribute__((destructor)) static void irt_fini(void)
