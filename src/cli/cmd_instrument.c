@@ -59,6 +59,7 @@ struct instrument_opts {
 	char *modules;
 	int64_t pid;
 	double duration;
+	char *rewrite;
 };
 
 #define OPT(field) .offset = offsetof(struct instrument_opts, field)
@@ -103,6 +104,11 @@ static const struct ks_opt instrument_opts[] = {
 	  .env = "KSCOPE_INSTRUMENT_DURATION",
 	  .help = "with --pid: detach after SEC seconds (0: when the process ends or on "
 		  "Ctrl+C)", OPT(duration), .dmin = 0, .dmax = 86400 },
+	{ .name = "rewrite", .type = KS_OPT_STRING, .metavar = "FILE",
+	  .env = "KSCOPE_INSTRUMENT_REWRITE", .flags = KS_OPT_HIDDEN_ENV,
+	  .help = "write FILE, a copy of PROGRAM with its functions patched in the file, "
+		  "which runs itself under kscope instrument (with -o, --trace-limit, --top, "
+		  "--modules as given now); run nothing", OPT(rewrite), .max_len = 4096 },
 	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
 	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
 	  .help = "where the run directory is created", OPT(output) },
@@ -114,10 +120,12 @@ static const struct ks_opt instrument_opts[] = {
 /* The verdicts                                                        */
 /* ------------------------------------------------------------------ */
 
-static void list_write(FILE *out, const struct ks_instr_image *img)
+static void list_write(FILE *out, const struct ks_instr_image *img, bool rewritten)
 {
-	fprintf(out, "# %s: %s, symbols from %s\n", img->path, img->pie ? "PIE" : "not PIE",
-		img->symtab ? img->symtab : "nowhere (no symbol table)");
+	fprintf(out, "# %s: %s, symbols from %s%s\n", img->path, img->pie ? "PIE" : "not PIE",
+		img->symtab ? img->symtab : "nowhere (no symbol table)",
+		rewritten ? "; rewritten by kscope instrument --rewrite (its functions are "
+		"patched in the file)" : "");
 	fprintf(out, "%-32s %18s %8s %8s  %s\n", "function", "address", "size", "instrs",
 		"verdict");
 	for (size_t i = 0; i < img->nfuncs; i++) {
@@ -186,7 +194,7 @@ static int modules_write(FILE *out, const char *prog, const char *re,
 				fprintf(out, "\n# %s: left alone: %s\n", path, e.msg);
 			} else {
 				fputc('\n', out);
-				list_write(out, &img);
+				list_write(out, &img, false);
 				*npatch += img.npatch;
 			}
 			ks_instr_image_free(&img);
@@ -899,6 +907,56 @@ static char **run_env(const struct instrument_opts *o, const char *lib, const ch
 	return env;
 }
 
+/* --rewrite FILE: writes it, and says what it did. */
+static int rewrite_run(const struct instrument_opts *o, const char *prog,
+		       const struct ks_instr_image *img, const char *lib)
+{
+	char self[PATH_MAX], real[PATH_MAX], trace[32], top[32];
+	char s_instr[] = "instrument", s_o[] = "-o", s_trace[] = "--trace-limit";
+	char s_top[] = "--top", s_mod[] = "--modules";
+	char *argv[12];
+	size_t k = 0, n = 0;
+	struct ks_err err;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	ks_err_clear(&err);
+	if (len <= 0 || !realpath(lib, real)) {
+		ks_error("cannot find kscope's own path: %s", strerror(errno));
+		return KS_EXIT_FAIL;
+	}
+	self[len] = '\0';
+	if (!access(o->rewrite, F_OK)) {
+		ks_error("--rewrite %s: the file exists; kscope writes a new file (remove it, or "
+			 "name another)", o->rewrite);
+		return KS_EXIT_USAGE;
+	}
+	snprintf(trace, sizeof(trace), "%" PRId64, o->trace_limit);
+	snprintf(top, sizeof(top), "%" PRId64, o->top);
+	argv[k++] = self;
+	argv[k++] = s_instr;
+	argv[k++] = s_o;
+	argv[k++] = o->output;
+	argv[k++] = s_trace;
+	argv[k++] = trace;
+	argv[k++] = s_top;
+	argv[k++] = top;
+	if (o->modules) {
+		argv[k++] = s_mod;
+		argv[k++] = o->modules;
+	}
+	argv[k] = NULL;
+	if (ks_instr_rewrite(prog, img, o->rewrite, real, argv, &n, &err)) {
+		ks_error("%s", err.msg);
+		return err.code == -EEXIST || err.code == -ENOSPC || err.code == -ENOEXEC
+		       ? KS_EXIT_USAGE : KS_EXIT_FAIL;
+	}
+	ks_info("wrote %s: %s with %zu of %zu functions patched in the file (functions "
+		"listed by kscope instrument --list -- %s); run, it runs itself under "
+		"kscope instrument -o %s", o->rewrite, prog, n, img->nfuncs, o->rewrite,
+		o->output);
+	return KS_EXIT_OK;
+}
+
 /* --pid: Ctrl+C (or SIGTERM) detaches. */
 static volatile sig_atomic_t attach_stop;
 
@@ -986,6 +1044,9 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_outfile of;
 	struct ks_err err;
 	struct ks_idb db = { .f = { .fd = -1 } };
+	struct ks_instr_rw rw = { 0 };
+	uint8_t *rwbuf = NULL;
+	bool rewritten = false, pie = false;
 	char lib[PATH_MAX], *prog = NULL, *owned[7] = { 0 }, **env = NULL;
 	char dbpath[PATH_MAX + 16];
 	bool have_rd = false;
@@ -997,6 +1058,11 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 
 	(void)cmd;
 	ks_err_clear(&err);
+	if (o->rewrite && (o->pid || o->list)) {
+		ks_error("--rewrite writes a file and runs nothing: not with %s",
+			 o->pid ? "--pid" : "--list");
+		return KS_EXIT_USAGE;
+	}
 	if (o->pid && p->program) {
 		ks_error("--pid %" PRId64 " and a program: give one (--pid attaches to a running "
 			 "process, a program after -- is started)", o->pid);
@@ -1024,7 +1090,15 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		code = KS_EXIT_USAGE;
 		goto out;
 	}
-	rc = ks_instr_analyze(prog, &sel, &img, &err);
+	/* A program rewritten by --rewrite: its functions are the ones its
+	 * segment lists (the analysis would see the jumps). */
+	rc = ks_instr_rw_read(prog, &rwbuf, &rw, &pie, &err);
+	if (rc == 0) {
+		rewritten = true;
+		rc = ks_instr_rw_image(&rw, prog, pie, &img, &err);
+	} else if (rc == -ENOENT) {
+		rc = ks_instr_analyze(prog, &sel, &img, &err);
+	}
 	if (rc == -ENOEXEC) {
 		ks_error("%s; kscope instrument patches the functions of an ELF program "
 			 "(for a script, instrument the program it runs)", err.msg);
@@ -1036,7 +1110,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		goto out;
 	}
 	if (o->list) {
-		list_write(stdout, &img);
+		list_write(stdout, &img, rewritten);
 		if (o->modules && modules_write(stdout, prog, o->modules, &sel, &npatch_mods,
 						&err)) {
 			ks_error("%s", err.msg);
@@ -1048,6 +1122,26 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	if (ks_find_own_file(KS_INSTR_LIBNAME, R_OK, "kscope's runtime " KS_INSTR_LIBNAME, lib,
 			     sizeof(lib), &err)) {
 		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (rewritten) {
+		char real[PATH_MAX];
+
+		if (o->rewrite) {
+			ks_error("%s is rewritten already; rewrite the original program", prog);
+			code = KS_EXIT_USAGE;
+			goto out;
+		}
+		if (!realpath(lib, real) || strcmp(real, rw.runtime)) {
+			ks_error("%s was rewritten by another kscope (its runtime is %s; this "
+				 "kscope's is %s): rewrite the original program again", prog,
+				 rw.runtime, lib);
+			code = KS_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (o->rewrite) {
+		code = rewrite_run(o, prog, &img, lib);
 		goto out;
 	}
 	res.rank = ks_mpi_rank();
@@ -1063,7 +1157,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 		FILE *mf = open_memstream(&buf, &len);
 
 		if (mf) {
-			list_write(mf, &img);
+			list_write(mf, &img, rewritten);
 			if (o->modules)
 				modules_write(mf, prog, o->modules, &sel, &npatch_mods, &err);
 			fclose(mf);
@@ -1169,6 +1263,7 @@ out:
 	free(env);
 	results_free(&res);
 	ks_instr_image_free(&img);
+	free(rwbuf);
 	free(prog);
 	return code;
 }

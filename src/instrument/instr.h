@@ -101,6 +101,94 @@ int ks_instr_analyze(const char *path, const struct ks_instr_sel *sel,
 		     struct ks_instr_image *img, struct ks_err *err);
 void ks_instr_image_free(struct ks_instr_image *img);
 
+/* A trampoline (written at run time by the runtime, or into a rewritten
+ * program by kscope): [id, 4 bytes][call *[rip+d] to the entry thunk's
+ * address, 6 bytes][f's moved instructions][jmp back]; KS_INSTR_STUB_SIZE
+ * bytes apart, after a KS_INSTR_TRAMP_HEAD-byte head whose first 8 bytes
+ * hold the entry thunk's address.  The patched function jumps to the
+ * call (+4); the entry thunk finds the id KS_INSTR_STUB_ID_BACK bytes
+ * before the address the call pushed. */
+#define KS_INSTR_STUB_SIZE 96
+#define KS_INSTR_STUB_ID_BACK 10
+#define KS_INSTR_TRAMP_HEAD 16
+
+/* Writes f's trampoline (function id) at stub, which is at stub_addr;
+ * slot_addr: where the entry thunk's address is.  0, or -ERANGE (err
+ * set) when a moved instruction cannot reach its target from there. */
+int ks_instr_stub_write(const struct ks_instr_func *f, uint32_t id, uint64_t bias, uint8_t *stub,
+			uint64_t stub_addr, uint64_t slot_addr, struct ks_err *err);
+
+/* ------------------------------------------------------------------ */
+/* A rewritten program (kscope instrument --rewrite; instr_rw.c)       */
+/* ------------------------------------------------------------------ */
+
+/* kscope instrument --rewrite adds one loadable segment to a copy of the
+ * program (docs/instrument.md, "Rewriting"): this head, then the tables
+ * it points to (offsets from the segment's start), then the trampolines.
+ * The functions' entries already jump to them; the runtime, first among
+ * the program's libraries (DT_NEEDED), fills in the entry thunk's address
+ * and records with these functions instead of analysing the program. */
+#define KS_INSTR_RW_MAGIC "kscope-rewrite-1" /* 16 bytes, no NUL */
+
+struct ks_instr_rw_head {
+	char magic[16];
+	uint32_t nfuncs;
+	uint32_t dynsym;           /* 1: the symbols came from .dynsym */
+	uint64_t funcs;            /* struct ks_instr_rw_func[nfuncs] */
+	uint64_t names;            /* NUL-ended names, names_len bytes */
+	uint64_t names_len;
+	uint64_t argv;             /* kscope's command line to run the program
+				    * under: strings, an empty one last */
+	uint64_t argv_len;
+	uint64_t tramp;            /* KS_INSTR_TRAMP_HEAD + nfuncs stubs */
+	uint64_t size;             /* of the segment */
+	uint64_t runtime;          /* the runtime's path (its DT_NEEDED), in names */
+};
+
+struct ks_instr_rw_func {
+	uint64_t addr, size;       /* link-time */
+	uint32_t ninsns;
+	uint32_t name;             /* offset into names */
+	uint8_t moved_len;
+	uint8_t pad[3];
+	uint8_t bytes[KS_INSTR_MAX_MOVED_BYTES]; /* the original first bytes */
+};
+
+/* A parsed segment: pointers into it. */
+struct ks_instr_rw {
+	const struct ks_instr_rw_head *head;
+	const struct ks_instr_rw_func *funcs;
+	const char *names;
+	const char *argv;
+	size_t argv_len;
+	const uint8_t *tramp;
+	const char *runtime;
+};
+
+/* Checks len bytes at seg as a rewritten program's segment (the magic,
+ * every offset and name within it).  -ENOENT: not one; -EINVAL (err set):
+ * damaged. */
+int ks_instr_rw_parse(const uint8_t *seg, size_t len, struct ks_instr_rw *rw,
+		      struct ks_err *err);
+/* The image of the functions rw lists, every one patched. */
+int ks_instr_rw_image(const struct ks_instr_rw *rw, const char *path, bool pie,
+		      struct ks_instr_image *img, struct ks_err *err);
+
+/* kscope's side (instr_rewrite.c).  Writes out (which must not exist):
+ * a copy of the program at path with the functions img (its analysis)
+ * patches already patched, their trampolines in a new loadable segment
+ * (the program header of a PT_NOTE reused), and runtime first among its
+ * DT_NEEDED (a spare slot of its dynamic section; its string table
+ * moved into the segment).  kargv: the kscope command line the program
+ * runs itself under, NULL-ended.  *npatched: the functions patched. */
+int ks_instr_rewrite(const char *path, const struct ks_instr_image *img, const char *out,
+		     const char *runtime, char *const *kargv, size_t *npatched,
+		     struct ks_err *err);
+/* The segment of a rewritten program, read from its file: 0 with *rw
+ * pointing into *buf (malloc'd); -ENOENT when path is not one. */
+int ks_instr_rw_read(const char *path, uint8_t **buf, struct ks_instr_rw *rw, bool *pie,
+		     struct ks_err *err);
+
 /* Writes the moved instructions of f, as they must be at out_addr, to out
  * (cap bytes), followed by a jmp rel32 back to the instruction after
  * them.  bias: load address less file address.  Returns the number of

@@ -608,3 +608,21 @@ const char *ks_instr_module_refused(const char *path)
 			return no[i][1];
 	return NULL;
 }
+
+int ks_instr_stub_write(const struct ks_instr_func *f, uint32_t id, uint64_t bias, uint8_t *stub,
+			uint64_t stub_addr, uint64_t slot_addr, struct ks_err *err)
+{
+	int64_t d = (int64_t)(slot_addr - (stub_addr + 10));
+	int32_t d32 = (int32_t)d;
+	int n;
+
+	if (d != d32)
+		return ks_err_set(err, -ERANGE, "%s: its trampoline is out of reach of the entry "
+				  "thunk's address", f->name);
+	memcpy(stub, &id, 4);
+	stub[4] = 0xff;
+	stub[5] = 0x15;
+	memcpy(stub + 6, &d32, 4);
+	n = ks_instr_relocate(f, bias, stub + 10, stub_addr + 10, KS_INSTR_STUB_SIZE - 10, err);
+	return n < 0 ? n : 0;
+}

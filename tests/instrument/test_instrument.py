@@ -1212,6 +1212,77 @@ def s_attachexec(d):
     check(calls > 10, f"work: {calls} calls before the exec")
 
 
+def sha(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def s_rewrite(d):
+    """--rewrite: a copy with its functions patched in the file, which
+    runs itself under kscope instrument: the same counts as a started
+    run, the program's output and status its own, the original file
+    untouched; PIE and not, C++ exceptions; the refusals; and, when kscope
+    is gone, the copy runs unrecorded and says so."""
+    for flags in (("-O2",), ("-O2", "-no-pie", "-fno-pie")):
+        prog = build("fib.c", os.path.join(d, "fib" + "".join(flags)), flags=flags)
+        before = sha(prog)
+        out = os.path.join(d, "fibrw" + "".join(flags))
+        res = tmp()
+        _, err = kreport_run(["instrument", "--rewrite", out, "-o", res, "--", prog], 0)
+        check(f"wrote {out}" in err and sha(prog) == before, f"{flags}: {err}")
+        listed, _ = kreport_run(["instrument", "--list", "--", out], 0)
+        check("rewritten by kscope instrument --rewrite" in listed and
+              re.search(r"^fib\s+0x[0-9a-f]+\s+\d+\s+\d+\s+instrumented$", listed, re.M),
+              f"--list of the copy:\n{listed}")
+        # Run as it is: it runs itself under kscope, output and status its own.
+        p = subprocess.run([out, "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120)
+        code, want = native([prog, "20"])
+        check(p.stdout == want and p.returncode == code,
+              f"{flags}: the copy printed {p.stdout!r}, exit {p.returncode}; natively "
+              f"{want!r}, {code}\n{p.stderr.decode()}")
+        runs = os.listdir(res)
+        check(len(runs) == 1, f"{flags}: run directories {runs}")
+        rd = os.path.join(res, runs[0])
+        check(totals(rd) == {"main": 1, "fib": 21891}, f"{flags}: {totals(rd)}")
+        check_db(rd, 21892)
+        # And started by kscope instrument, the same.
+        _, _, _, rd2 = instrument([out, "20"])
+        check(totals(rd2) == {"main": 1, "fib": 21891}, f"{flags}: {totals(rd2)}")
+    # C++: exceptions through functions patched in the file.
+    if shutil.which("g++"):
+        prog = build("throw.cc", os.path.join(d, "throw"), cc="g++")
+        out = os.path.join(d, "throwrw")
+        kreport_run(["instrument", "--rewrite", out, "-o", tmp(), "--", prog], 0)
+        _, _, _, rd = instrument([out, "7"])
+        t = totals(rd)
+        check(all(t.get(f"_Z6level{i}ib") == 8 for i in (1, 2, 3)), f"throw: {t}")
+    # Refusals, nothing written or changed.
+    prog = os.path.join(d, "fib-O2")
+    out = os.path.join(d, "fibrw-O2")
+    before = sha(out)
+    _, err = kreport_run(["instrument", "--rewrite", out, "--", prog], 2)
+    check("the file exists" in err and sha(out) == before, err)
+    _, err = kreport_run(["instrument", "--rewrite", os.path.join(d, "x"), "--", out], 2)
+    check("rewritten already" in err and not os.path.exists(os.path.join(d, "x")), err)
+    _, err = kreport_run(["instrument", "--rewrite", os.path.join(d, "x"), "--pid", "1"], 2)
+    check("not with --pid" in err, err)
+    # kscope gone: a copy of it writes the program, then is removed.
+    kdir = os.path.join(d, "k")
+    os.mkdir(kdir)
+    shutil.copy(KSCOPE, os.path.join(kdir, "kscope"))
+    os.symlink(os.path.join(os.path.dirname(KSCOPE), "lib"), os.path.join(kdir, "lib"))
+    out = os.path.join(d, "orphan")
+    p = subprocess.run([os.path.join(kdir, "kscope"), "instrument", "--rewrite", out, "--",
+                        prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 0, p.stderr.decode())
+    os.unlink(os.path.join(kdir, "kscope"))
+    p = subprocess.run([out, "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 0 and p.stdout == native([prog, "20"])[1] and
+          b"runs unrecorded" in p.stderr, f"without kscope: {p}")
+
+
 def s_attachcxx(d):
     """--pid on a C++ program throwing through instrumented frames: the
     unwinder is pointed at kscope's wrappers (GOT), every throw is still
@@ -1274,7 +1345,7 @@ SCENARIOS = {"list": s_list, "entries": s_entries, "fib": s_fib, "calls": s_call
              "perfprobe": s_perfprobe, "modules": s_modules, "mpi": s_mpi,
              "cputime": s_cputime, "nocpu": s_nocpu, "attach": s_attach,
              "attachcxx": s_attachcxx, "attacherrors": s_attacherrors, "exec": s_exec,
-             "attachexec": s_attachexec}
+             "attachexec": s_attachexec, "rewrite": s_rewrite}
 
 
 def main():

@@ -19,6 +19,8 @@
 #include <sys/types.h>
 
 #include <linux/perf_event.h>
+
+#include "instr.h"
 #include <unwind.h>
 
 #define IRT_ENV_DIR "KSCOPE_INSTR_DIR"
@@ -31,8 +33,8 @@
 /* A trampoline: [id, 4 bytes][call *[rip+d], 6 bytes][moved instructions]
  * [jmp back].  The entry thunk finds the function's id 10 bytes before
  * the resume address the call pushed. */
-#define IRT_STUB_ID_BACK 10
-#define IRT_STUB_SIZE 96
+#define IRT_STUB_ID_BACK KS_INSTR_STUB_ID_BACK
+#define IRT_STUB_SIZE KS_INSTR_STUB_SIZE
 #define IRT_STACK_FRAMES (1u << 16) /* shadow stack depth per thread */
 /* The call graph: per thread, an open-addressing table of (caller,
  * callee) edges.  Callers are function ids, or these two: */

@@ -55,6 +55,7 @@ struct irt_image {
 	char path[PATH_MAX];
 	uint8_t *tramp;             /* the trampolines' mapping */
 	size_t tramp_len;
+	bool rewritten;             /* patched in its file (--rewrite): nothing to do */
 };
 
 #define IRT_MAX_IMAGES 32
@@ -410,7 +411,7 @@ static int tramp_image(struct irt_image *im, struct ks_err *err)
 	if (!s->found || !s->nx)
 		return ks_err_set(err, -ENOENT, "cannot find the code of %s in memory",
 				  im->path);
-	len = (16 + (size_t)im->img.npatch * IRT_STUB_SIZE + (size_t)page - 1) &
+	len = (KS_INSTR_TRAMP_HEAD + (size_t)im->img.npatch * IRT_STUB_SIZE + (size_t)page - 1) &
 	      ~((size_t)page - 1);
 	tr = map_near(s->lo, s->hi, len);
 	if (!tr)
@@ -424,14 +425,12 @@ static int tramp_image(struct irt_image *im, struct ks_err *err)
 
 		memcpy(tr, &thunk, sizeof(thunk));
 	}
-	at = 16;
+	at = KS_INSTR_TRAMP_HEAD;
 	for (uint32_t i = 0; i < im->img.nfuncs; i++) {
 		struct ks_instr_func *f = &im->img.funcs[i];
 		uint8_t *stub = tr + at;
 		const uint8_t *mem = (const uint8_t *)(s->bias + f->addr);
 		uint32_t id = im->first + i;
-		int32_t d;
-		int n;
 		struct ks_err e;
 
 		if (!f->patch)
@@ -440,14 +439,8 @@ static int tramp_image(struct irt_image *im, struct ks_err *err)
 			late_refuse(im, i, "its bytes in memory differ from the file");
 			continue;
 		}
-		memcpy(stub, &id, 4);
-		stub[4] = 0xff;
-		stub[5] = 0x15;
-		d = (int32_t)((intptr_t)tr - (intptr_t)(stub + 10));
-		memcpy(stub + 6, &d, 4);
-		n = ks_instr_relocate(f, s->bias, stub + 10, (uint64_t)(uintptr_t)(stub + 10),
-				      IRT_STUB_SIZE - 10, &e);
-		if (n < 0) {
+		if (ks_instr_stub_write(f, id, s->bias, stub, (uint64_t)(uintptr_t)stub,
+					(uint64_t)(uintptr_t)tr, &e)) {
 			late_refuse(im, i, "a moved instruction cannot reach its target from "
 				    "the trampolines");
 			continue;
@@ -490,7 +483,7 @@ static bool call_inside(const struct ks_instr_func *f)
 static int jmp_image(struct irt_image *im, const uintptr_t *pcs, size_t npcs, struct ks_err *err)
 {
 	const struct segs *s = &im->s;
-	size_t at = 16;
+	size_t at = KS_INSTR_TRAMP_HEAD;
 
 	if (code_writable(im, true, err))
 		return err->code;
@@ -604,7 +597,7 @@ static bool tsc_invariant(void)
 /* Reads the settings (conf), analyses the program and the libraries
  * --modules chose, and writes the trampolines; nothing is patched yet.
  * 0; -1 with rt.error set; 1 when there is nothing to patch. */
-static int irt_setup(void)
+static int irt_setup(const struct ks_instr_rw *rw)
 {
 	const char *dir = conf(IRT_ENV_DIR), *v;
 	char exe[PATH_MAX];
@@ -637,7 +630,14 @@ static int irt_setup(void)
 		return -1;
 	}
 	exe[n] = '\0';
-	rc = ks_instr_analyze(exe, &sel, &rt.im[0].img, &err);
+	if (rw) {
+		/* Patched in its file: the functions are the segment's. */
+		rc = ks_instr_rw_image(rw, exe, true, &rt.im[0].img, &err);
+		rt.im[0].rewritten = true;
+		rt.im[0].tramp = (uint8_t *)(uintptr_t)rw->tramp;
+	} else {
+		rc = ks_instr_analyze(exe, &sel, &rt.im[0].img, &err);
+	}
 	if (rc) {
 		snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
 		return -1;
@@ -675,7 +675,7 @@ static int irt_setup(void)
 	if (!npatch)
 		return 1;
 	for (size_t k = 0; k < rt.nim; k++) {
-		if (!rt.im[k].img.npatch)
+		if (!rt.im[k].img.npatch || rt.im[k].rewritten)
 			continue;
 		rc = tramp_image(&rt.im[k], &err);
 		if (rc && k == 0) {
@@ -703,7 +703,7 @@ static int irt_patch(const uintptr_t *pcs, size_t npcs)
 	ks_err_clear(&err);
 	irt_g.active = true;
 	for (size_t k = 0; k < rt.nim; k++) {
-		if (!rt.im[k].img.npatch)
+		if (!rt.im[k].img.npatch || rt.im[k].rewritten)
 			continue;
 		if (jmp_image(&rt.im[k], pcs, npcs, &err)) {
 			if (k == 0) {
@@ -720,11 +720,100 @@ static int irt_patch(const uintptr_t *pcs, size_t npcs)
 	return 0;
 }
 
-/* Preloaded (kscope instrument -- PROGRAM): before the program's own
- * constructors and main, with nothing of the program running. */
-__attribute__((constructor)) static void irt_init(void)
+/* ------------------------------------------------------------------ */
+/* A rewritten program (kscope instrument --rewrite)                   */
+/* ------------------------------------------------------------------ */
+
+static int find_rw(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	if (irt_setup() == 0)
+	struct ks_instr_rw *rw = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		struct ks_err e;
+
+		if (p->p_type == PT_LOAD &&
+		    ks_instr_rw_parse((const uint8_t *)(info->dlpi_addr + p->p_vaddr), p->p_filesz,
+				      rw, &e) == 0)
+			return 1;
+	}
+	return 1;       /* the program is the first object: no further */
+}
+
+/* The entry thunk's address into the trampolines' head, which the file
+ * could not hold: the page writable meanwhile. */
+static void rw_thunk(const struct ks_instr_rw *rw)
+{
+	uintptr_t slot = (uintptr_t)rw->tramp, thunk = (uintptr_t)irt_entry_thunk;
+	uintptr_t pg = slot & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	size_t len = slot + sizeof(thunk) - pg;
+
+	if (mprotect((void *)pg, len, PROT_READ | PROT_WRITE) != 0)
+		return;
+	memcpy((void *)slot, &thunk, sizeof(thunk));
+	mprotect((void *)pg, len, PROT_READ | PROT_EXEC);
+}
+
+/* Run outside kscope: runs itself under the kscope command line the
+ * rewrite recorded (kscope sets KSCOPE_INSTR_DIR, so the program it
+ * starts records).  Returns only when that exec failed. */
+static void rw_exec(const struct ks_instr_rw *rw, int argc, char **argv, char **envp)
+{
+	char exe[PATH_MAX], msg[PATH_MAX + 256];
+	char **v;
+	size_t k = 0, nk = 0;
+	ssize_t n;
+	int (*real)(const char *, char *const[], char *const[]);
+
+	for (const char *a = rw->argv; *a; a += strlen(a) + 1)
+		nk++;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	v = calloc(nk + (size_t)(argc > 0 ? argc : 1) + 3, sizeof(*v));
+	*(void **)&real = irt_real(IRT_W_EXECVE);
+	if (n > 0 && v && nk && real) {
+		exe[n] = '\0';
+		for (const char *a = rw->argv; *a; a += strlen(a) + 1)
+			v[k++] = (char *)(uintptr_t)a;
+		v[k++] = (char *)(uintptr_t)"--";
+		/* The program as it was named, where that names this file:
+		 * its argv[0] stays what it was. */
+		{
+			char r[PATH_MAX];
+
+			v[k++] = argc > 0 && argv[0] && strchr(argv[0], '/') &&
+				 realpath(argv[0], r) && !strcmp(r, exe) ? argv[0] : exe;
+		}
+		for (int i = 1; i < argc; i++)
+			v[k++] = argv[i];
+		v[k] = NULL;
+		real(v[0], v, envp);
+	}
+	n = snprintf(msg, sizeof(msg), "kscope: this program was rewritten by kscope "
+		     "instrument --rewrite to run under %s, which cannot be started (%s): it "
+		     "runs unrecorded\n", nk ? rw->argv : "kscope", strerror(errno));
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		n = 0;
+	free(v);
+}
+
+/* Preloaded (kscope instrument -- PROGRAM): before the program's own
+ * constructors and main, with nothing of the program running.  Or a
+ * rewritten program's first library (its DT_NEEDED). */
+__attribute__((constructor)) static void irt_init(int argc, char **argv, char **envp)
+{
+	struct ks_instr_rw rw = { 0 };
+	const char *dir = getenv(IRT_ENV_DIR);
+
+	dl_iterate_phdr(find_rw, &rw);
+	if (rw.head) {
+		rw_thunk(&rw);
+		if (!dir || !*dir) {
+			rw_exec(&rw, argc, argv, envp);
+			return;
+		}
+	}
+	if (irt_setup(rw.head ? &rw : NULL) == 0)
 		irt_patch(NULL, 0);
 }
 
@@ -775,7 +864,7 @@ __attribute__((visibility("default"))) int kscope_instr_attach_setup(const char 
 		snprintf(rt.error, sizeof(rt.error), "out of memory");
 		return attach_fail(msg, cap, -1);
 	}
-	rc = irt_setup();
+	rc = irt_setup(NULL);
 	if (rc == 0 && irt_got_hook() != 0) {
 		snprintf(rt.error, sizeof(rt.error), "cannot point the GOT entries of the "
 			 "unwinder and of exec at kscope's wrappers");
