@@ -26,7 +26,9 @@
 # Then the cost of instrumenting a large program once: kscope itself
 # (a copy of KSCOPE, thousands of functions) running --version, natively
 # and under kscope instrument (both analyses, kscope's and the
-# runtime's, the trampolines, the patching, the results).
+# runtime's, the trampolines, the patching, the results), and a copy
+# rewritten by --rewrite (run as it is: it runs itself under kscope
+# instrument, with no analysis).
 set -euo pipefail
 KSCOPE=$(realpath "${1:-build/kscope}")
 N=${2:-32}
@@ -103,6 +105,9 @@ cp "$KSCOPE" "$work/big"
 nbig=$("$KSCOPE" instrument --list -- "$work/big" | tail -1)
 big_native=$(median "$work/big" --version)
 big_inst=$(median "$KSCOPE" instrument -o "$work/out" --top 0 -- "$work/big" --version)
+"$KSCOPE" instrument --rewrite "$work/big-rw" -o "$work/out" --top 0 -- "$work/big" \
+	>/dev/null 2>&1
+big_rw=$(median "$work/big-rw" --version)
 
 awk -v c="$calls" -v n="$native" -v z="$none" -v i="$inst" -v f="$finstr" -v t="$traced" 'BEGIN {
 	printf "fib calls per run:       %d\n", c
@@ -115,8 +120,9 @@ awk -v c="$calls" -v n="$native" -v z="$none" -v i="$inst" -v f="$finstr" -v t="
 	printf "-finstrument-functions:  %6.1f ns per call ((finstr - native) / calls, empty hooks)\n", (f - n) / c
 }'
 echo "$probe_line"
-awk -v what="$nbig" -v n="$big_native" -v i="$big_inst" 'BEGIN {
+awk -v what="$nbig" -v n="$big_native" -v i="$big_inst" -v r="$big_rw" 'BEGIN {
 	printf "large program (kscope: %s)\n", what
 	printf "  --version natively:      %8.1f ms\n", n / 1e6
 	printf "  under kscope instrument: %8.1f ms (+%.1f ms)\n", i / 1e6, (i - n) / 1e6
+	printf "  rewritten (--rewrite):   %8.1f ms (+%.1f ms: no analysis, the same run under kscope)\n", r / 1e6, (r - n) / 1e6
 }'
