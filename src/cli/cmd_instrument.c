@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1046,6 +1047,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	struct ks_idb db = { .f = { .fd = -1 } };
 	struct ks_instr_rw rw = { 0 };
 	uint8_t *rwbuf = NULL;
+	size_t rwlen = 0;
 	bool rewritten = false, pie = false;
 	char lib[PATH_MAX], *prog = NULL, *owned[7] = { 0 }, **env = NULL;
 	char dbpath[PATH_MAX + 16];
@@ -1092,7 +1094,7 @@ static int instrument_run(const struct ks_cmd *cmd, struct ks_parsed *p)
 	}
 	/* A program rewritten by --rewrite: its functions are the ones its
 	 * segment lists (the analysis would see the jumps). */
-	rc = ks_instr_rw_read(prog, &rwbuf, &rw, &pie, &err);
+	rc = ks_instr_rw_read(prog, &rwbuf, &rwlen, &rw, &pie, &err);
 	if (rc == 0) {
 		rewritten = true;
 		rc = ks_instr_rw_image(&rw, prog, pie, &img, &err);
@@ -1263,7 +1265,8 @@ out:
 	free(env);
 	results_free(&res);
 	ks_instr_image_free(&img);
-	free(rwbuf);
+	if (rwbuf)
+		munmap(rwbuf, rwlen);
 	free(prog);
 	return code;
 }

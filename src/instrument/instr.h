@@ -185,9 +185,10 @@ int ks_instr_rewrite(const char *path, const struct ks_instr_image *img, const c
 		     const char *runtime, char *const *kargv, size_t *npatched,
 		     struct ks_err *err);
 /* The segment of a rewritten program, read from its file: 0 with *rw
- * pointing into *buf (malloc'd); -ENOENT when path is not one. */
-int ks_instr_rw_read(const char *path, uint8_t **buf, struct ks_instr_rw *rw, bool *pie,
-		     struct ks_err *err);
+ * pointing into *buf, the file mapped (*buflen bytes; munmap it);
+ * -ENOENT when path is not one. */
+int ks_instr_rw_read(const char *path, uint8_t **buf, size_t *buflen, struct ks_instr_rw *rw,
+		     bool *pie, struct ks_err *err);
 
 /* Writes the moved instructions of f, as they must be at out_addr, to out
  * (cap bytes), followed by a jmp rel32 back to the instruction after

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,15 +100,29 @@ static int64_t file_off(const Elf64_Phdr *ph, size_t nph, uint64_t vaddr, uint64
 	return -1;
 }
 
-int ks_instr_rw_read(const char *path, uint8_t **buf, struct ks_instr_rw *rw, bool *pie,
-		     struct ks_err *err)
+int ks_instr_rw_read(const char *path, uint8_t **buf, size_t *buflen, struct ks_instr_rw *rw,
+		     bool *pie, struct ks_err *err)
 {
 	size_t len, nph;
 	const Elf64_Phdr *ph;
-	int rc = slurp(path, buf, &len, NULL, err);
+	struct stat st;
+	int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *m;
 
-	if (rc)
-		return rc;
+	*buf = NULL;
+	if (fd < 0)
+		return ks_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -ENOENT;
+	}
+	len = (size_t)st.st_size;
+	m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return ks_err_set(err, -errno, "cannot read %s: %s", path, strerror(errno));
+	*buf = m;
+	*buflen = len;
 	if (!(ph = phdrs(*buf, len, &nph)))
 		goto none;
 	*pie = ((const Elf64_Ehdr *)*buf)->e_type == ET_DYN;
@@ -116,14 +131,19 @@ int ks_instr_rw_read(const char *path, uint8_t **buf, struct ks_instr_rw *rw, bo
 		    ph[i].p_filesz > len - ph[i].p_offset)
 			continue;
 		rc = ks_instr_rw_parse(*buf + ph[i].p_offset, ph[i].p_filesz, rw, err);
+		if (rc == 0)
+			return 0;
 		if (rc != -ENOENT) {
-			if (rc)
-				ks_err_set(err, rc, "%s: %s", path, err->msg);
-			return rc;
+			char msg[sizeof(err->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			munmap(*buf, len);
+			*buf = NULL;
+			return ks_err_set(err, rc, "%s: %s", path, msg);
 		}
 	}
 none:
-	free(*buf);
+	munmap(*buf, len);
 	*buf = NULL;
 	return -ENOENT;
 }
@@ -161,7 +181,7 @@ int ks_instr_rewrite(const char *path, const struct ks_instr_image *img, const c
 		     struct ks_err *err)
 {
 	uint8_t *buf = NULL;
-	size_t len, nph, ndyn = 0, used = 0;
+	size_t len = 0, nph, ndyn = 0, used = 0;
 	mode_t mode = 0755;
 	Elf64_Phdr *ph;
 	Elf64_Dyn *dyn = NULL;
