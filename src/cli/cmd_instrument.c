@@ -1288,6 +1288,8 @@ const struct ks_cmd ks_cmd_instrument = {
 		"functions on stderr.  --list prints the verdicts and runs nothing.\n"
 		"--pid PID attaches to a running process instead, and detaches when it\n"
 		"ends, on Ctrl+C or after --duration, leaving its code as it was.\n"
+		"--rewrite FILE writes a copy of PROGRAM with its functions patched in\n"
+		"the file, which runs itself under kscope instrument.\n"
 		"Exits with the program's status.  See docs/instrument.md.",
 	.args = {
 		.opts = instrument_opts,

@@ -19,7 +19,8 @@ on PATH and the working directory a fresh temporary one:
     contention on the threads examples, falseshare's compiled front end
     on a program built with the flags of --print-cflags,
     pack, tune, calibrate --quick, mpirun -n 2 kscope sample and kscope
-    merge, report and inspect, kscope predict --chip ascend910b
+    merge, report and inspect, kscope predict --chip ascend910b,
+    kscope instrument started and a copy rewritten with --rewrite
   - kscope view on the sample run: its page and one API answer over HTTP
   - import kscope.predict in Debian's python3 through the installed
     kscope.pth, and a model scheduled with it
@@ -403,6 +404,33 @@ def check_mpi_merge(e, build_examples):
     print("ok   mpirun -n 2 kscope sample, then kscope merge: 2 ranks")
 
 
+def check_instrument(e):
+    """kscope instrument, installed: fib(20) started (21,891 calls), and a
+    copy rewritten with --rewrite, whose runtime is the installed one,
+    run as it is; kscope report on the run."""
+    fib = os.path.join(e.work, "ifib")
+    subprocess.run(["gcc", "-O2", "-o", fib, os.path.join(SOURCE, "examples", "instrument",
+                                                          "fib.c")], check=True)
+    outdir = os.path.join(e.work, "instr")
+    _, raw, _, _ = e.run(["kscope", "instrument", "-o", outdir, "--", fib, "20"])
+    check(raw == "fib(20) x 1 = 6765\n", f"kscope instrument: the program printed {raw!r}")
+    _, rep, _, _ = e.run(["kscope", "report", only_run_dir(outdir)])
+    rows = {ln.split()[0]: ln.split()[1] for ln in rep.splitlines()[1:] if ln.split()}
+    check(rows.get("fib") == "21891", f"kscope report on an instrument run: {rep[:500]}")
+    rw = os.path.join(e.work, "ifib-rw")
+    rwout = os.path.join(e.work, "instr-rw")
+    e.run(["kscope", "instrument", "--rewrite", rw, "-o", rwout, "--", fib])
+    dyn = subprocess.run(["readelf", "-d", rw], capture_output=True, text=True).stdout
+    check(f"[{os.path.realpath(e.prefix)}/" in dyn or f"[{e.prefix}/" in dyn,
+          f"the rewritten copy needs a runtime outside the prefix:\n{dyn[:800]}")
+    _, raw, _, _ = e.run([rw, "20"])
+    check(raw == "fib(20) x 1 = 6765\n", f"the rewritten copy printed {raw!r}")
+    _, rep, _, _ = e.run(["kscope", "report", only_run_dir(rwout)])
+    rows = {ln.split()[0]: ln.split()[1] for ln in rep.splitlines()[1:] if ln.split()}
+    check(rows.get("fib") == "21891", f"kscope report on the rewritten copy's run: {rep[:500]}")
+    print("ok   kscope instrument: fib(20) started and rewritten, 21891 calls each")
+
+
 def check_report_inspect(e, sample_parent):
     _, out, _, _ = e.run(["kscope", "report", only_run_dir(sample_parent)])
     check("main" in out, f"kscope report printed {out[:500]}")
@@ -575,6 +603,7 @@ def smoke(prefix, build, tmp, sanitized):
     check_pack_tune_calibrate(e)
     check_mpi_merge(e, examples)
     check_report_inspect(e, sample_parent)
+    check_instrument(e)
     check_predict(e, SOURCE)
     check_view(e, sample_parent)
     if not sanitized:

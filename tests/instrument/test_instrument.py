@@ -94,6 +94,16 @@ def build(src, out, cc="gcc", flags=("-O2",), libs=()):
     return out
 
 
+def build_text(d, name, text, libs=()):
+    """Compiles the C program text (gcc -O2) into d/name; returns its path."""
+    src = os.path.join(d, name + ".c")
+    with open(src, "w") as f:
+        f.write(text)
+    out = os.path.join(d, name)
+    subprocess.run(["gcc", "-O2", "-o", out, src, *libs], check=True)
+    return out
+
+
 def native(argv):
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     return p.returncode, p.stdout
@@ -449,16 +459,13 @@ def s_cxx(d):
 
 
 def s_fork(d):
-    src = os.path.join(d, "forky.c")
-    with open(src, "w") as f:
-        f.write('#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n'
+    prog = build_text(d, "forky",
+                      '#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n'
                 '__attribute__((noinline)) long twice(long x) { return 2 * x; }\n'
                 'int main(void) { long a = 0; for (int i = 0; i < 10; i++) a += twice(i);\n'
                 ' pid_t p = fork(); if (p == 0) { for (int i = 0; i < 5; i++) a += twice(i);\n'
                 ' printf("child %ld\\n", a); return 0; }\n waitpid(p, 0, 0);\n'
                 ' printf("parent %ld\\n", a); return 0; }\n')
-    prog = os.path.join(d, "forky")
-    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
     _, _, _, rd = instrument([prog])
     procs = counters(rd)
     check(len(procs) == 2, f"{len(procs)} processes wrote counters, expected 2")
@@ -471,9 +478,8 @@ def s_exec(d):
     (instr.<pid>.exec1.txt), a failed exec changes nothing, and the
     program after it is patched afresh; the same through a shell."""
     fib = build("fib.c", os.path.join(d, "fib"))
-    src = os.path.join(d, "execer.c")
-    with open(src, "w") as f:
-        f.write('#include <stdio.h>\n#include <unistd.h>\n'
+    prog = build_text(d, "execer",
+                      '#include <stdio.h>\n#include <unistd.h>\n'
                 '__attribute__((noinline)) long twice(long x) { volatile long y = x;\n'
                 ' return 2 * y; }\n'
                 'int main(int argc, char **argv) { long a = 0; (void)argc;\n'
@@ -482,8 +488,6 @@ def s_exec(d):
                 ' for (int i = 0; i < 2; i++) a += twice(i);\n'
                 ' printf("before exec %ld\\n", a); fflush(stdout);\n'
                 ' execl(argv[1], argv[1], "10", (char *)NULL); return 1; }\n')
-    prog = os.path.join(d, "execer")
-    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
     _, out, _, rd = instrument([prog, fib])
     check(out == b"before exec 8\nfib(10) x 1 = 55\n", f"output {out!r}")
     procs = counters(rd)
@@ -989,9 +993,8 @@ def s_nocpu(d):
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     n = limit_kb // (2 * page_kb) + 40     # two pages a thread
     check(n < 5000, f"{n} threads needed to pass the limit: too many for a test")
-    src = os.path.join(d, "many.c")
-    with open(src, "w") as f:
-        f.write('#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
+    prog = build_text(d, "many",
+                      '#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
                 'static pthread_barrier_t b;\n'
                 '__attribute__((noinline)) long work(long x) { volatile long s = x;\n'
                 ' for (int i = 0; i < 100; i++) s += i; return s; }\n'
@@ -1002,9 +1005,7 @@ def s_nocpu(d):
                 ' pthread_t *t = malloc(n * sizeof(*t)); pthread_barrier_init(&b, 0, n);\n'
                 ' for (int i = 0; i < n; i++) if (pthread_create(&t[i], 0, run, 0)) return 1;\n'
                 ' for (int i = 0; i < n; i++) pthread_join(t[i], 0);\n'
-                ' printf("%ld\\n", only_main(n)); return 0; }\n')
-    prog = os.path.join(d, "many")
-    subprocess.run(["gcc", "-O2", "-o", prog, src, "-lpthread"], check=True)
+                ' printf("%ld\\n", only_main(n)); return 0; }\n', libs=("-lpthread",))
     out = os.path.join(d, "out")
     os.mkdir(out)
     cmd = [KSCOPE, "instrument", "-o", out, "--", prog, str(n)]
@@ -1082,6 +1083,20 @@ def code_bytes(pid, prog, names):
     return out
 
 
+def attach_bg(pid):
+    """kscope instrument --pid PID started in the background, once its
+    runtime is in the process: (the kscope process, output directory)."""
+    out = tmp()
+    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(pid)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while "libkscope-instr" not in open(f"/proc/{pid}/maps").read() and \
+            time.time() < deadline and k.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return k, out
+
+
 def attach(pid, opts=(), code=0):
     """kscope instrument --pid PID OPTS: (stderr, run directory)."""
     out = tmp()
@@ -1125,16 +1140,8 @@ def s_attach(d):
 
     # Ctrl+C ends the recording.
     import signal
-    import time
     p = start_running(prog)
-    out = tmp()
-    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
-            time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    k, out = attach_bg(p.pid)
     k.send_signal(signal.SIGINT)
     _, kerr = k.communicate(timeout=120)
     kerr = kerr.decode()
@@ -1145,14 +1152,7 @@ def s_attach(d):
 
     # The process ends while kscope is attached: its results are written.
     p = start_running(prog)
-    out = tmp()
-    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
-            time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    k, out = attach_bg(p.pid)
     stop_running(p, b"all results right\n")
     _, kerr = k.communicate(timeout=120)
     kerr = kerr.decode()
@@ -1170,9 +1170,8 @@ def s_attachexec(d):
     the runtime's wrapper), and kscope, told to stop, says what happened
     instead of calling into a runtime that is gone."""
     import signal
-    src = os.path.join(d, "execs.c")
-    with open(src, "w") as f:
-        f.write('#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n'
+    prog = build_text(d, "execs",
+                      '#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n'
                 'static volatile sig_atomic_t go;\n'
                 'static void on(int s) { (void)s; go = 1; }\n'
                 '__attribute__((noinline)) long work(long x) { volatile long s = x;\n'
@@ -1180,18 +1179,10 @@ def s_attachexec(d):
                 'int main(void) { signal(SIGUSR2, on); fprintf(stderr, "ready\\n");\n'
                 ' while (!go) { work(1); usleep(1000); }\n'
                 ' execl("/bin/sleep", "sleep", "60", (char *)NULL); return 1; }\n')
-    prog = os.path.join(d, "execs")
-    subprocess.run(["gcc", "-O2", "-o", prog, src], check=True)
     p = start_running(prog)
-    out = tmp()
-    k = subprocess.Popen([KSCOPE, "instrument", "-o", out, "--pid", str(p.pid)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    k, out = attach_bg(p.pid)
     try:
         deadline = time.time() + 60
-        while "libkscope-instr" not in open(f"/proc/{p.pid}/maps").read() and \
-                time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
         p.send_signal(signal.SIGUSR2)
         while os.path.realpath(f"/proc/{p.pid}/exe") != os.path.realpath("/bin/sleep") and \
                 time.time() < deadline:
@@ -1269,10 +1260,16 @@ def s_rewrite(d):
     _, err = kreport_run(["instrument", "--rewrite", os.path.join(d, "x"), "--pid", "1"], 2)
     check("not with --pid" in err, err)
     # kscope gone: a copy of it writes the program, then is removed.
-    kdir = os.path.join(d, "k")
-    os.mkdir(kdir)
+    # (The runtime beside it as kscope looks for it: build tree or
+    # installed layout.)
+    kdir = os.path.join(d, "k", "bin")
+    here = os.path.dirname(os.path.realpath(KSCOPE))
+    for rel in ("lib", "../lib/kscope"):
+        if os.path.exists(os.path.join(here, rel, "libkscope-instr.so")):
+            os.makedirs(os.path.join(kdir, rel))
+            shutil.copy(os.path.join(here, rel, "libkscope-instr.so"), os.path.join(kdir, rel))
+            break
     shutil.copy(KSCOPE, os.path.join(kdir, "kscope"))
-    os.symlink(os.path.join(os.path.dirname(KSCOPE), "lib"), os.path.join(kdir, "lib"))
     out = os.path.join(d, "orphan")
     p = subprocess.run([os.path.join(kdir, "kscope"), "instrument", "--rewrite", out, "--",
                         prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

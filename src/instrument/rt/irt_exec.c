@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -22,29 +23,11 @@ extern char **environ;
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 
-int irt_wrap_execve(const char *path, char *const argv[], char *const envp[])
+/* The real execve or execvpe (w), between irt_exec_begin and, when it
+ * returns (it failed), irt_exec_failed. */
+static int exec_real(int w, const char *file, char *const argv[], char *const envp[])
 {
-	execve_fn real = (execve_fn)irt_real(IRT_W_EXECVE);
-	int r;
-
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	irt_exec_begin();
-	r = real(path, argv, envp);
-	irt_exec_failed();
-	return r;
-}
-
-int irt_wrap_execv(const char *path, char *const argv[])
-{
-	return irt_wrap_execve(path, argv, environ);
-}
-
-int irt_wrap_execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	execve_fn real = (execve_fn)irt_real(IRT_W_EXECVPE);
+	execve_fn real = (execve_fn)irt_real(w);
 	int r;
 
 	if (!real) {
@@ -57,9 +40,24 @@ int irt_wrap_execvpe(const char *file, char *const argv[], char *const envp[])
 	return r;
 }
 
+int irt_wrap_execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_real(IRT_W_EXECVE, path, argv, envp);
+}
+
+int irt_wrap_execv(const char *path, char *const argv[])
+{
+	return exec_real(IRT_W_EXECVE, path, argv, environ);
+}
+
+int irt_wrap_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return exec_real(IRT_W_EXECVPE, file, argv, envp);
+}
+
 int irt_wrap_execvp(const char *file, char *const argv[])
 {
-	return irt_wrap_execvpe(file, argv, environ);
+	return exec_real(IRT_W_EXECVPE, file, argv, environ);
 }
 
 int irt_wrap_fexecve(int fd, char *const argv[], char *const envp[])
@@ -79,75 +77,64 @@ int irt_wrap_fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* The arguments of an execl call after arg0, up to its NULL, as a
- * vector (on the stack: the caller may be a child after vfork); *envp
- * taken after the NULL when with_env.  Returns the count, or -1 past max. */
+ * vector (on the stack: the caller may be a child after vfork), then,
+ * with_env, the environment after the NULL; execve or execvpe (w) of
+ * them.  E2BIG past EXECL_MAX arguments. */
 #define EXECL_MAX 4096
 
-static int collect(const char *arg0, va_list ap, char **argv, char ***envp, int with_env)
+static int execl_common(int w, const char *file, const char *arg0, va_list ap, bool with_env)
 {
+	char *argv[EXECL_MAX], **envp = environ;
 	int n = 0;
 
 	argv[n++] = (char *)(uintptr_t)arg0;
 	while (arg0) {
 		char *a = va_arg(ap, char *);
 
-		if (n == EXECL_MAX)
+		if (n == EXECL_MAX) {
+			errno = E2BIG;
 			return -1;
+		}
 		argv[n++] = a;
 		if (!a)
 			break;
 	}
 	if (with_env)
-		*envp = va_arg(ap, char **);
-	return n;
+		envp = va_arg(ap, char **);
+	return exec_real(w, file, argv, envp);
 }
 
 int irt_wrap_execl(const char *path, const char *arg, ...)
 {
-	char *argv[EXECL_MAX];
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, arg);
-	n = collect(arg, ap, argv, NULL, 0);
+	r = execl_common(IRT_W_EXECVE, path, arg, ap, false);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return irt_wrap_execve(path, argv, environ);
+	return r;
 }
 
 int irt_wrap_execlp(const char *file, const char *arg, ...)
 {
-	char *argv[EXECL_MAX];
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, arg);
-	n = collect(arg, ap, argv, NULL, 0);
+	r = execl_common(IRT_W_EXECVPE, file, arg, ap, false);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return irt_wrap_execvpe(file, argv, environ);
+	return r;
 }
 
 int irt_wrap_execle(const char *path, const char *arg, ...)
 {
-	char *argv[EXECL_MAX], **envp = NULL;
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, arg);
-	n = collect(arg, ap, argv, &envp, 1);
+	r = execl_common(IRT_W_EXECVE, path, arg, ap, true);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return irt_wrap_execve(path, argv, envp);
+	return r;
 }
 
 /* Preloaded, the program's calls find these first. */
