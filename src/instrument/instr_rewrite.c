@@ -81,7 +81,8 @@ static const Elf64_Phdr *phdrs(const uint8_t *buf, size_t len, size_t *n)
 
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_machine != EM_X86_64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh->e_phoff > len || (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
+	    eh->e_phoff > len || eh->e_phoff % 8 ||
+	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
 		return NULL;
 	*n = eh->e_phnum;
 	return (const Elf64_Phdr *)(buf + eh->e_phoff);

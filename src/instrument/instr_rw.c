@@ -23,7 +23,9 @@ int ks_instr_rw_parse(const uint8_t *seg, size_t len, struct ks_instr_rw *rw,
 	const struct ks_instr_rw_head *h = (const struct ks_instr_rw_head *)seg;
 
 	memset(rw, 0, sizeof(*rw));
-	if (len < sizeof(*h) || memcmp(h->magic, KS_INSTR_RW_MAGIC, 16) != 0)
+	/* (Where the segment is not 8-byte aligned in the file, it was not
+	 * written by kscope: its head is page-aligned.) */
+	if (len < sizeof(*h) || (uintptr_t)seg % 8 || memcmp(h->magic, KS_INSTR_RW_MAGIC, 16) != 0)
 		return -ENOENT;
 	if (h->size > len || h->funcs % 8 || h->tramp % 16 ||
 	    !within(h->funcs, (uint64_t)h->nfuncs * sizeof(struct ks_instr_rw_func), h->size) ||

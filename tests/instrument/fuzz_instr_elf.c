@@ -6,7 +6,9 @@
  * instrumented, with moved instructions that cover at least the 5 patched
  * bytes and lie inside the function, or left alone with a reason; and the
  * relocation of every instrumented function fits a trampoline (or says
- * a displacement does not reach).
+ * a displacement does not reach).  The same file is then read as a
+ * program kscope instrument --rewrite wrote (ks_instr_rw_read): its
+ * segment found and its table read within bounds, or refused.
  */
 #include <assert.h>
 #include <errno.h>
@@ -58,6 +60,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(n == img.npatch);
 	}
 	ks_instr_image_free(&img);
+	/* As a program kscope instrument --rewrite wrote: its segment is
+	 * found, checked, and its functions read, or it is refused. */
+	{
+		struct ks_instr_rw rw;
+		struct ks_instr_image rimg = { 0 };
+		uint8_t *buf = NULL;
+		size_t blen = 0;
+		bool pie = false;
+
+		if (ks_instr_rw_read(path, &buf, &blen, &rw, &pie, &err) == 0) {
+			if (ks_instr_rw_image(&rw, path, pie, &rimg, &err) == 0) {
+				assert(rimg.nfuncs == rw.head->nfuncs && rimg.npatch == rimg.nfuncs);
+				for (size_t i = 0; i < rimg.nfuncs; i++)
+					assert(strlen(rimg.funcs[i].name) < rw.head->names_len &&
+					       rimg.funcs[i].moved_len >= KS_INSTR_PATCH_LEN);
+			}
+			ks_instr_image_free(&rimg);
+			munmap(buf, blen);
+		} else {
+			assert(!buf);
+		}
+	}
 	close(fd);
 	return 0;
 }
