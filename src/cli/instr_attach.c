@@ -47,12 +47,13 @@
 #define MSG_CAP 512            /* the runtime's error message buffer */
 #define XSTATE_CAP 16384       /* the vector registers, XSAVE layout */
 #define CALL_TIMEOUT_S 60.0    /* a call into the process, at most */
-#define STEP_MAX 100000        /* single steps to leave the runtime */
+#define STEP_ROUNDS 2000       /* runs and stops to leave the runtime */
 
 struct thr {
 	pid_t tid;
 	int sig;                   /* a signal it stopped with, to deliver */
 	bool gone;
+	bool resumed;              /* let run by step_out this round */
 };
 
 struct ks_attach {
@@ -483,29 +484,52 @@ static void read_str(struct ks_attach *a, uint64_t addr, char *out, size_t cap)
 	out[cap - 1] = '\0';
 }
 
-/* Steps the stopped threads out of the runtime's code, one instruction
- * each in turn: one may be spinning on a lock another holds. */
+/* Whether t is stopped inside the runtime's code. */
+static bool in_runtime(struct ks_attach *a, struct thr *t)
+{
+	struct user_regs_struct r;
+
+	return !t->gone && get_regs(t->tid, &r) == 0 && r.rip >= a->text_lo && r.rip < a->text_hi;
+}
+
+/* Lets the stopped threads that are inside the runtime's code run on
+ * for a moment and stops them again, until none is: single steps would
+ * not do (every step is a switch, which the hot path reads again, and
+ * one thread may spin on a lock another holds). */
 static int step_out(struct ks_attach *a, struct ks_err *err)
 {
-	for (long round = 0;; round++) {
+	for (int round = 0; round < STEP_ROUNDS; round++) {
 		bool inside = false;
 
 		for (size_t i = 0; i < a->n; i++) {
-			struct thr *t = &a->t[i];
-			struct user_regs_struct r;
-
-			if (t->gone || get_regs(t->tid, &r) != 0 || r.rip < a->text_lo ||
-			    r.rip >= a->text_hi)
+			a->t[i].resumed = false;
+			if (!in_runtime(a, &a->t[i]))
 				continue;
 			inside = true;
-			if (round >= STEP_MAX || ptrace(PTRACE_SINGLESTEP, t->tid, NULL, NULL) != 0)
-				return ks_err_set(err, -EAGAIN, "thread %d stays inside kscope's "
-						  "runtime (at 0x%llx)", (int)t->tid, r.rip);
-			thr_wait(a, t, true);
+			a->t[i].resumed = ptrace(PTRACE_CONT, a->t[i].tid, NULL, NULL) == 0;
 		}
 		if (!inside)
 			return 0;
+		{
+			struct timespec ts = { 0, 20000 * (1 + round % 50) };
+
+			nanosleep(&ts, NULL);
+		}
+		for (size_t i = 0; i < a->n; i++) {
+			struct thr *t = &a->t[i];
+
+			if (t->gone || !t->resumed)
+				continue;
+			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) != 0 ||
+			    thr_wait(a, t, true) != 0)
+				t->gone = true;
+		}
 	}
+	for (size_t i = 0; i < a->n; i++)
+		if (in_runtime(a, &a->t[i]))
+			return ks_err_set(err, -EAGAIN, "thread %d stays inside kscope's runtime",
+					  (int)a->t[i].tid);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -92,8 +92,19 @@ static void cpu_refresh(struct irt_thread *t)
 		if (__atomic_load_n(&pm->lock, __ATOMIC_RELAXED) != lock ||
 		    __atomic_load_n(&pm->data_head, __ATOMIC_RELAXED) != head)
 			continue;
-		if (head && rec_type(h) == PERF_RECORD_SWITCH && !rec_out(h))
-			t->cpu.off = (int64_t)(when - run) + t->cpu.adj;
+		if (head && rec_type(h) == PERF_RECORD_SWITCH && !rec_out(h)) {
+			int64_t off = (int64_t)(when - run) + t->cpu.adj;
+
+			/* A switch in older than the one last seen, or off-CPU
+			 * time going back by more than the clocks' fuzz (50 us):
+			 * not this switch's record yet; read again at the next
+			 * entry or exit.  Off-CPU time never goes back. */
+			if (when < t->cpu.t_in || off + 50000 < t->cpu.off)
+				return;
+			t->cpu.t_in = when;
+			if (off > t->cpu.off)
+				t->cpu.off = off;
+		}
 		barrier();
 		t->cpu.lock = lock;
 		return;
@@ -109,14 +120,16 @@ int64_t irt_off(struct irt_thread *t)
 
 /* The time now and the off-CPU clock at that same moment: read again
  * when the thread was switched between the two readings (the switch
- * would be in one and not in the other). */
+ * would be in one and not in the other).  A few times at most: a thread
+ * single-stepped by a debugger is switched at every instruction. */
 static uint64_t now_off(struct irt_thread *t, int64_t *off)
 {
-	for (;;) {
+	for (int tries = 0;; tries++) {
 		int64_t o = irt_off(t);
 		uint64_t now = irt_now();
 
-		if (!t->cpu.pm || __atomic_load_n(&t->cpu.pm->lock, __ATOMIC_RELAXED) == t->cpu.lock) {
+		if (!t->cpu.pm || tries == 3 ||
+		    __atomic_load_n(&t->cpu.pm->lock, __ATOMIC_RELAXED) == t->cpu.lock) {
 			*off = o;
 			return now;
 		}

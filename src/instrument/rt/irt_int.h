@@ -104,6 +104,7 @@ struct irt_cpu {
 	uint32_t lock;     /* pm->lock when off was computed */
 	int64_t off;       /* off-CPU ns so far, + adj */
 	int64_t adj;       /* keeps off continuous across a fork */
+	uint64_t t_in;     /* the last switch in seen (CLOCK_MONOTONIC ns) */
 	size_t len;        /* of the mapping */
 };
 

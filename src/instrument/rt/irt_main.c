@@ -168,6 +168,7 @@ bool irt_cpu_open(struct irt_thread *t, int64_t off)
 	t->cpu.lock = pm->lock;
 	t->cpu.adj = off - (int64_t)(mono_ns() - pm->time_running);
 	t->cpu.off = off;
+	t->cpu.t_in = 0;
 	t->cpu.len = len;
 	__atomic_store_n(&t->cpu.pm, pm, __ATOMIC_RELEASE);
 	return true;
