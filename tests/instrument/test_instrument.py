@@ -1004,7 +1004,7 @@ def s_nocpu(d):
     with open("/proc/sys/kernel/perf_event_mlock_kb") as f:
         limit_kb = int(f.read()) * os.cpu_count()
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    n = limit_kb // (2 * page_kb) + 40     # two pages a thread
+    n = limit_kb // page_kb + 40     # one page a thread
     check(n < 5000, f"{n} threads needed to pass the limit: too many for a test")
     prog = build_text(d, "many",
                       '#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n'

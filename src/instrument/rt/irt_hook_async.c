@@ -18,8 +18,9 @@
  * before depth is lowered, so that a signal handler that is itself
  * instrumented and interrupts the hook works on other shadow slots.
  * Everything here is async-signal-safe (an instrumented signal handler
- * runs it): no locks, no allocation, only clock_gettime, reads of the
- * thread's perf event page and, on the fatal paths, write(2).
+ * runs it): no locks, no allocation, only clock_gettime (the thread's
+ * CPU clock after a switch), reads of the thread's perf event page and,
+ * on the fatal paths, write(2).
  */
 #include <stdbool.h>
 #include <time.h>
@@ -52,59 +53,41 @@ uint64_t irt_now(void)
 	return __builtin_ia32_rdtsc();
 }
 
-/* A record of the ring, {header, time}, 16 bytes (the page size is a
- * multiple: none wraps); the header's type is its low 32 bits, misc the
- * next 16 (little-endian). */
-static void ring_read(const volatile struct perf_event_mmap_page *pm, uint64_t at, uint64_t *h,
-		      uint64_t *when)
+/* A thread's CPU clock (CLOCK_THREAD_CPUTIME_ID of thread tid; the
+ * kernel's encoding, as pthread_getcpuclockid makes it), in ns; a
+ * system call.  -1 when the thread is gone. */
+static int64_t thread_cpu_ns(pid_t tid)
 {
-	const volatile uint64_t *r = (const volatile uint64_t *)((uintptr_t)pm + irt_g.page +
-								 ((uintptr_t)at & (irt_g.page - 1)));
+	struct timespec ts;
+	clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6);
 
-	*h = r[0];
-	*when = r[1];
+	if (clock_gettime(c, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint32_t rec_type(uint64_t h)
+static int64_t mono_now_ns(void)
 {
-	return (uint32_t)h;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool rec_out(uint64_t h)
-{
-	return (h >> 32) & PERF_RECORD_MISC_SWITCH_OUT;
-}
-
-/* The thread's off-CPU clock (struct irt_cpu).  The page is read under
- * its lock; the newest record of the backward ring is the thread's last
- * switch in (it is running), {header, time}. */
+/* The thread's off-CPU clock (struct irt_cpu), read again after a
+ * switch: now less its CPU clock, the two read with no switch between
+ * (the page's lock the same before and after). */
 static void cpu_refresh(struct irt_thread *t)
 {
 	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
 
-	for (int tries = 0; tries < 64; tries++) {
+	for (int tries = 0; tries < 4; tries++) {
 		uint32_t lock = __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE);
-		uint64_t head = __atomic_load_n(&pm->data_head, __ATOMIC_ACQUIRE);
-		uint64_t run = pm->time_running, h, when;
+		int64_t mono = mono_now_ns(), cpu = thread_cpu_ns(t->tid);
 
-		ring_read(pm, head, &h, &when);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&pm->lock, __ATOMIC_RELAXED) != lock ||
-		    __atomic_load_n(&pm->data_head, __ATOMIC_RELAXED) != head)
+		if (cpu < 0 || __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE) != lock)
 			continue;
-		if (head && rec_type(h) == PERF_RECORD_SWITCH && !rec_out(h)) {
-			int64_t off = (int64_t)(when - run) + t->cpu.adj;
-
-			/* A switch in older than the one last seen, or off-CPU
-			 * time going back by more than the clocks' fuzz (50 us):
-			 * not this switch's record yet; read again at the next
-			 * entry or exit.  Off-CPU time never goes back. */
-			if (when < t->cpu.t_in || off + 50000 < t->cpu.off)
-				return;
-			t->cpu.t_in = when;
-			if (off > t->cpu.off)
-				t->cpu.off = off;
-		}
+		t->cpu.off = mono - cpu + t->cpu.adj;
 		barrier();
 		t->cpu.lock = lock;
 		return;
@@ -143,31 +126,11 @@ uint64_t irt_now_off(struct irt_thread *t, int64_t *off)
 
 int64_t irt_off_of(const struct irt_thread *t, uint64_t mono)
 {
-	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
+	int64_t cpu;
 
-	if (!pm)
+	if (!t->cpu.pm || (cpu = thread_cpu_ns(t->tid)) < 0)
 		return t->cpu.off;
-	for (int tries = 0; tries < 64; tries++) {
-		uint32_t lock = __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE);
-		uint64_t head = __atomic_load_n(&pm->data_head, __ATOMIC_ACQUIRE);
-		uint64_t run = pm->time_running, h[2], when[2];
-
-		ring_read(pm, head, &h[0], &when[0]);
-		ring_read(pm, head + 16u, &h[1], &when[1]);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&pm->lock, __ATOMIC_RELAXED) != lock ||
-		    __atomic_load_n(&pm->data_head, __ATOMIC_RELAXED) != head)
-			continue;
-		if (!head || rec_type(h[0]) != PERF_RECORD_SWITCH)
-			return t->cpu.off;
-		if (!rec_out(h[0]))
-			return (int64_t)(when[0] - run) + t->cpu.adj;
-		/* Switched out at when[0], after running since when[1]. */
-		if (head + 16u == 0 || rec_type(h[1]) != PERF_RECORD_SWITCH || rec_out(h[1]))
-			return t->cpu.off;
-		return (int64_t)(mono - (run + (when[0] - when[1]))) + t->cpu.adj;
-	}
-	return t->cpu.off;
+	return (int64_t)mono - cpu + t->cpu.adj;
 }
 
 /* Accounts one finished call (f, already off the stack) at now, the

@@ -93,18 +93,16 @@ struct irt_edge {
 	uint64_t incl;     /* like irt_stat's: calls of a callee not already open */
 };
 
-/* The thread's CPU clock (irt_cpu_open): a perf event of its own that
- * records its context switches.  Its off-CPU time so far is the time
- * of its last switch in (CLOCK_MONOTONIC) less the time it had run by
- * then (the event page's time_running): a constant while it runs,
- * recomputed when the page's lock says it was switched out and in
- * again.  CPU time = wall time - off-CPU time. */
+/* The thread's CPU clock (irt_cpu_open).  Its off-CPU time so far is
+ * the time now (CLOCK_MONOTONIC) less its own CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID): a constant while it runs, read again (a
+ * system call) only when the page of a perf event of its own says it was
+ * switched out and in since.  CPU time = wall time - off-CPU time. */
 struct irt_cpu {
 	const volatile struct perf_event_mmap_page *pm; /* NULL: no CPU clock */
 	uint32_t lock;     /* pm->lock when off was computed */
 	int64_t off;       /* off-CPU ns so far, + adj */
 	int64_t adj;       /* keeps off continuous across a fork */
-	uint64_t t_in;     /* the last switch in seen (CLOCK_MONOTONIC ns) */
 	size_t len;        /* of the mapping */
 };
 
@@ -164,8 +162,8 @@ uint64_t irt_now(void);
 int64_t irt_off(struct irt_thread *t);
 /* irt_now() and irt_off(t) of one same moment. */
 uint64_t irt_now_off(struct irt_thread *t, int64_t *off);
-/* The same for any thread, read from another at mono (CLOCK_MONOTONIC
- * ns): a thread switched out now has its time since then added. */
+/* The same for any thread of the process, read from another at mono
+ * (CLOCK_MONOTONIC ns), from the thread's CPU clock. */
 int64_t irt_off_of(const struct irt_thread *t, uint64_t mono);
 /* Opens the calling thread's CPU clock, its off-CPU time so far
  * continuing from off (irt_main.c); false, and the reason noted once,

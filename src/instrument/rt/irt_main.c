@@ -136,21 +136,22 @@ static void cpu_refused(const char *what, int e)
 	irt_unlock();
 }
 
-/* A software event of the thread alone that records its switches in a
- * one-page ring written backwards (the newest record at data_head), with
- * CLOCK_MONOTONIC times; mapped read-only (the kernel overwrites old
- * records) and its descriptor closed (the mapping keeps it). */
+/* A software event of the thread alone, only for its page: the kernel
+ * updates the page (its lock) each time the thread is switched in, so a
+ * changed lock says "switched since", and the off-CPU clock is read again
+ * (irt_hook_async.c).  Only the page is mapped (read-only, no ring), and
+ * the descriptor closed: the mapping keeps the event. */
 bool irt_cpu_open(struct irt_thread *t, int64_t off)
 {
 	struct perf_event_attr a = {
 		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
-		.sample_type = PERF_SAMPLE_TIME, .exclude_kernel = 1, .exclude_hv = 1,
-		.sample_id_all = 1, .context_switch = 1, .write_backward = 1, .use_clockid = 1,
-		.clockid = CLOCK_MONOTONIC,
+		.exclude_kernel = 1, .exclude_hv = 1,
 	};
-	size_t len = 2 * irt_g.page;
+	size_t len = irt_g.page;
 	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	const volatile struct perf_event_mmap_page *pm;
+	struct timespec ts;
+	int64_t cpu;
 	void *m;
 
 	if (fd < 0) {
@@ -166,9 +167,11 @@ bool irt_cpu_open(struct irt_thread *t, int64_t off)
 	close(fd);
 	pm = m;
 	t->cpu.lock = pm->lock;
-	t->cpu.adj = off - (int64_t)(mono_ns() - pm->time_running);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	cpu = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* Continuing from off: the clock of a fork child's thread starts at 0. */
+	t->cpu.adj = off - ((int64_t)mono_ns() - cpu);
 	t->cpu.off = off;
-	t->cpu.t_in = 0;
 	t->cpu.len = len;
 	__atomic_store_n(&t->cpu.pm, pm, __ATOMIC_RELEASE);
 	return true;
@@ -257,12 +260,12 @@ static void at_fork_child(void)
 		return;
 	/* The parent's perf mapping is not inherited (the kernel does not
 	 * copy it): the child's thread gets its own clock, continuing. */
+	self->tid = (pid_t)syscall(SYS_gettid);
 	if (self->cpu.pm) {
 		self->cpu.pm = NULL;
 		self->cpu_known = irt_cpu_open(self, self->cpu.off);
 	}
 	self->next = NULL;
-	self->tid = (pid_t)syscall(SYS_gettid);
 	self->overflow = self->unwound = self->edges_lost = 0;
 	for (uint32_t i = 0; i < irt_g.nfuncs; i++) {
 		uint32_t active = self->stats[i].active;
