@@ -39,6 +39,7 @@
 #include "mpirank.h"
 #include "store.h"
 #include "instr_attach.h"
+#include "instr_counters.h"
 #include "textout.h"
 #include "trace.h"
 
@@ -461,6 +462,10 @@ static bool parse_call(const char *p, unsigned long *id, unsigned long *depth,
 	return true;
 }
 
+/* More functions than any program has (the runtime allows UINT32_MAX / 2):
+ * a file declaring more is damaged. */
+#define FUNCS_MAX (1ul << 24)
+
 /* Reads one instr.<pid>.txt (docs/instrument.md) into r. */
 static int results_read(struct results *r, int dirfd, const char *name, struct ks_err *err)
 {
@@ -476,6 +481,7 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 	bool ended = false;
 	uint32_t proc = KS_NONE, thread = KS_NONE; /* in r->trace */
 	char module[256] = "";      /* the library of the "f" lines that follow */
+	size_t declared = 0;        /* functions the "functions" and "module" lines give */
 
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "r"))) {
@@ -552,8 +558,12 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 			/* "module FIRST COUNT PATCHED 0xBIAS PATH": PATH may hold spaces. */
 			const char *path, *base;
 
+			unsigned long first = 0, count = 0;
+
 			n = 0;
-			sscanf(line, "module %*u %*u %*u %*x %n", &n);
+			sscanf(line, "module %lu %lu %*u %*x %n", &first, &count, &n);
+			if (first < FUNCS_MAX && count < FUNCS_MAX && first + count > declared)
+				declared = first + count;
 			path = n > 0 ? line + n : "?";
 			base = strrchr(path, '/');
 			snprintf(module, sizeof(module), "%s", base ? base + 1 : path);
@@ -575,9 +585,17 @@ static int results_read(struct results *r, int dirfd, const char *name, struct k
 				snprintf(r->late[r->nlate++], sizeof(r->late[0]), "%s", line + 2);
 			continue;
 		}
+		if (sscanf(line, "functions %lu %lu", &a, &b) == 2) {
+			if (a < FUNCS_MAX && a > declared)
+				declared = a;
+			continue;
+		}
 		if (sscanf(line, "f %lu %lx %lu %lu %n", &id, &a, &b, &c, &n) == 4 && n > 0) {
-			if (id >= 1u << 30) {
-				rc = ks_err_set(err, -EINVAL, "%s: bad function id", name);
+			/* Ids run below the functions the file declares (its
+			 * "functions" and "module" lines). */
+			if (id >= declared) {
+				rc = ks_err_set(err, -EINVAL, "%s: function id %lu past the %zu functions "
+						"it declares", name, id, declared);
 				goto out;
 			}
 			if (id >= nnames) {
@@ -866,6 +884,19 @@ static int report_write(struct ks_rundir *rd, const char *prog, struct results *
 		edges_write(&of, &r->thread_edges[i]);
 	}
 	return ks_outfile_commit(&of, KS_DELIVERABLE_MODE, err);
+}
+
+int ks_instr_counters_read(int dirfd, const char *name, struct ks_err *err)
+{
+	struct results r = { .rank = -1 };
+	int rc;
+
+	if ((rc = ks_profile_init(&r.trace, err)))
+		return rc;
+	r.trace_ready = true;
+	rc = results_read(&r, dirfd, name, err);
+	results_free(&r);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
