@@ -455,6 +455,8 @@ static int call(struct ks_attach *a, struct thr *t, uint64_t fn, const uint64_t 
 		}
 		if (WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS || WSTOPSIG(st) == SIGILL ||
 		    WSTOPSIG(st) == SIGFPE || WSTOPSIG(st) == SIGABRT) {
+			if (get_regs(t->tid, &r))
+				r.rip = 0;
 			rc = ks_err_set(err, -EFAULT, "kscope's call into process %d faulted (%s at "
 					"0x%llx); its registers are put back", (int)a->pid,
 					strsignal(WSTOPSIG(st)), r.rip);
