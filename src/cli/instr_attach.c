@@ -16,7 +16,7 @@
  *                                       addresses handed over
  * and, to detach before the process ends:
  *   kscope_instr_detach_unpatch()       every thread stopped, none inside
- *                                       the runtime (stepped out first)
+ *                                       the runtime (let out first)
  *   kscope_instr_detach_write()         the other threads running
  * Between the two, every thread is detached and the process runs
  * untraced; kscope waits on a pidfd.

@@ -892,7 +892,7 @@ __attribute__((visibility("default"))) int kscope_instr_attach_patch(const uintp
 
 /* The original bytes back; on every thread, the return addresses kscope
  * replaced put back too (every thread is stopped, none inside this
- * library: kscope steps them out first), so that nothing of the process
+ * library: kscope lets them out first), so that nothing of the process
  * passes through kscope again.  The calls still open stay on the shadow
  * stacks, to be written as open at now. */
 __attribute__((visibility("default"))) int kscope_instr_detach_unpatch(void)
