@@ -233,11 +233,10 @@ static struct thr *thr_find(struct ks_attach *a, pid_t tid)
 
 /* Waits for t's next stop; 0 stopped, 1 gone.  A signal it stopped with
  * is kept for when it runs on. */
-static int thr_wait(struct ks_attach *a, struct thr *t, bool keep_signal)
+static int thr_wait(struct thr *t)
 {
 	int st;
 
-	(void)a;
 	for (;;) {
 		pid_t r = waitpid(t->tid, &st, __WALL);
 
@@ -248,7 +247,7 @@ static int thr_wait(struct ks_attach *a, struct thr *t, bool keep_signal)
 			return 1;
 		}
 		if (WIFSTOPPED(st)) {
-			if ((st >> 16) != PTRACE_EVENT_STOP && keep_signal)
+			if ((st >> 16) != PTRACE_EVENT_STOP)
 				t->sig = WSTOPSIG(st);
 			return 0;
 		}
@@ -309,7 +308,7 @@ static int stop_all(struct ks_attach *a, struct ks_err *err)
 			}
 			added = true;
 			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0 ||
-			    thr_wait(a, t, true) != 0)
+			    thr_wait(t) != 0)
 				t->gone = true;
 		}
 		closedir(d);
@@ -317,20 +316,8 @@ static int stop_all(struct ks_attach *a, struct ks_err *err)
 	return 0;
 }
 
-/* Lets every thread run on, untraced, with the signal it stopped with. */
-static void run_all(struct ks_attach *a)
-{
-	for (size_t i = 0; i < a->n; i++) {
-		struct thr *t = &a->t[i];
-
-		if (!t->gone)
-			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(intptr_t)t->sig);
-		t->gone = true;
-		t->sig = 0;
-	}
-}
-
-/* Lets every thread but keep run on, untraced. */
+/* Lets every thread but keep (NULL: every one) run on, untraced, with
+ * the signal it stopped with. */
 static void run_others(struct ks_attach *a, const struct thr *keep)
 {
 	for (size_t i = 0; i < a->n; i++) {
@@ -342,6 +329,11 @@ static void run_others(struct ks_attach *a, const struct thr *keep)
 		t->gone = true;
 		t->sig = 0;
 	}
+}
+
+static void run_all(struct ks_attach *a)
+{
+	run_others(a, NULL);
 }
 
 static int get_regs(pid_t tid, struct user_regs_struct *r)
@@ -427,7 +419,7 @@ static int call(struct ks_attach *a, struct thr *t, uint64_t fn, const uint64_t 
 
 			if (now_s() - t0 > CALL_TIMEOUT_S) {
 				ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
-				thr_wait(a, t, true);
+				thr_wait(t);
 				rc = ks_err_set(err, -ETIMEDOUT, "a call into process %d did not return "
 						"in %.0f s (was a thread stopped holding a lock the "
 						"loader needs?)", (int)a->pid, CALL_TIMEOUT_S);
@@ -523,7 +515,7 @@ static int step_out(struct ks_attach *a, struct ks_err *err)
 			if (t->gone || !t->resumed)
 				continue;
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) != 0 ||
-			    thr_wait(a, t, true) != 0)
+			    thr_wait(t) != 0)
 				t->gone = true;
 		}
 	}

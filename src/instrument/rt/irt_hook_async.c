@@ -56,7 +56,7 @@ uint64_t irt_now(void)
 /* A thread's CPU clock (CLOCK_THREAD_CPUTIME_ID of thread tid; the
  * kernel's encoding, as pthread_getcpuclockid makes it), in ns; a
  * system call.  -1 when the thread is gone. */
-static int64_t thread_cpu_ns(pid_t tid)
+int64_t irt_thread_cpu_ns(pid_t tid)
 {
 	struct timespec ts;
 	clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6);
@@ -66,12 +66,12 @@ static int64_t thread_cpu_ns(pid_t tid)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t mono_now_ns(void)
+uint64_t irt_mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The thread's off-CPU clock (struct irt_cpu), read again after a
@@ -83,7 +83,7 @@ static void cpu_refresh(struct irt_thread *t)
 
 	for (int tries = 0; tries < 4; tries++) {
 		uint32_t lock = __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE);
-		int64_t mono = mono_now_ns(), cpu = thread_cpu_ns(t->tid);
+		int64_t mono = (int64_t)irt_mono_ns(), cpu = irt_thread_cpu_ns(t->tid);
 
 		if (cpu < 0 || __atomic_load_n(&pm->lock, __ATOMIC_ACQUIRE) != lock)
 			continue;
@@ -128,7 +128,7 @@ int64_t irt_off_of(const struct irt_thread *t, uint64_t mono)
 {
 	int64_t cpu;
 
-	if (!t->cpu.pm || (cpu = thread_cpu_ns(t->tid)) < 0)
+	if (!t->cpu.pm || (cpu = irt_thread_cpu_ns(t->tid)) < 0)
 		return t->cpu.off;
 	return (int64_t)mono - cpu + t->cpu.adj;
 }

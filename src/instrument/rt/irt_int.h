@@ -169,7 +169,13 @@ int64_t irt_off_of(const struct irt_thread *t, uint64_t mono);
  * continuing from off (irt_main.c); false, and the reason noted once,
  * when the system refuses it. */
 bool irt_cpu_open(struct irt_thread *t, int64_t off);
-void irt_cpu_close(struct irt_thread *t);
+/* Ends the thread's CPU clock, its off-CPU time frozen at off. */
+void irt_cpu_close(struct irt_thread *t, int64_t off);
+/* CLOCK_MONOTONIC, in ns. */
+uint64_t irt_mono_ns(void);
+/* The CPU clock (CLOCK_THREAD_CPUTIME_ID) of thread tid of this process,
+ * in ns (a system call); -1 when the thread is gone. */
+int64_t irt_thread_cpu_ns(pid_t tid);
 struct irt_thread *irt_self_get(void);
 void irt_self_set(struct irt_thread *t);
 

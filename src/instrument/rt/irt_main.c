@@ -107,22 +107,10 @@ void irt_unlock(void)
 	__atomic_store_n(&irt_g.lock, 0, __ATOMIC_RELEASE);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void write_results(void);
 
 /* ------------------------------------------------------------------ */
-/* Threads                                                             */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* The threads' CPU clocks (struct irt_cpu)                            */
+/* Threads, and their CPU clocks (struct irt_cpu)                      */
 /* ------------------------------------------------------------------ */
 
 static void cpu_refused(const char *what, int e)
@@ -150,8 +138,6 @@ bool irt_cpu_open(struct irt_thread *t, int64_t off)
 	size_t len = irt_g.page;
 	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	const volatile struct perf_event_mmap_page *pm;
-	struct timespec ts;
-	int64_t cpu;
 	void *m;
 
 	if (fd < 0) {
@@ -167,23 +153,21 @@ bool irt_cpu_open(struct irt_thread *t, int64_t off)
 	close(fd);
 	pm = m;
 	t->cpu.lock = pm->lock;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	cpu = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	/* Continuing from off: the clock of a fork child's thread starts at 0. */
-	t->cpu.adj = off - ((int64_t)mono_ns() - cpu);
+	t->cpu.adj = off - ((int64_t)irt_mono_ns() - irt_thread_cpu_ns(t->tid));
 	t->cpu.off = off;
 	t->cpu.len = len;
 	__atomic_store_n(&t->cpu.pm, pm, __ATOMIC_RELEASE);
 	return true;
 }
 
-void irt_cpu_close(struct irt_thread *t)
+void irt_cpu_close(struct irt_thread *t, int64_t off)
 {
 	const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
 
+	t->cpu.off = off;
 	if (!pm)
 		return;
-	t->cpu.off = irt_off(t);
 	__atomic_store_n(&t->cpu.pm, NULL, __ATOMIC_RELEASE);
 	munmap((void *)(uintptr_t)pm, t->cpu.len);
 }
@@ -197,7 +181,7 @@ static void thread_end(void *p)
 	irt_thread_close_all(t, now, off);
 	/* Its CPU clock ends with it: the kernel limits how much perf
 	 * memory a user may map at once. */
-	irt_cpu_close(t);
+	irt_cpu_close(t, off);
 	t->ended = true;
 }
 
@@ -541,6 +525,15 @@ static void note(const char *path, const char *why)
 		snprintf(rt.notes[rt.nnotes++], sizeof(rt.notes[0]), "%s: %s", path, why);
 }
 
+/* A library none of whose functions is patched after all, and why. */
+static void image_drop(struct irt_image *im, const char *why)
+{
+	note(im->path, why);
+	for (size_t i = 0; i < im->img.nfuncs; i++)
+		im->img.funcs[i].patch = false;
+	im->img.npatch = 0;
+}
+
 /* Analyses the loaded libraries whose path matches re (--modules). */
 static void modules_add(struct objs *o, const char *re, const struct ks_instr_sel *sel)
 {
@@ -674,7 +667,7 @@ static int irt_setup(const struct ks_instr_rw *rw)
 	pthread_atfork(at_fork_prepare, NULL, at_fork_child);
 	irt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt.pid = getpid();
-	rt.ns0 = mono_ns();
+	rt.ns0 = irt_mono_ns();
 	rt.tsc0 = irt_now();
 	if (!npatch)
 		return 1;
@@ -686,13 +679,8 @@ static int irt_setup(const struct ks_instr_rw *rw)
 			snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
 			return -1;
 		}
-		if (rc) {
-			/* Nothing of that library is patched. */
-			note(rt.im[k].path, err.msg);
-			for (size_t i = 0; i < rt.im[k].img.nfuncs; i++)
-				rt.im[k].img.funcs[i].patch = false;
-			rt.im[k].img.npatch = 0;
-		}
+		if (rc)
+			image_drop(&rt.im[k], err.msg);
 	}
 	return 0;
 }
@@ -715,10 +703,7 @@ static int irt_patch(const uintptr_t *pcs, size_t npcs)
 				snprintf(rt.error, sizeof(rt.error), "%s", err.msg);
 				return -1;
 			}
-			note(rt.im[k].path, err.msg);
-			for (size_t i = 0; i < rt.im[k].img.nfuncs; i++)
-				rt.im[k].img.funcs[i].patch = false;
-			rt.im[k].img.npatch = 0;
+			image_drop(&rt.im[k], err.msg);
 		}
 	}
 	return 0;
@@ -897,7 +882,7 @@ __attribute__((visibility("default"))) int kscope_instr_attach_patch(const uintp
  * stacks, to be written as open at now. */
 __attribute__((visibility("default"))) int kscope_instr_detach_unpatch(void)
 {
-	uint64_t mono = mono_ns();
+	uint64_t mono = irt_mono_ns();
 
 	if (!rt.block)
 		return -1;
@@ -912,13 +897,7 @@ __attribute__((visibility("default"))) int kscope_instr_detach_unpatch(void)
 			if (f->slot != (uintptr_t *)UINTPTR_MAX && *f->slot == irt_g.exit_addr)
 				*f->slot = f->ret;
 		}
-		t->cpu.off = irt_off_of(t, mono);
-		if (t->cpu.pm) {
-			const volatile struct perf_event_mmap_page *pm = t->cpu.pm;
-
-			t->cpu.pm = NULL;
-			munmap((void *)(uintptr_t)pm, t->cpu.len);
-		}
+		irt_cpu_close(t, irt_off_of(t, mono));
 	}
 	return 0;
 }
@@ -1067,14 +1046,14 @@ static void write_results_as(const char *name)
 	 * thread's of the same moment), before the calibration's wait. */
 	self = irt_self_get();
 	now = rt.detach_now ? rt.detach_now : self ? irt_now_off(self, &self_off) : irt_now();
-	mono_now = mono_ns();
+	mono_now = irt_mono_ns();
 	irt_lock();
 	for (struct irt_thread *t = irt_g.threads; t; t = t->next)
 		t->off_end = t == self ? self_off : irt_off_of(t, mono_now);
 	irt_unlock();
 	if (!irt_g.use_clock) {
 		/* At least 5 ms between the two readings, for the rate. */
-		while ((ns1 = mono_ns()) - rt.ns0 < 5000000)
+		while ((ns1 = irt_mono_ns()) - rt.ns0 < 5000000)
 			;
 		tsc1 = irt_now();
 		if (tsc1 > rt.tsc0)
