@@ -239,27 +239,71 @@ import sys, time, torch
 torch.manual_seed(0)
 a = torch.randn(1024, 1024, device="cuda"); x = torch.randn(8, 16, 64, 64, device="cuda")
 conv = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 torch.cuda.synchronize(); t = time.perf_counter()
-for _ in range(3000):
+for _ in range(n):
     b = a @ a; y = conv(x)
 torch.cuda.synchronize()
 print("torch: checksum %.6e %.6e" % (b.double().sum().item(), y.double().sum().item()))
 print("torch: seconds %.4f" % (time.perf_counter() - t), file=sys.stderr)
 PY
+	# The same work captured into a CUDA graph and replayed: kscope runs
+	# the graph node by node for the kernels it collects.
+	cat > "$W/torch_graph.py" <<'PY'
+import torch
+torch.manual_seed(0)
+a = torch.randn(512, 512, device="cuda"); x = torch.randn(4, 16, 32, 32, device="cuda")
+conv = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    for _ in range(3):
+        b = a @ a; y = conv(x)
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    b = a @ a; y = torch.relu(conv(x)) + b.sum()
+for _ in range(4):
+    g.replay()
+torch.cuda.synchronize()
+print("torchgraph: checksum %.6e %.6e" % (b.double().sum().item(), y.double().sum().item()))
+PY
 	{
-		for i in 1 2 3 4 5; do
-			(cd "$W" && timeout 45 python3 torch_loop.py 2>&1)
-			(cd "$W" && timeout 60 "$KSCOPE" op -o "$W/torch" --kernel-name nomatch_xyz -- python3 torch_loop.py 2>&1)
+		# Native and with nothing matching, alternating; 9 pairs.
+		for i in 1 2 3 4 5 6 7 8 9; do
+			(cd "$W" && timeout 45 python3 torch_loop.py 6000 2>&1 | sed 's/^/native /')
+			(cd "$W" && timeout 60 "$KSCOPE" op -o "$W/torch" --kernel-name nomatch_xyz -- python3 torch_loop.py 6000 2>&1 | sed 's/^/kscope /')
 		done
 		(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 90 "$KSCOPE" op -o "$W/torch" --kernel-name '*gemm|*conv' --launch-count 3 -- python3 torch_loop.py 2>&1)
+		echo "--- CUDA graph"
+		(cd "$W" && timeout 60 python3 torch_graph.py 2>&1 | sed 's/^/native /')
+		(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 90 "$KSCOPE" op -o "$W/torchg" --launch-count 40 -- python3 torch_graph.py 2>&1)
 	} > "$OUT/torch.txt"
+	python3 - "$OUT/torch.txt" >> "$OUT/torch.txt" <<'PY'
+import re, statistics, sys
+t = {"native": [], "kscope": []}
+for line in open(sys.argv[1]):
+    m = re.match(r"(native|kscope) torch: seconds ([0-9.]+)", line)
+    if m:
+        t[m.group(1)].append(float(m.group(2)))
+n, k = statistics.median(t["native"]), statistics.median(t["kscope"])
+print("overhead with nothing matching: native median %.4f s, kscope median %.4f s, ratio %.3f "
+      "(%d pairs)" % (n, k, k / n, len(t["native"])))
+sums = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(native |kscope )?(torch|torchgraph): checksum (.*)", line.strip())
+    if m:
+        sums.setdefault(m.group(2), {}).setdefault((m.group(1) or "kscope ").strip(), set()).add(m.group(3))
+for prog, by in sorted(sums.items()):
+    print("%s checksums: native %s, kscope %s, equal: %s" % (prog, sorted(by.get("native", [])),
+          sorted(by.get("kscope", [])), "yes" if by.get("native") == by.get("kscope") else "no"))
+PY
 	log "torch done"
 else
 	echo "PyTorch with CUDA not available" > "$OUT/torch.txt"
 fi
 
 # Files over 4 MB (memory backups) stay behind: what comes back is limited.
-(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* filt torch -type f -size -4M 2>/dev/null) > "$W/files.txt"
+(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* filt torch torchg -type f -size -4M 2>/dev/null) > "$W/files.txt"
 tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail

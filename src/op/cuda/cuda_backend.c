@@ -103,14 +103,14 @@ static bool cu_why_unusable(char *buf, size_t size)
 
 static bool cu_exit_note(char *buf, size_t size)
 {
-	unsigned long captured = atomic_load(&ks_cu_captured_launches);
+	unsigned long unseen = atomic_load(&ks_cu_graph_unseen);
 	unsigned long graphs = atomic_load(&ks_cu_graph_launches);
 
-	if (!captured && !graphs)
+	if (!unseen)
 		return false;
-	snprintf(buf, size, "%lu kernel launch%s captured into CUDA graphs and %lu graph "
-		 "launch%s: kernels that CUDA graphs run are not collected (docs/op.md, CUDA)",
-		 captured, captured == 1 ? " was" : "es were", graphs, graphs == 1 ? "" : "es");
+	snprintf(buf, size, "%lu of %lu CUDA graph launch%s ran as a whole, so kscope saw "
+		 "none of the kernels in %s: %s (docs/op.md, CUDA graphs)", unseen, graphs,
+		 graphs == 1 ? "" : "es", unseen == 1 ? "it" : "them", ks_cu_graph_unseen_why());
 	return true;
 }
 

@@ -14,6 +14,9 @@
  *                   libraries, streams, events, launches
  *   cuda_objects.c  the records: allocations (cuda_allocs.c's map),
  *                   kernel names and parameter layouts
+ *   cuda_graph.c    CUDA graphs: kscope's copy of each graph, and graph
+ *                   launches run node by node when a kernel in them is
+ *                   collected (cuda_gorder.c orders the nodes)
  *   cuda_replay.c   the operations of the backend table (capture,
  *                   backups, the flush, timing with events after a hold
  *                   kernel), kscope's own kernels in cuda_ptx.h
@@ -81,7 +84,21 @@ typedef CUresult (*ks_cu_getproc_v1_fn)(const char *symbol, void **pfn, int vers
 	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel) \
 	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel) \
 	X(cuGraphLaunch, cuGraphLaunch) \
-	X(cuGraphLaunch_ptsz, cuGraphLaunch)
+	X(cuGraphLaunch_ptsz, cuGraphLaunch) \
+	X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags) \
+	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams) \
+	X(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams) \
+	X(cuGraphExecDestroy, cuGraphExecDestroy) \
+	X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2) \
+	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams_v2) \
+	X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams) \
+	X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams) \
+	X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams) \
+	X(cuGraphExecHostNodeSetParams, cuGraphExecHostNodeSetParams) \
+	X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams) \
+	X(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent) \
+	X(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent) \
+	X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled)
 
 /* Entry points the backend calls itself, not wrapped.  The ones marked
  * optional in cuda_real.c may be missing from an older driver. */
@@ -92,7 +109,14 @@ typedef CUresult (*ks_cu_getproc_v1_fn)(const char *symbol, void **pfn, int vers
 	X(cuMemcpyDtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemsetD8_v2) \
 	X(cuMemGetAddressRange_v2) X(cuFuncGetName) X(cuFuncGetParamInfo) \
 	X(cuKernelGetName) X(cuKernelGetParamInfo) X(cuCtxGetCurrent) X(cuDeviceTotalMem_v2) \
-	X(cuDeviceGetPCIBusId) X(cuModuleGetFunction) X(cuStreamIsCapturing)
+	X(cuDeviceGetPCIBusId) X(cuModuleGetFunction) X(cuStreamIsCapturing) \
+	X(cuGraphClone) X(cuGraphDestroy) X(cuGraphGetNodes) X(cuGraphGetEdges_v2) \
+	X(cuGraphNodeGetType) X(cuGraphKernelNodeGetParams_v2) X(cuGraphKernelNodeGetAttribute) \
+	X(cuGraphMemcpyNodeGetParams) X(cuGraphMemsetNodeGetParams) X(cuGraphHostNodeGetParams) \
+	X(cuGraphChildGraphNodeGetGraph) X(cuGraphEventRecordNodeGetEvent) \
+	X(cuGraphEventWaitNodeGetEvent) X(cuMemcpy3DAsync_v2) X(cuMemsetD8Async) \
+	X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuMemsetD2D8Async) X(cuMemsetD2D16Async) \
+	X(cuMemsetD2D32Async) X(cuLaunchHostFunc) X(cuStreamWaitEvent)
 
 struct ks_cu_real {
 #define KS_CU_PTR_W(sym, decl) __typeof__(decl) *sym;
@@ -211,9 +235,23 @@ void ks_cu_rep_free(void *rep);
 /* At exit: frees the replays' device buffers that outlive a replay. */
 void ks_cu_replay_fini(void);
 
-/* Launches that went into a stream being captured into a CUDA graph
- * (forwarded, never collected), and graph launches (cuda_wrap.c). */
-extern atomic_ulong ks_cu_captured_launches, ks_cu_graph_launches;
+/* The record of kernel handle f through a per-thread cache, and the
+ * `cuda platform=...` line to kscope once (cuda_wrap.c). */
+struct ks_cu_func *ks_cu_func_of(CUfunction f);
+void ks_cu_announce(void);
+
+/* CUDA graphs (cuda_graph.c): instantiations, changes and destruction of
+ * executable graphs, and their launches (run node by node when a kernel
+ * in them is collected). */
+void ks_cu_graph_instantiated(CUgraphExec exec, CUgraph graph);
+void ks_cu_graph_changed(CUgraphExec exec);
+void ks_cu_graph_destroyed(CUgraphExec exec);
+CUresult ks_cu_graph_launch(CUgraphExec e, CUstream s, bool ptsz, bool capturing);
+/* Graph launches, and those whose kernels kscope could not see (their
+ * graph ran as a whole: ks_cu_graph_unseen_why() says why, for the
+ * first). */
+extern atomic_ulong ks_cu_graph_launches, ks_cu_graph_unseen;
+const char *ks_cu_graph_unseen_why(void);
 
 /* The device's clocks and the driver's version from NVML
  * (cuda_nvml.c); false without NVML or when it does not know d. */

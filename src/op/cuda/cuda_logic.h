@@ -121,4 +121,17 @@ size_t ks_cu_ptrs_distinct(const struct ks_cu_ptr *ptrs, size_t n, size_t *first
  * file. */
 int ks_cu_elf_has_section(const char *path, const char *name);
 
+/* ------------------------------------------------------------------ */
+/* Graphs (cuda_gorder.c)                                              */
+/* ------------------------------------------------------------------ */
+
+/* An order in which a CUDA graph's n nodes can run one after another:
+ * every edge's from-node before its to-node (m edges, as node indexes).
+ * Ties go to the lower index, so nodes keep the driver's order where the
+ * edges allow.  Writes the node indexes into order[0..n) and returns 0;
+ * -1 when an edge names no node, the edges make a cycle, or memory runs
+ * out. */
+int ks_cu_graph_order(size_t n, const size_t *from, const size_t *to, size_t m,
+		      size_t *order);
+
 #endif

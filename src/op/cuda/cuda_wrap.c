@@ -300,7 +300,7 @@ CUresult ks_cu_forward(const struct ks_cu_launch *l)
 
 /* `cuda platform=... device=... driver=...` once, from the first launch
  * (the context exists by then). */
-static void announce(void)
+void ks_cu_announce(void)
 {
 	static atomic_bool done;
 	char dev[256] = "unknown device", drv[32] = "unknown";
@@ -320,7 +320,7 @@ static void announce(void)
 /* The record of handle, through a per-thread one-entry cache (the common
  * case: a loop launching one kernel) invalidated when records are
  * forgotten. */
-static struct ks_cu_func *func_of(CUfunction f)
+struct ks_cu_func *ks_cu_func_of(CUfunction f)
 {
 	static KS_OPRT_TLS void *last_handle;
 	static KS_OPRT_TLS struct ks_cu_func *last;
@@ -335,21 +335,24 @@ static struct ks_cu_func *func_of(CUfunction f)
 	return last;
 }
 
-atomic_ulong ks_cu_captured_launches, ks_cu_graph_launches;
-
-/* Whether cl goes into a stream that is being captured into a graph: the
+/* Whether work put into stream s is being captured into a graph: a
  * launch then runs nothing (the graph runs it later), and the context
  * must not be synchronized (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and
  * the capture is invalidated). */
-static bool capturing(const struct ks_cu_launch *cl)
+static bool stream_capturing(CUstream s, bool ptsz)
 {
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-	__typeof__(cuStreamIsCapturing) *is = cl->ptsz ? R.cuStreamIsCapturing_ptsz
-						      : R.cuStreamIsCapturing;
+	__typeof__(cuStreamIsCapturing) *is = ptsz ? R.cuStreamIsCapturing_ptsz
+						  : R.cuStreamIsCapturing;
 
-	if (!is || is(cl->stream, &st) != CUDA_SUCCESS)
+	if (!is || is(s, &st) != CUDA_SUCCESS)
 		return false;
 	return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static bool capturing(const struct ks_cu_launch *cl)
+{
+	return stream_capturing(cl->stream, cl->ptsz);
 }
 
 static CUresult launch(struct ks_cu_launch *cl)
@@ -366,13 +369,10 @@ static CUresult launch(struct ks_cu_launch *cl)
 		ks_oprt_shared_unlock();
 		return r;
 	}
-	cl->func = func_of(cl->f);
+	cl->func = ks_cu_func_of(cl->f);
 	if (cl->func)
-		announce();
+		ks_cu_announce();
 	if (!cl->func || capturing(cl)) {
-		if (cl->func)
-			atomic_fetch_add_explicit(&ks_cu_captured_launches, 1,
-						  memory_order_relaxed);
 		r = ks_cu_forward(cl);
 		ks_oprt_shared_unlock();
 		return r;
@@ -477,18 +477,116 @@ CUresult ks_cuw_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 	return launch_coop(true, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
-/* Graph launches run kernels kscope does not see one by one: counted, so
- * that the run says so. */
+/* Graphs (cuda_graph.c): kscope keeps a copy of each graph instantiated,
+ * and learns when the executable graph changes or goes. */
 CUresult ks_cuw_cuGraphLaunch(CUgraphExec g, CUstream s)
 {
-	if (ks_oprt_active())
-		atomic_fetch_add_explicit(&ks_cu_graph_launches, 1, memory_order_relaxed);
-	return R.cuGraphLaunch(g, s);
+	if (!ks_cu_on())
+		return R.cuGraphLaunch(g, s);
+	return ks_cu_graph_launch(g, s, false, stream_capturing(s, false));
 }
 
 CUresult ks_cuw_cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
-	if (ks_oprt_active())
-		atomic_fetch_add_explicit(&ks_cu_graph_launches, 1, memory_order_relaxed);
-	return R.cuGraphLaunch_ptsz(g, s);
+	if (!ks_cu_on())
+		return R.cuGraphLaunch_ptsz(g, s);
+	return ks_cu_graph_launch(g, s, true, stream_capturing(s, true));
+}
+
+CUresult ks_cuw_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+	CUresult r = R.cuGraphInstantiateWithFlags(e, g, flags);
+
+	if (r == CUDA_SUCCESS && e && ks_cu_on())
+		ks_cu_graph_instantiated(*e, g);
+	return r;
+}
+
+CUresult ks_cuw_cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g,
+					     CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	CUresult r = R.cuGraphInstantiateWithParams(e, g, p);
+
+	if (r == CUDA_SUCCESS && e && ks_cu_on())
+		ks_cu_graph_instantiated(*e, g);
+	return r;
+}
+
+CUresult ks_cuw_cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
+						  CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	CUresult r = R.cuGraphInstantiateWithParams_ptsz(e, g, p);
+
+	if (r == CUDA_SUCCESS && e && ks_cu_on())
+		ks_cu_graph_instantiated(*e, g);
+	return r;
+}
+
+CUresult ks_cuw_cuGraphExecDestroy(CUgraphExec e)
+{
+	ks_cu_graph_destroyed(e);
+	return R.cuGraphExecDestroy(e);
+}
+
+/* Changes to an executable graph: kscope's copy no longer matches it. */
+#define CHANGED(e, call)                                                       \
+	do {                                                                   \
+		CUresult r_ = (call);                                          \
+		if (r_ == CUDA_SUCCESS)                                        \
+			ks_cu_graph_changed(e);                                \
+		return r_;                                                     \
+	} while (0)
+
+CUresult ks_cuw_cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *i)
+{
+	CHANGED(e, R.cuGraphExecUpdate_v2(e, g, i));
+}
+
+CUresult ks_cuw_cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+						  const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	CHANGED(e, R.cuGraphExecKernelNodeSetParams_v2(e, n, p));
+}
+
+CUresult ks_cuw_cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
+{
+	CHANGED(e, R.cuGraphExecNodeSetParams(e, n, p));
+}
+
+CUresult ks_cuw_cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
+					       const CUDA_MEMCPY3D *p, CUcontext c)
+{
+	CHANGED(e, R.cuGraphExecMemcpyNodeSetParams(e, n, p, c));
+}
+
+CUresult ks_cuw_cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
+					       const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c)
+{
+	CHANGED(e, R.cuGraphExecMemsetNodeSetParams(e, n, p, c));
+}
+
+CUresult ks_cuw_cuGraphExecHostNodeSetParams(CUgraphExec e, CUgraphNode n,
+					     const CUDA_HOST_NODE_PARAMS *p)
+{
+	CHANGED(e, R.cuGraphExecHostNodeSetParams(e, n, p));
+}
+
+CUresult ks_cuw_cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraph g)
+{
+	CHANGED(e, R.cuGraphExecChildGraphNodeSetParams(e, n, g));
+}
+
+CUresult ks_cuw_cuGraphExecEventRecordNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent ev)
+{
+	CHANGED(e, R.cuGraphExecEventRecordNodeSetEvent(e, n, ev));
+}
+
+CUresult ks_cuw_cuGraphExecEventWaitNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent ev)
+{
+	CHANGED(e, R.cuGraphExecEventWaitNodeSetEvent(e, n, ev));
+}
+
+CUresult ks_cuw_cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned enabled)
+{
+	CHANGED(e, R.cuGraphNodeSetEnabled(e, n, enabled));
 }

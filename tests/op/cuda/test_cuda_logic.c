@@ -278,6 +278,58 @@ static void test_elf(void **state)
 	}
 }
 
+/* The order a graph's nodes run in when kscope runs them one by one. */
+static void test_graph_order(void **state)
+{
+	size_t order[8];
+
+	(void)state;
+	/* No edges: the driver's order. */
+	assert_int_equal(ks_cu_graph_order(3, NULL, NULL, 0, order), 0);
+	assert_int_equal(order[0], 0);
+	assert_int_equal(order[1], 1);
+	assert_int_equal(order[2], 2);
+	/* A chain given backwards: 3 -> 2 -> 1 -> 0. */
+	{
+		size_t from[] = { 3, 2, 1 }, to[] = { 2, 1, 0 };
+
+		assert_int_equal(ks_cu_graph_order(4, from, to, 3, order), 0);
+		assert_int_equal(order[0], 3);
+		assert_int_equal(order[1], 2);
+		assert_int_equal(order[2], 1);
+		assert_int_equal(order[3], 0);
+	}
+	/* A diamond 4 -> {1, 3} -> 0, and 2 alone: ties by index. */
+	{
+		size_t from[] = { 4, 4, 1, 3 }, to[] = { 3, 1, 0, 0 };
+
+		assert_int_equal(ks_cu_graph_order(5, from, to, 4, order), 0);
+		assert_int_equal(order[0], 2);
+		assert_int_equal(order[1], 4);
+		assert_int_equal(order[2], 1);
+		assert_int_equal(order[3], 3);
+		assert_int_equal(order[4], 0);
+	}
+	/* Every edge's ends in order, on a larger graph. */
+	{
+		size_t from[] = { 7, 6, 5, 7, 0, 2, 1 }, to[] = { 6, 5, 0, 2, 1, 3, 4 };
+		size_t pos[8];
+
+		assert_int_equal(ks_cu_graph_order(8, from, to, 7, order), 0);
+		for (size_t i = 0; i < 8; i++)
+			pos[order[i]] = i;
+		for (size_t e = 0; e < 7; e++)
+			assert_true(pos[from[e]] < pos[to[e]]);
+	}
+	/* A cycle, and an edge naming no node. */
+	{
+		size_t from[] = { 0, 1, 2 }, to[] = { 1, 2, 0 }, bad[] = { 5 };
+
+		assert_int_equal(ks_cu_graph_order(3, from, to, 3, order), -1);
+		assert_int_equal(ks_cu_graph_order(3, from, bad, 1, order), -1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +338,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_allocs),
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_elf),
+		cmocka_unit_test(test_graph_order),
 	};
 
 	example = argc > 1 ? argv[1] : NULL;
