@@ -77,7 +77,8 @@ static void sizes(char *out, size_t size, const struct op_work *w, const uint64_
 
 static const char *const basic_columns[] = {
 	"name", "kind", "launch_index", "pid", "tid", "device", "device_type",
-	"device_vendor", "driver", "platform", "compute_units", "global_size",
+	"device_vendor", "driver", "platform", "compute_units", "clock_mhz",
+	"max_clock_mhz", "memory_clock_mhz", "memory_max_clock_mhz", "global_size",
 	"local_size", "global_offset", "work_groups", "program", "source_file",
 	"build_options", "replay_mode", "warmups", "passes", "cache_flush",
 	"flush_bytes", "min_us", "median_us", "mean_us", "max_us", "spread_pct",
@@ -114,6 +115,10 @@ int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
 	ks_csv_str(&t, false, l->driver_version);
 	ks_csv_str(&t, false, l->platform_name);
 	ks_csv_int(&t, l->compute_units);
+	ks_csv_int(&t, l->sm_clock_mhz);
+	ks_csv_int(&t, l->max_clock_mhz);
+	ks_csv_int(&t, l->mem_clock_mhz);
+	ks_csv_int(&t, l->mem_max_clock_mhz);
 	sizes(buf, sizeof(buf), &l->work, l->work.global, true);
 	ks_csv_str(&t, false, buf);
 	sizes(buf, sizeof(buf), &l->work, l->work.local, l->work.has_local);

@@ -81,6 +81,8 @@ struct op_launch {
 	char device_name[256], device_vendor[256], device_version[256];
 	char driver_version[128], device_type[16];
 	long long compute_units, max_clock_mhz;
+	/* The clocks during the replay (CUDA: NVML), -1 unknown. */
+	long long sm_clock_mhz, mem_clock_mhz, mem_max_clock_mhz;
 	long long global_mem_bytes, cache_bytes, local_mem_bytes;
 	char program_origin[16], program_file[64];
 	long long program_bytes;

@@ -173,6 +173,8 @@ int ks_oppost_write_trace(struct ks_rundir *rd, const struct op_launch *l,
 	put(other, "kscope", json_string("op"), &bad);
 	put(other, "kernel", ks_json_text(l->name), &bad);
 	put(other, "device", ks_json_text(l->device_name), &bad);
+	put(other, "clock_mhz", jint(l->sm_clock_mhz), &bad);
+	put(other, "memory_clock_mhz", jint(l->mem_clock_mhz), &bad);
 	put(other, "replay_mode", ks_json_text(l->mode), &bad);
 	put(other, "median_us", jnum(l->median_us, 3), &bad);
 	put(other, "original_us", jnum(l->original_us, 3), &bad);
@@ -274,6 +276,10 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	put(j, "kind", ks_json_text(l->kind[0] ? l->kind : "kernel"), bad);
 	put(j, "launch_index", jint(l->index), bad);
 	put(j, "driver", ks_json_text(l->driver_version), bad);
+	put(j, "clock_mhz", jint(l->sm_clock_mhz), bad);
+	put(j, "max_clock_mhz", jint(l->max_clock_mhz), bad);
+	put(j, "memory_clock_mhz", jint(l->mem_clock_mhz), bad);
+	put(j, "memory_max_clock_mhz", jint(l->mem_max_clock_mhz), bad);
 	{
 		char g[128];
 

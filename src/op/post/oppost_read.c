@@ -370,6 +370,16 @@ static int read_context(int dirfd, struct op_launch *l, const struct ks_oppost_o
 		l->global_mem_bytes = get_int(&s, v, "global_mem_bytes");
 		l->cache_bytes = get_int(&s, v, "global_mem_cache_bytes");
 		l->local_mem_bytes = get_int(&s, v, "local_mem_bytes");
+		v = json_object_get(v, "clocks");
+		if (json_is_object(v)) {
+			l->sm_clock_mhz = get_int(&s, v, "sm_mhz");
+			l->mem_clock_mhz = get_int(&s, v, "mem_mhz");
+			l->mem_max_clock_mhz = get_int(&s, v, "mem_max_mhz");
+			if (get_int(&s, v, "sm_max_mhz") >= 0)
+				l->max_clock_mhz = get_int(&s, v, "sm_max_mhz");
+		} else if (v) {
+			problem(&s, "\"clocks\" is not an object");
+		}
 	} else if (v) {
 		problem(&s, "\"device\" is not an object");
 	}
@@ -1036,6 +1046,7 @@ int ks_oppost_read(int dirfd, const char *rel, const struct ks_oppost_opts *o,
 	snprintf(l->rel, sizeof(l->rel), "%s", rel);
 	names_from_rel(l);
 	l->tid = l->compute_units = l->max_clock_mhz = -1;
+	l->sm_clock_mhz = l->mem_clock_mhz = l->mem_max_clock_mhz = -1;
 	l->global_mem_bytes = l->cache_bytes = l->local_mem_bytes = -1;
 	l->program_bytes = l->warmup = l->passes_asked = -1;
 	l->flush = -1;

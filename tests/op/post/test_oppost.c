@@ -451,6 +451,10 @@ static void test_full_launch(void **state)
 	assert_int_equal(c.nrows, 2);
 	assert_string_equal(cell(&c, 1, "name"), "mm_tiled");
 	assert_string_equal(cell(&c, 1, "device"), "cpu-test-device");
+	/* OpenCL gives the device's top clock, not the clocks of the run. */
+	assert_string_equal(cell(&c, 1, "max_clock_mhz"), "2500");
+	assert_string_equal(cell(&c, 1, "clock_mhz"), "");
+	assert_string_equal(cell(&c, 1, "memory_clock_mhz"), "");
 	assert_string_equal(cell(&c, 1, "driver"), "4.0");
 	assert_string_equal(cell(&c, 1, "global_size"), "256x256");
 	assert_string_equal(cell(&c, 1, "local_size"), "16x16");
@@ -699,6 +703,15 @@ static void test_cuda_roofline(void **state)
 	csv_read(path_of(f, rel, "OpBasicInfo.csv"), &c);
 	assert_string_equal(cell(&c, 1, "platform"), "NVIDIA CUDA");
 	assert_string_equal(cell(&c, 1, "device"), "NVIDIA H200");
+	/* The clocks NVML read during the replay. */
+	assert_string_equal(cell(&c, 1, "clock_mhz"), "1980");
+	assert_string_equal(cell(&c, 1, "max_clock_mhz"), "1980");
+	assert_string_equal(cell(&c, 1, "memory_clock_mhz"), "3201");
+	assert_string_equal(cell(&c, 1, "memory_max_clock_mhz"), "3201");
+	j = viz_block(path_of(f, rel, "visualize_data.bin"), KS_VB_BASE_INFO);
+	assert_int_equal(json_integer_value(json_object_get(j, "clock_mhz")), 1980);
+	assert_int_equal(json_integer_value(json_object_get(j, "memory_clock_mhz")), 3201);
+	json_decref(j);
 	assert_string_equal(cell(&c, 1, "roofline"), "yes");
 	assert_string_equal(cell(&c, 1, "memory_ceiling"), "CUDA DRAM (NVIDIA H200)");
 	assert_string_equal(cell(&c, 1, "memory_ceiling_gbps"), "4500.000");
