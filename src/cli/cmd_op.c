@@ -1620,20 +1620,25 @@ static bool several_pids(const struct op_state *st)
 	return false;
 }
 
-#define NCOLS 13
+#define NCOLS 14
 
 static void print_summary(FILE *out, struct op_state *st)
 {
 	static const char *const head[NCOLS] = {
-		"#", "pid", "kernel", "launch", "global size", "passes", "median us", "min us",
-		"max us", "spread %", "GB/s", "GFLOP/s", "status"
+		"#", "pid", "kernel", "launch", "global size", "passes", "median us", "gpu us",
+		"min us", "max us", "spread %", "GB/s", "GFLOP/s", "status"
 	};
 	/* Numbers are right-aligned, words left-aligned. */
 	static const bool right[NCOLS] = { true, true, false, true, false, true, true, true,
-					   true, true, true, true, false };
+					   true, true, true, true, true, false };
 	size_t w[NCOLS], n = st->nlaunches;
 	char (*cells)[NCOLS][64] = calloc(n ? n : 1, sizeof(*cells));
-	bool pids = several_pids(st);
+	bool pids = several_pids(st), gpu = false;
+
+	/* The GPU's own duration (CUDA with CUPTI) gets a column when any
+	 * launch has one. */
+	for (size_t i = 0; i < n; i++)
+		gpu |= isfinite(st->launches[i].res.gpu_us);
 
 	if (st->o->export_dir)
 		fprintf(out, "kscope op: %zu kernel(s) rebuilt from %s in %s\n", n,
@@ -1656,12 +1661,13 @@ static void print_summary(FILE *out, struct op_state *st)
 		snprintf(row[4], 64, "%s", r->global);
 		snprintf(row[5], 64, "%zu", r->passes);
 		fmt_num(row[6], 64, r->median_us, 3);
-		fmt_num(row[7], 64, r->min_us, 3);
-		fmt_num(row[8], 64, r->max_us, 3);
-		fmt_num(row[9], 64, r->spread_pct, 1);
-		fmt_num(row[10], 64, r->gbps, 3);
-		fmt_num(row[11], 64, r->gflops, 3);
-		snprintf(row[12], 64, "%s", r->status);
+		fmt_num(row[7], 64, r->gpu_us, 3);
+		fmt_num(row[8], 64, r->min_us, 3);
+		fmt_num(row[9], 64, r->max_us, 3);
+		fmt_num(row[10], 64, r->spread_pct, 1);
+		fmt_num(row[11], 64, r->gbps, 3);
+		fmt_num(row[12], 64, r->gflops, 3);
+		snprintf(row[13], 64, "%s", r->status);
 		for (size_t c = 0; c < NCOLS; c++)
 			if (strlen(row[c]) > w[c])
 				w[c] = strlen(row[c]);
@@ -1671,7 +1677,7 @@ static void print_summary(FILE *out, struct op_state *st)
 		for (size_t c = 0; c < NCOLS; c++) {
 			const char *s = i == 0 ? head[c] : cells[i - 1][c];
 
-			if (c == 1 && !pids)
+			if ((c == 1 && !pids) || (c == 7 && !gpu))
 				continue;
 			if (c + 1 == NCOLS)
 				fprintf(out, " %s", s);

@@ -61,6 +61,7 @@ static void fill_result(const struct op_launch *l, struct ks_oppost_result *res)
 	res->p80_p20 = l->p80_p20;
 	res->gbps = l->gbps;
 	res->gflops = l->gflops;
+	res->gpu_us = l->hw_time_us;
 	snprintf(res->status, sizeof(res->status), "%s", l->status);
 }
 
@@ -85,7 +86,7 @@ int ks_oppost_launch(struct ks_rundir *run, const char *rel,
 	snprintf(res->status, sizeof(res->status), "%s", o->status ? o->status : "unknown");
 	res->index = res->pid = -1;
 	res->min_us = res->median_us = res->mean_us = res->max_us = NAN;
-	res->spread_pct = res->p80_p20 = res->gbps = res->gflops = NAN;
+	res->spread_pct = res->p80_p20 = res->gbps = res->gflops = res->gpu_us = NAN;
 	if (!rel_ok(rel))
 		return ks_err_set(err, -EINVAL, "'%s' is not a launch directory", rel);
 	ld.dirfd = openat(run->dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -79,6 +79,8 @@ struct ks_oppost_result {
 	double p80_p20;          /* 80th / 20th percentile; NaN: too few passes */
 	double gbps;             /* (bytes read + written) / median */
 	double gflops;           /* FLOPs / median */
+	double gpu_us;           /* the GPU's own duration of one run (CUDA:
+	                            CUPTI's gpu__time_duration.sum); NaN */
 	char status[32];         /* ok, noisy, failed, incomplete, no measurement */
 };
 

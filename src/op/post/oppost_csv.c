@@ -87,7 +87,7 @@ static const char *const basic_columns[] = {
 	"flops_expression", "gflops", "arithmetic_intensity", "memory_ceiling",
 	"memory_ceiling_gbps", "compute_ceiling", "compute_ceiling_gflops",
 	"binding_ceiling", "attainable_gflops", "peak_bandwidth_pct", "roofline",
-	"counters", "status", "message", NULL
+	"gpu_time_us", "achieved_occupancy_pct", "counters", "status", "message", NULL
 };
 
 int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
@@ -171,6 +171,8 @@ int ks_oppost_write_basic(struct ks_rundir *rd, const struct op_launch *l,
 	else
 		snprintf(buf, sizeof(buf), "no: %s", l->roofline_why);
 	ks_csv_str(&t, false, buf);
+	ks_csv_num(&t, l->hw_time_us, 3);
+	ks_csv_num(&t, l->hw_occupancy_pct, 2);
 	if (l->counters_supported == 1)
 		snprintf(buf, sizeof(buf), "supported");
 	else if (l->counters_supported == 0)
@@ -321,7 +323,7 @@ int ks_oppost_summary(struct ks_rundir *run, const struct ks_oppost_result *r,
 		return rc;
 	ks_text_printf(&t, "#,pid,kernel,launch_index,directory,global_size,"
 			  "replay_mode,passes,median_us,min_us,max_us,mean_us,spread_pct,"
-			  "p80_p20,bandwidth_gbps,gflops,status\n");
+			  "p80_p20,bandwidth_gbps,gflops,gpu_time_us,status\n");
 	for (size_t i = 0; i < n; i++) {
 		ks_text_printf(&t, "%zu", i + 1);
 		ks_csv_int(&t, r[i].pid);
@@ -339,6 +341,7 @@ int ks_oppost_summary(struct ks_rundir *run, const struct ks_oppost_result *r,
 		ks_csv_num(&t, r[i].p80_p20, 3);
 		ks_csv_num(&t, r[i].gbps, 3);
 		ks_csv_num(&t, r[i].gflops, 3);
+		ks_csv_num(&t, r[i].gpu_us, 3);
 		ks_csv_str(&t, false, r[i].status);
 		ks_csv_end(&t);
 	}

@@ -128,6 +128,7 @@ struct op_launch {
 	int hw_supported;        /* 1, 0, -1 not asked */
 	char hw_source[600], hw_reason[400];
 	double hw_read, hw_written, hw_occupancy_pct; /* NaN unknown */
+	double hw_time_us;       /* the GPU's own duration of one run; NaN */
 	double gbps;
 	double flops, gflops, intensity;
 	char flops_why[600];     /* why FLOPs are unknown */

@@ -303,6 +303,8 @@ static json_t *basic_info(const struct op_launch *l, const struct ks_oppost_opts
 	    o->flops ? ks_json_text(ks_expr_text(o->flops)) : json_null(), bad);
 	put(j, "gflops", jnum(l->gflops, 3), bad);
 	put(j, "arithmetic_intensity", jnum(l->intensity, 6), bad);
+	put(j, "gpu_time_us", jnum(l->hw_time_us, 3), bad);
+	put(j, "achieved_occupancy_pct", jnum(l->hw_occupancy_pct, 2), bad);
 	snprintf(buf, sizeof(buf), "no: %s", l->roofline_why);
 	put(j, "roofline", ks_json_text(l->roofline ? "yes" : buf), bad);
 	put(j, "status", ks_json_text(l->status), bad);

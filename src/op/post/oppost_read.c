@@ -455,7 +455,7 @@ static void read_hardware(struct src *s, json_t *h, struct op_launch *l)
 	json_t *m;
 
 	l->hw_supported = -1;
-	l->hw_read = l->hw_written = l->hw_occupancy_pct = NAN;
+	l->hw_read = l->hw_written = l->hw_occupancy_pct = l->hw_time_us = NAN;
 	if (!h || json_is_null(h))
 		return;
 	if (!json_is_object(h)) {
@@ -475,6 +475,9 @@ static void read_hardware(struct src *s, json_t *h, struct op_launch *l)
 	if (json_is_number(json_object_get(m, "sm__warps_active.avg.pct_of_peak_sustained_active")))
 		l->hw_occupancy_pct = json_number_value(
 			json_object_get(m, "sm__warps_active.avg.pct_of_peak_sustained_active"));
+	if (json_is_number(json_object_get(m, "gpu__time_duration.sum")))
+		l->hw_time_us = json_number_value(json_object_get(m, "gpu__time_duration.sum")) /
+				1e3;
 }
 
 static int read_counters(struct src *s, json_t *c, struct op_launch *l)
@@ -1054,7 +1057,7 @@ int ks_oppost_read(int dirfd, const char *rel, const struct ks_oppost_opts *o,
 	l->original_us = l->replay_wall_ms = NAN;
 	l->counters_supported = -1;
 	l->hw_supported = -1;
-	l->hw_read = l->hw_written = l->hw_occupancy_pct = NAN;
+	l->hw_read = l->hw_written = l->hw_occupancy_pct = l->hw_time_us = NAN;
 	rc = read_context(dirfd, l, o);
 	if (!rc)
 		rc = read_measure(dirfd, l, o);

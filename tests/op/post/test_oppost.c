@@ -455,6 +455,8 @@ static void test_full_launch(void **state)
 	assert_string_equal(cell(&c, 1, "max_clock_mhz"), "2500");
 	assert_string_equal(cell(&c, 1, "clock_mhz"), "");
 	assert_string_equal(cell(&c, 1, "memory_clock_mhz"), "");
+	assert_string_equal(cell(&c, 1, "gpu_time_us"), "");
+	assert_string_equal(cell(&c, 1, "achieved_occupancy_pct"), "");
 	assert_string_equal(cell(&c, 1, "driver"), "4.0");
 	assert_string_equal(cell(&c, 1, "global_size"), "256x256");
 	assert_string_equal(cell(&c, 1, "local_size"), "16x16");
@@ -634,7 +636,11 @@ static void test_cuda_measured_bytes(void **state)
 	assert_true(fabs(strtod(cell(&c, 1, "arithmetic_intensity"), NULL) -
 			 268435456.0 / 2103808) < 1e-3);
 	assert_true(fabs(strtod(cell(&c, 1, "bandwidth_gbps"), NULL) - 2103808 / 58129.0) < 1e-3);
+	/* The GPU's own duration and the achieved occupancy, from CUPTI. */
+	assert_string_equal(cell(&c, 1, "gpu_time_us"), "58.720");
+	assert_string_equal(cell(&c, 1, "achieved_occupancy_pct"), "75.02");
 	csv_free(&c);
+	assert_true(fabs(res.gpu_us - 58.72) < 1e-9);
 	ks_expr_free(flops);
 }
 
