@@ -20,6 +20,7 @@
 # one check that must hold from the first run); every other comparison is
 # reported, not enforced, until the backend has run on a GPU once.
 # Each step has a time limit; the whole script stays under 8 minutes.
+# KS_GPU_TORCH=0 leaves out the PyTorch steps (about 100 s).
 set -u
 B=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
@@ -58,6 +59,9 @@ for e in $EXAMPLES; do
 		-gencode arch=compute_90,code=compute_90 -o "$W/ex/$e" "$ROOT/examples/cuda/$e.cu" -ldl \
 		> "$W/logs/nvcc_$e.txt" 2>&1 || { log "nvcc $e failed"; echo 1 > "$W/nvcc_failed"; } &
 done
+timeout 150 nvcc -O2 -lineinfo -gencode arch=compute_90,code=sm_90 -o "$W/ex/graph_cases" \
+	"$ROOT/tests/gpu/graph_cases.cu" -ldl > "$W/logs/nvcc_graph_cases.txt" 2>&1 ||
+	{ log "nvcc graph_cases failed"; echo 1 > "$W/nvcc_failed"; } &
 wait
 [ -e "$W/nvcc_failed" ] && fail=1
 log "examples built"
@@ -126,7 +130,7 @@ fi
 
 # --- the process tree: a shell running two CUDA programs ------------------
 if ! late "process tree"; then
-	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/tree_sh" --launch-count 4 \
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/tree_sh" --launch-count 8 \
 		-- sh -c "ex/vadd; ex/matmul" > logs/tree_sh.out 2> logs/tree_sh.err); trc=$?
 	(cd "$W" && sh -c "ex/vadd; ex/matmul" > logs/tree_native.out 2>&1)
 	same=no
@@ -134,6 +138,33 @@ if ! late "process tree"; then
 		grep checksum "$W/logs/tree_sh.out" > "$W/o.txt" && cmp -s "$W/n.txt" "$W/o.txt" && same=yes
 	[ "$same" = yes ] || fail=1
 	log "process tree: kscope $trc, checksums equal: $same, pids: $(ls -d "$W"/tree_sh/*/[0-9]* 2>/dev/null | wc -l), collected $(find "$W/tree_sh" -name measure.json | wc -l)"
+fi
+
+# --- CUDA graphs: run node by node, or whole and said why -----------------
+for c in child alloc update reupdate; do
+	late "graph $c" && continue
+	(cd "$W" && timeout 30 ex/graph_cases $c > "logs/gc_native_$c.out" 2>&1)
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 60 "$KSCOPE" op -o "$W/gc_$c" --launch-count 20 \
+		--replay-count 3 -- ex/graph_cases $c > "logs/gc_$c.out" 2> "logs/gc_$c.err"); grc=$?
+	same=no
+	grep checksum "$W/logs/gc_native_$c.out" > "$W/n.txt" && grep checksum "$W/logs/gc_$c.out" > "$W/o.txt" &&
+		cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || fail=1
+	log "graph $c: kscope $grc, checksums equal: $same, collected: $(find "$W/gc_$c" -name measure.json | xargs -r -n1 dirname | xargs -r -n1 basename | tr '\n' ' ')warning: $(grep -o 'CUDA graph launch.*' "$W/logs/gc_$c.err" | head -1)"
+done
+
+# --- what the deliverables say of a CUDA launch ------------------------------
+if ! late deliverables; then
+	f=$(find "$W"/hw_matmul -name OpBasicInfo.csv | sort | head -1)
+	[ -n "$f" ] && python3 - "$f" >> "$OUT/progress.txt" <<'PY'
+import csv, sys
+r = next(csv.DictReader(open(sys.argv[1])))
+print("deliverables (%s): " % sys.argv[1].split("/")[-2] + ", ".join(
+    "%s=%s" % (k, r.get(k)) for k in ("clock_mhz", "max_clock_mhz", "memory_clock_mhz",
+                                       "median_us", "gpu_time_us", "achieved_occupancy_pct",
+                                       "bytes_basis")))
+PY
+	grep -h -A3 "median us" "$W/logs/hw_matmul.err" | head -4 >> "$OUT/progress.txt"
 fi
 
 # --- side by side with ncu --------------------------------------------
@@ -231,7 +262,9 @@ late "filter ncu" || (cd "$W" && timeout 60 ncu --kernel-name regex:'^(void )?mm
 log "filter: $(tr '\n' ' ' < "$OUT/filter.txt")"
 
 # --- PyTorch: output and overhead with nothing matching ----------------
-if late torch; then
+if [ "${KS_GPU_TORCH:-1}" = 0 ]; then
+	echo "skipped: KS_GPU_TORCH=0" > "$OUT/torch.txt"
+elif late torch; then
 	echo "skipped: past the deadline" > "$OUT/torch.txt"
 elif python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 	cat > "$W/torch_loop.py" <<'PY'
@@ -303,7 +336,7 @@ else
 fi
 
 # Files over 4 MB (memory backups) stay behind: what comes back is limited.
-(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* filt torch torchg -type f -size -4M 2>/dev/null) > "$W/files.txt"
+(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* gc_* filt torch torchg -type f -size -4M 2>/dev/null) > "$W/files.txt"
 tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail

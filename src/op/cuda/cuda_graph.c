@@ -20,9 +20,10 @@
  * Graphs holding nodes kscope does not run itself (memory allocation and
  * free, external semaphores, batched memory operations, conditional
  * nodes, kernels launched in clusters) and executable graphs changed
- * after instantiation (cuGraphExec*Set*, cuGraphExecUpdate,
- * cuGraphNodeSetEnabled) are launched as they are, and counted: the run
- * ends with a warning that says how many and why.
+ * after instantiation (cuGraphExec*Set*, cuGraphNodeSetEnabled; after
+ * cuGraphExecUpdate kscope copies the new graph) are launched as they
+ * are, and counted: the run ends with a warning that says how many and
+ * why.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,65 @@ struct gexec {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The node types kscope does not run itself, by what they do; NULL for
+ * the others. */
+static const char *foreign(CUgraphNodeType t)
+{
+	switch (t) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+	case CU_GRAPH_NODE_TYPE_HOST:
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return NULL;
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		return "a memory allocation";
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		return "a memory free";
+	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+		return "an external semaphore";
+	case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+		return "a batched memory operation";
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		return "a conditional";
+	default:
+		return "an unknown type of";
+	}
+}
+
+/* The first node of graph (child graphs included) that kscope does not
+ * run itself, as foreign() names it; NULL when none or not known. */
+static const char *foreign_node(CUgraph graph, int depth)
+{
+	CUgraphNode *nodes;
+	const char *what = NULL;
+	size_t n = 0;
+
+	if (depth > MAX_DEPTH || !R.cuGraphGetNodes || !R.cuGraphNodeGetType ||
+	    R.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS ||
+	    !(nodes = calloc(n + 1, sizeof(*nodes))))
+		return NULL;
+	if (R.cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS) {
+		for (size_t i = 0; i < n && !what; i++) {
+			CUgraphNodeType t;
+			CUgraph child;
+
+			if (R.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+				continue;
+			what = foreign(t);
+			if (!what && t == CU_GRAPH_NODE_TYPE_GRAPH && R.cuGraphChildGraphNodeGetGraph &&
+			    R.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+				what = foreign_node(child, depth + 1);
+		}
+	}
+	free(nodes);
+	return what;
+}
 static struct gexec *execs;
 
 atomic_ulong ks_cu_graph_launches, ks_cu_graph_unseen;
@@ -87,10 +147,11 @@ void ks_cu_graph_instantiated(CUgraphExec exec, CUgraph graph)
 {
 	struct gexec *g, **p;
 	CUgraph copy = NULL;
+	CUresult r;
 
 	if (!R.cuGraphClone || !R.cuGraphDestroy)
 		return;
-	if (R.cuGraphClone(&copy, graph) != CUDA_SUCCESS)
+	if ((r = R.cuGraphClone(&copy, graph)) != CUDA_SUCCESS)
 		copy = NULL;
 	g = calloc(1, sizeof(*g));
 	if (!g) {
@@ -101,8 +162,16 @@ void ks_cu_graph_instantiated(CUgraphExec exec, CUgraph graph)
 	g->exec = exec;
 	g->copy = copy;
 	if (!copy) {
+		/* The driver clones no graph that allocates or frees memory. */
+		const char *what = foreign_node(graph, 0);
+
 		g->plan = -1;
-		snprintf(g->why, sizeof(g->why), "kscope could not copy the graph");
+		if (what)
+			snprintf(g->why, sizeof(g->why), "the graph has %s node, which kscope "
+				 "does not run itself", what);
+		else
+			snprintf(g->why, sizeof(g->why), "kscope could not copy the graph "
+				 "(cuGraphClone: %s)", ks_cu_status_name(r));
 	}
 	pthread_mutex_lock(&lock);
 	p = find(exec);
@@ -305,8 +374,8 @@ static int plan_node(struct plan *pl, CUgraphNode node, int depth)
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
 		break;
 	default:
-		snprintf(pl->why, pl->why_size, "the graph has a node of a type kscope does "
-			 "not run itself (CUgraphNodeType %d)", (int)t);
+		snprintf(pl->why, pl->why_size, "the graph has %s node, which kscope does not "
+			 "run itself", foreign(t));
 		return -1;
 	}
 	if (!(x = add(pl)))

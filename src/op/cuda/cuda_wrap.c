@@ -537,9 +537,17 @@ CUresult ks_cuw_cuGraphExecDestroy(CUgraphExec e)
 		return r_;                                                     \
 	} while (0)
 
+/* An update that succeeded makes the executable graph a snapshot of g:
+ * kscope copies g anew. */
 CUresult ks_cuw_cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *i)
 {
-	CHANGED(e, R.cuGraphExecUpdate_v2(e, g, i));
+	CUresult r = R.cuGraphExecUpdate_v2(e, g, i);
+
+	if (r == CUDA_SUCCESS && ks_cu_on())
+		ks_cu_graph_instantiated(e, g);
+	else if (r == CUDA_SUCCESS)
+		ks_cu_graph_changed(e);
+	return r;
 }
 
 CUresult ks_cuw_cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
