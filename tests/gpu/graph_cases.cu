@@ -49,6 +49,19 @@ static int check(const float *d, float want, const char *what)
 	return 1;
 }
 
+/* A kernel node's parameters: N threads in blocks of 256. */
+static cudaKernelNodeParams kparams(void *func, void **args)
+{
+	cudaKernelNodeParams kp;
+
+	memset(&kp, 0, sizeof(kp));
+	kp.gridDim = dim3(N / 256);
+	kp.blockDim = dim3(256);
+	kp.func = func;
+	kp.kernelParams = args;
+	return kp;
+}
+
 /* child: [add 1] -> child{[twice] -> [add 3]} -> record e; a second
  * graph: wait e -> [twice].  Per launch of both: v = 2 * (2 * (v + 1) + 3). */
 static int child(float *d, uint64_t *sum)
@@ -66,24 +79,18 @@ static int child(float *d, uint64_t *sum)
 
 	CUX(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 	CUX(cudaGraphCreate(&c, 0));
-	memset(&kp, 0, sizeof(kp));
-	kp.gridDim = dim3(N / 256);
-	kp.blockDim = dim3(256);
-	kp.func = (void *)twice;
-	kp.kernelParams = args2;
+	kp = kparams((void *)twice, args2);
 	CUX(cudaGraphAddKernelNode(&t, c, NULL, 0, &kp));
-	kp.func = (void *)add;
-	kp.kernelParams = args3;
+	kp = kparams((void *)add, args3);
 	CUX(cudaGraphAddKernelNode(&a, c, &t, 1, &kp));
 	CUX(cudaGraphCreate(&g, 0));
-	kp.kernelParams = args1;
+	kp = kparams((void *)add, args1);
 	CUX(cudaGraphAddKernelNode(&a, g, NULL, 0, &kp));
 	CUX(cudaGraphAddChildGraphNode(&ch, g, &a, 1, c));
 	CUX(cudaGraphAddEventRecordNode(&rec, g, &ch, 1, e));
 	CUX(cudaGraphCreate(&g2, 0));
 	CUX(cudaGraphAddEventWaitNode(&w, g2, NULL, 0, e));
-	kp.func = (void *)twice;
-	kp.kernelParams = args2;
+	kp = kparams((void *)twice, args2);
 	CUX(cudaGraphAddKernelNode(&t, g2, &w, 1, &kp));
 	CUX(cudaGraphInstantiate(&ge, g, 0));
 	CUX(cudaGraphInstantiate(&ge2, g2, 0));
@@ -165,11 +172,7 @@ static int update(float *d, uint64_t *sum)
 	int n = N, ok;
 	void *args[] = { &d, &n, &x };
 
-	memset(&kp, 0, sizeof(kp));
-	kp.gridDim = dim3(N / 256);
-	kp.blockDim = dim3(256);
-	kp.func = (void *)add;
-	kp.kernelParams = args;
+	kp = kparams((void *)add, args);
 	CUX(cudaGraphCreate(&g, 0));
 	CUX(cudaGraphAddKernelNode(&a, g, NULL, 0, &kp));
 	CUX(cudaGraphInstantiate(&ge, g, 0));
@@ -201,11 +204,7 @@ static int reupdate(float *d, uint64_t *sum)
 	int n = N, ok;
 	void *args[] = { &d, &n, &x };
 
-	memset(&kp, 0, sizeof(kp));
-	kp.gridDim = dim3(N / 256);
-	kp.blockDim = dim3(256);
-	kp.func = (void *)add;
-	kp.kernelParams = args;
+	kp = kparams((void *)add, args);
 	CUX(cudaGraphCreate(&g, 0));
 	CUX(cudaGraphAddKernelNode(&a, g, NULL, 0, &kp));
 	x = 7.0f;

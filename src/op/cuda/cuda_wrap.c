@@ -493,33 +493,29 @@ CUresult ks_cuw_cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 	return ks_cu_graph_launch(g, s, true, stream_capturing(s, true));
 }
 
-CUresult ks_cuw_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+/* What an instantiation returned, after kscope copied the graph. */
+static CUresult instantiated(CUresult r, const CUgraphExec *e, CUgraph g)
 {
-	CUresult r = R.cuGraphInstantiateWithFlags(e, g, flags);
-
 	if (r == CUDA_SUCCESS && e && ks_cu_on())
 		ks_cu_graph_instantiated(*e, g);
 	return r;
+}
+
+CUresult ks_cuw_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+	return instantiated(R.cuGraphInstantiateWithFlags(e, g, flags), e, g);
 }
 
 CUresult ks_cuw_cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g,
 					     CUDA_GRAPH_INSTANTIATE_PARAMS *p)
 {
-	CUresult r = R.cuGraphInstantiateWithParams(e, g, p);
-
-	if (r == CUDA_SUCCESS && e && ks_cu_on())
-		ks_cu_graph_instantiated(*e, g);
-	return r;
+	return instantiated(R.cuGraphInstantiateWithParams(e, g, p), e, g);
 }
 
 CUresult ks_cuw_cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
 						  CUDA_GRAPH_INSTANTIATE_PARAMS *p)
 {
-	CUresult r = R.cuGraphInstantiateWithParams_ptsz(e, g, p);
-
-	if (r == CUDA_SUCCESS && e && ks_cu_on())
-		ks_cu_graph_instantiated(*e, g);
-	return r;
+	return instantiated(R.cuGraphInstantiateWithParams_ptsz(e, g, p), e, g);
 }
 
 CUresult ks_cuw_cuGraphExecDestroy(CUgraphExec e)
