@@ -153,6 +153,19 @@ for c in child alloc update reupdate; do
 	log "graph $c: kscope $grc, checksums equal: $same, collected: $(find "$W/gc_$c" -name measure.json | xargs -r -n1 dirname | xargs -r -n1 basename | tr '\n' ' ')warning: $(grep -o 'CUDA graph launch.*' "$W/logs/gc_$c.err" | head -1)"
 done
 
+# --- other frameworks: CuPy (NVRTC, cuBLAS), Triton (its own launcher), JAX (XLA)
+for fw in cupy triton jax; do
+	late "$fw" && continue
+	(cd "$W" && timeout 90 python3 "$ROOT/tests/gpu/frameworks/${fw}_prog.py" > "logs/fw_native_$fw.out" 2>&1); nrc=$?
+	(cd "$W" && KSCOPE_OP_CUDA_HW=0 timeout 120 "$KSCOPE" op -o "$W/fw_$fw" --launch-count 6 --replay-count 3 \
+		-- python3 "$ROOT/tests/gpu/frameworks/${fw}_prog.py" > "logs/fw_$fw.out" 2> "logs/fw_$fw.err"); frc=$?
+	same=no
+	grep checksum "$W/logs/fw_native_$fw.out" > "$W/n.txt" && grep checksum "$W/logs/fw_$fw.out" > "$W/o.txt" &&
+		cmp -s "$W/n.txt" "$W/o.txt" && same=yes
+	[ "$same" = yes ] || [ "$nrc" != 0 ] || fail=1
+	log "$fw: native $nrc, kscope $frc, checksums equal: $same, collected: $(find "$W/fw_$fw" -name measure.json | xargs -r -n1 dirname | xargs -r -n1 basename | sort -t_ -k2 -n | tr '\n' ' ')$(grep -ho 'warn: .*' "$W/logs/fw_$fw.err" | head -2 | tr '\n' ' ')"
+done
+
 # --- what the deliverables say of a CUDA launch ------------------------------
 if ! late deliverables; then
 	f=$(find "$W"/hw_matmul -name OpBasicInfo.csv | sort | head -1)
@@ -336,7 +349,7 @@ else
 fi
 
 # Files over 4 MB (memory backups) stay behind: what comes back is limited.
-(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* gc_* filt torch torchg -type f -size -4M 2>/dev/null) > "$W/files.txt"
+(cd "$W" && find logs op_* hw_* app_* cal_* ball_* rng_* tree_* gc_* fw_* filt torch torchg -type f -size -4M 2>/dev/null) > "$W/files.txt"
 tar -czf "$OUT/logs.tar.gz" -C "$W" -T "$W/files.txt" 2>/dev/null
 log "done, fail=$fail"
 exit $fail
