@@ -582,6 +582,11 @@ CUresult ks_cu_graph_launch(CUgraphExec e, CUstream s, bool ptsz, bool capturing
 		return r;
 	}
 	ks_oprt_shared_unlock();
+	/* A graph launch runs after the earlier launches of the same graph,
+	 * whatever their streams; run node by node on st, the graph would
+	 * not: the context's earlier work is waited for first (a collected
+	 * kernel waits for it anyway). */
+	r = R.cuCtxSynchronize();
 	for (size_t i = 0; i < g->n && r == CUDA_SUCCESS; i++) {
 		const struct node *x = &g->nodes[i];
 
