@@ -43,7 +43,9 @@
 #     within 5%.  Also printed, with no target: in each kscope run, the
 #     replay's median over the program's own median of the launches that
 #     follow in the same process (PoCL's kernel time moves between
-#     processes: docs/performance.md).
+#     processes: docs/performance.md).  Both run with POCL_AFFINITY=1
+#     (PoCL's two worker threads pinned one per CPU): unpinned, some
+#     processes run the kernel at half speed, both threads on one CPU.
 # Runs that fail (a missing file, an unexpected exit status, a result line
 # that differs from native) are reported and left out.  Exit status: 0 if
 # every run succeeded and every target was met, 1 otherwise, 2 for a
@@ -216,13 +218,17 @@ run_work() {
 	REASON=
 	rm -rf "$work/out"
 	mkdir -p "$work/out"
+	# POCL_AFFINITY=1 pins PoCL's worker threads one per CPU, in both:
+	# unpinned, the scheduler sometimes leaves both on one CPU for the
+	# whole process, and the kernel then takes twice as long in that
+	# process, native or under kscope alike (docs/performance.md).
 	if [[ $1 == native ]]; then
-		"$MANY" 0 --time >"$work/stdout" 2>"$work/stderr"
+		POCL_AFFINITY=1 "$MANY" 0 --time >"$work/stdout" 2>"$work/stderr"
 		rc=$?
 	else
-		"$KSCOPE" op -o "$work/out" --kernel-name work --warm-up "$WARMUP" \
-			--replay-count "$PASSES" --cache-flush "$1" -- "$MANY" 0 --time \
-			>"$work/stdout" 2>"$work/stderr"
+		POCL_AFFINITY=1 "$KSCOPE" op -o "$work/out" --kernel-name work \
+			--warm-up "$WARMUP" --replay-count "$PASSES" --cache-flush "$1" \
+			-- "$MANY" 0 --time >"$work/stdout" 2>"$work/stderr"
 		rc=$?
 	fi
 	chmod -R u+w "$work/out"

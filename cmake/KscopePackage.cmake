@@ -94,10 +94,11 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 # Depends: what the executable and libraries link (dpkg-shlibdeps), and
 # what kscope runs or loads: Valgrind for memcheck/contention/falseshare
-# and op --simulate, capstone (dlopen) for op --simulate's disassembly.
+# and op --simulate, capstone (dlopen) for op --simulate's disassembly,
+# civetweb (dlopen) for view's web server.
 # An OpenCL device and python3 are for some commands only.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "valgrind, libcapstone4")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "valgrind, libcapstone4, libcivetweb1")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ocl-icd-libopencl1 | libopencl1, python3")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pocl-opencl-icd, openmpi-bin")
 # A shlibs file and the ldconfig trigger for the public libraries.

@@ -44,10 +44,83 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include <civetweb.h>
 
 #include "readfile.h"
 #include "view_http.h"
+
+/* civetweb is opened with dlopen() when a server starts, rather than
+ * linked into kscope: loading it costs every start of every kscope
+ * command about 0.2 ms (docs/performance.md), which `kscope op` adds to
+ * the program it runs.  Its soname is that of civetweb 1.x. */
+#define CIVETWEB_SONAME "libcivetweb.so.1"
+#define KS_CIVETWEB_FUNCS(X)                                                 \
+	X(mg_check_feature) X(mg_disable_connection_keep_alive)              \
+	X(mg_exit_library) X(mg_get_context) X(mg_get_header)                \
+	X(mg_get_request_info) X(mg_get_server_ports)                        \
+	X(mg_get_user_connection_data) X(mg_get_user_data)                   \
+	X(mg_init_library) X(mg_printf) X(mg_read)                           \
+	X(mg_set_user_connection_data) X(mg_set_websocket_handler)           \
+	X(mg_start2) X(mg_stop) X(mg_websocket_write) X(mg_write)
+
+static struct {
+#define CW_PTR(f) __typeof__(f) *p_##f;
+	KS_CIVETWEB_FUNCS(CW_PTR)
+#undef CW_PTR
+} cw;
+
+/* From here on each mg_ function is called through the pointer loaded. */
+#define mg_check_feature (*cw.p_mg_check_feature)
+#define mg_disable_connection_keep_alive (*cw.p_mg_disable_connection_keep_alive)
+#define mg_exit_library (*cw.p_mg_exit_library)
+#define mg_get_context (*cw.p_mg_get_context)
+#define mg_get_header (*cw.p_mg_get_header)
+#define mg_get_request_info (*cw.p_mg_get_request_info)
+#define mg_get_server_ports (*cw.p_mg_get_server_ports)
+#define mg_get_user_connection_data (*cw.p_mg_get_user_connection_data)
+#define mg_get_user_data (*cw.p_mg_get_user_data)
+#define mg_init_library (*cw.p_mg_init_library)
+#define mg_printf (*cw.p_mg_printf)
+#define mg_read (*cw.p_mg_read)
+#define mg_set_user_connection_data (*cw.p_mg_set_user_connection_data)
+#define mg_set_websocket_handler (*cw.p_mg_set_websocket_handler)
+#define mg_start2 (*cw.p_mg_start2)
+#define mg_stop (*cw.p_mg_stop)
+#define mg_websocket_write (*cw.p_mg_websocket_write)
+#define mg_write (*cw.p_mg_write)
+
+/* Loads civetweb the first time (it stays loaded: servers may be started
+ * and stopped several times, by one thread).  0, or -ENOENT with err set
+ * naming what is missing. */
+static int civetweb_load(struct ks_err *err)
+{
+	static void *lib;
+	const char *why;
+	void *h;
+
+	if (lib)
+		return 0;
+	h = dlopen(CIVETWEB_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		why = dlerror();
+		return ks_err_set(err, -ENOENT, "cannot load civetweb (%s), which kscope "
+				  "view serves with: %s; install it (scripts/install-deps.sh)",
+				  CIVETWEB_SONAME, why ? why : "not found");
+	}
+	/* The casts go through void * as POSIX's dlsym() wants. */
+#define CW_SYM(f)                                                          \
+	if (!(*(void **)&cw.p_##f = dlsym(h, #f))) {                       \
+		dlclose(h);                                                \
+		return ks_err_set(err, -ENOENT, "%s has no %s, which kscope " \
+				  "view calls", CIVETWEB_SONAME, #f);      \
+	}
+	KS_CIVETWEB_FUNCS(CW_SYM)
+#undef CW_SYM
+	lib = h;
+	return 0;
+}
 
 /* Worker threads: a browser opens up to six connections to a server and
  * an open WebSocket keeps one worker for itself; a connection that sends
@@ -915,6 +988,9 @@ int ks_view_serve_start(const struct ks_view *v, const char *host, int port,
 	if (port < 0 || port > 65535)
 		return ks_err_set(err, -EINVAL, "port %d is out of range; accepted: 0 to "
 				  "65535", port);
+	rc = civetweb_load(err);
+	if (rc)
+		return rc;
 	if (!(mg_check_feature(MG_FEATURES_WEBSOCKET) & MG_FEATURES_WEBSOCKET))
 		return ks_err_set(err, -ENOTSUP, "this civetweb library was built "
 				  "without WebSocket support");
