@@ -1,7 +1,8 @@
 /*
  * The kscope user API: calls a program makes to mark up its own timeline
- * for `kscope sample` (regions, instants and ranges) and to pause and
- * resume sampling.  Usable from C and C++.
+ * for `kscope sample` (regions, instants and ranges), to pause and
+ * resume sampling, and to mark its progress for `kscope causal`.  Usable
+ * from C and C++.
  *
  * Link the program with -lkscope-user (libkscope-user.so), whose
  * functions do nothing, so the program runs normally without kscope.
@@ -35,6 +36,29 @@ void kscope_mark(const char *name);
 uint64_t kscope_range_start(const char *name);
 /* Ends the range with that id, possibly on another thread. */
 void kscope_range_end(uint64_t id);
+
+/* Progress points for `kscope causal` (docs/causal.md): what the
+ * program's speed is measured by.  A throughput point counts visits
+ * (a request served, an item done); a latency point is the time between
+ * kscope_begin(name) and kscope_end(name) of the same name.  Under
+ * `kscope causal` the preloaded libkscope-causal.so counts them; programs
+ * annotated with coz's COZ_PROGRESS, COZ_BEGIN and COZ_END report to it
+ * unchanged.  Names are compared up to 127 bytes. */
+void kscope_progress(const char *name);
+void kscope_begin(const char *name);
+void kscope_end(const char *name);
+
+/* The same as macros, which compile to nothing when KSCOPE_NO_PROGRESS is
+ * defined (a build that must not make the calls at all). */
+#ifdef KSCOPE_NO_PROGRESS
+#define KSCOPE_PROGRESS(name) ((void)0)
+#define KSCOPE_BEGIN(name) ((void)0)
+#define KSCOPE_END(name) ((void)0)
+#else
+#define KSCOPE_PROGRESS(name) kscope_progress(name)
+#define KSCOPE_BEGIN(name) kscope_begin(name)
+#define KSCOPE_END(name) kscope_end(name)
+#endif
 
 #ifdef __cplusplus
 }

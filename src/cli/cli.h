@@ -39,6 +39,7 @@ struct ks_cmd {
 
 extern const struct ks_cmd ks_cmd_avail;
 extern const struct ks_cmd ks_cmd_calibrate;
+extern const struct ks_cmd ks_cmd_causal;
 extern const struct ks_cmd ks_cmd_contention;
 extern const struct ks_cmd ks_cmd_falseshare;
 extern const struct ks_cmd ks_cmd_inspect;

@@ -25,6 +25,7 @@
 const struct ks_cmd *const ks_commands[] = {
 	&ks_cmd_sample,
 	&ks_cmd_instrument,
+	&ks_cmd_causal,
 	&ks_cmd_report,
 	&ks_cmd_merge,
 	&ks_cmd_memcheck,

@@ -3,8 +3,9 @@
  * nothing.  Programs link against it so that they run normally without
  * kscope, at the cost of a call that returns at once (bench/user_api.sh
  * measures it).  Under `kscope sample`, libkscope.so is preloaded and
- * defines the same symbols with real behaviour; the dynamic linker binds
- * the program's calls to the preloaded definitions first.
+ * defines the same symbols with real behaviour, as libkscope-causal.so
+ * does the progress points under `kscope causal`; the dynamic linker
+ * binds the program's calls to the preloaded definitions first.
  */
 #include "kscope/user.h"
 
@@ -41,4 +42,19 @@ KS_USER_EXPORT uint64_t kscope_range_start(const char *name)
 KS_USER_EXPORT void kscope_range_end(uint64_t id)
 {
 	(void)id;
+}
+
+KS_USER_EXPORT void kscope_progress(const char *name)
+{
+	(void)name;
+}
+
+KS_USER_EXPORT void kscope_begin(const char *name)
+{
+	(void)name;
+}
+
+KS_USER_EXPORT void kscope_end(const char *name)
+{
+	(void)name;
 }

@@ -1,0 +1,51 @@
+/*
+ * The source lines `kscope causal` experiments on: every line of the
+ * program's own code with its machine-code address ranges, read from the
+ * executable's DWARF line table (src/causal/causal_lines.c).  The ranges
+ * go to the runtime (a binary file, libkscope-causal.so reads it), the
+ * names to the analysis (causal_post.h).
+ */
+#ifndef KS_CAUSAL_LINES_H
+#define KS_CAUSAL_LINES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "causal_post.h"
+#include "err.h"
+
+struct ks_causal_lrange {
+	uint64_t lo, hi;              /* link-time addresses, [lo, hi) */
+	uint32_t line;                /* index into lines */
+};
+
+struct ks_causal_lines {
+	struct ks_causal_line *lines; /* id -> file:line */
+	char **files;                 /* owned: what lines[i].file points to */
+	size_t nlines;
+	struct ks_causal_lrange *ranges; /* sorted by lo, disjoint */
+	size_t nranges;
+	size_t skipped_files;         /* files of the line table left out of scope */
+};
+
+/* Reads the line table of the ELF file at path.  scope: shell patterns
+ * (fnmatch) a source file's path must match one of, NULL or empty for
+ * the default: every file not under /usr/ (the system's headers and
+ * libraries).  Errors: no such file, not ELF, no DWARF line table (the
+ * program was built without -g), nothing in scope. */
+int ks_causal_lines_read(const char *path, const char *const *scope, size_t nscope,
+			 struct ks_causal_lines *out, struct ks_err *err);
+
+/* The id of "FILE:LINE", FILE a path or the end of one ("src/a.c",
+ * "a.c"); -ENOENT with err naming the nearest lines that have code, or
+ * -EINVAL when FILE matches several files, naming them. */
+int ks_causal_lines_find(const struct ks_causal_lines *l, const char *spec, uint32_t *id,
+			 struct ks_err *err);
+
+/* Writes the ranges in the runtime's format (causal_rt.c: load_ranges). */
+int ks_causal_lines_write_ranges(const struct ks_causal_lines *l, const char *path,
+				 struct ks_err *err);
+
+void ks_causal_lines_free(struct ks_causal_lines *l);
+
+#endif

@@ -1,0 +1,509 @@
+/*
+ * kscope causal: causal profiling (Curtsinger and Berger, "Coz: Finding
+ * Code that Counts with Causal Profiling", SOSP 2015).
+ *
+ *     kscope causal [options] -- PROGRAM [ARGS...]
+ *
+ * Reads the program's line table (src/causal/causal_lines.c), writes its
+ * line ranges into the run directory, and runs the program --runs times,
+ * one run after the other, with libkscope-causal.so preloaded: the
+ * runtime runs experiments (a line and a virtual speedup each) and counts
+ * the program's progress points (src/causal/rt).  When the last run has
+ * ended, the raw records of every run and process are read together and
+ * the per-line program-speedup curves computed (src/causal/causal_post.c):
+ * profile.coz (coz's format), causal.csv and report.txt in
+ * <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/, the head of the report on
+ * stderr.  kscope exits with the last run's status (128+N if signal N
+ * ended it), or 1 if profiling itself failed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "argcheck.h"
+#include "causal_lines.h"
+#include "causal_post.h"
+#include "cli.h"
+#include "log.h"
+#include "outdir.h"
+#include "runprog.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+struct causal_opts {
+	struct ks_common_opts common;
+	char *output;
+	char *fixed_line;
+	char *speedups;
+	struct ks_strlist scope;
+	char *progress;
+	int64_t experiment_ms;
+	int64_t runs;
+	int64_t period_us;
+	bool keep_running;
+};
+
+#define OPT(field) .offset = offsetof(struct causal_opts, field)
+
+static const struct ks_opt causal_opts[] = {
+	{ .name = "output", .short_name = 'o', .type = KS_OPT_OUTPUT, .metavar = "DIR",
+	  .def = "kscope-out", .env = "KSCOPE_OUTPUT",
+	  .help = "where the run directory is created", OPT(output) },
+	{ .name = "fixed-line", .type = KS_OPT_STRING, .metavar = "FILE:LINE",
+	  .env = "KSCOPE_CAUSAL_FIXED",
+	  .help = "experiment on this line only (FILE a path or its end, e.g. "
+		  "main.c:42)", OPT(fixed_line), .max_len = 1024 },
+	{ .name = "speedups", .type = KS_OPT_NAME, .metavar = "LIST",
+	  .def = "0,10,20,30,40,50,60,70,80,90,100", .env = "KSCOPE_CAUSAL_SPEEDUP_LIST",
+	  .help = "virtual line speedups in percent, 0 to 100, comma-separated "
+		  "(0, the baseline, is always added)",
+	  OPT(speedups), .name_extra = ",", .max_len = 512 },
+	{ .name = "source-scope", .type = KS_OPT_STRING, .metavar = "GLOB",
+	  .env = "KSCOPE_CAUSAL_SCOPE", .flags = KS_OPT_REPEAT,
+	  .help = "source files whose lines are experimented on, shell pattern "
+		  "on the full path (default: every file not under /usr/)",
+	  OPT(scope), .max_len = 1024 },
+	{ .name = "progress", .type = KS_OPT_STRING, .metavar = "NAME",
+	  .env = "KSCOPE_CAUSAL_PROGRESS",
+	  .help = "rank lines by this throughput progress point (default: each "
+		  "point the program has)", OPT(progress), .max_len = 127 },
+	{ .name = "experiment-ms", .type = KS_OPT_INT, .metavar = "MS", .def = "500",
+	  .env = "KSCOPE_CAUSAL_EXPERIMENT_LENGTH",
+	  .help = "first length of an experiment (doubled while experiments see "
+		  "fewer than 5 visits of a progress point)",
+	  OPT(experiment_ms), .min = 10, .max = 60000 },
+	{ .name = "runs", .type = KS_OPT_INT, .metavar = "N", .def = "1",
+	  .env = "KSCOPE_CAUSAL_RUNS",
+	  .help = "runs of the program, one after the other, into one profile",
+	  OPT(runs), .min = 1, .max = 1000 },
+	{ .name = "period-us", .type = KS_OPT_INT, .metavar = "US", .def = "1000",
+	  .env = "KSCOPE_CAUSAL_PERIOD",
+	  .help = "CPU time between two samples of a thread, in microseconds",
+	  OPT(period_us), .min = 100, .max = 100000 },
+	{ .name = "keep-running", .type = KS_OPT_FLAG, .env = "KSCOPE_KEEP_RUNNING",
+	  .help = "if kscope itself is killed, leave the program running (by "
+		  "default it is killed with it)",
+	  OPT(keep_running) },
+	KS_COMMON_OPTS(struct causal_opts),
+	KS_OPT_END
+};
+
+/* ------------------------------------------------------------------ */
+/* Checks beyond the option table                                      */
+/* ------------------------------------------------------------------ */
+
+/* --speedups as the runtime takes it: sorted, distinct, 0 first. */
+static int parse_speedups(const char *text, char *out, size_t size, size_t *n,
+			  struct ks_err *err)
+{
+	bool have[101] = { true };     /* 0 always */
+	const char *p = text;
+	size_t len = 0;
+
+	while (*p) {
+		char *end;
+		long v;
+
+		if (*p < '0' || *p > '9')
+			return ks_err_set(err, -EINVAL, "option --speedups: '%s' is not a list "
+					  "of percentages; accepted: integers 0 to 100 separated "
+					  "by commas, e.g. 0,25,50", text);
+		v = strtol(p, &end, 10);
+		if (v > 100 || (*end && *end != ','))
+			return ks_err_set(err, -EINVAL, "option --speedups: '%.*s' is not a "
+					  "percentage from 0 to 100", (int)(end - p), p);
+		have[v] = true;
+		p = *end ? end + 1 : end;
+	}
+	*n = 0;
+	out[0] = '\0';
+	for (int v = 0; v <= 100; v++)
+		if (have[v]) {
+			len += (size_t)snprintf(out + len, size - len, "%s%d", len ? "," : "", v);
+			(*n)++;
+		}
+	return 0;
+}
+
+/* The runtime: next to the executable in a build tree (build/lib/), or
+ * in <prefix>/lib/kscope/ when installed. */
+static int find_runtime(char *out, size_t size, struct ks_err *err)
+{
+	return ks_find_own_file("libkscope-causal.so", R_OK,
+				"kscope causal's runtime libkscope-causal.so", out, size, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Running the program                                                 */
+/* ------------------------------------------------------------------ */
+
+struct env {
+	char **envp;
+	size_t n;
+	char *owned[16];
+	size_t nowned;
+};
+
+static int env_set(struct env *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *entry, **v;
+
+	if (e->nowned == sizeof(e->owned) / sizeof(e->owned[0]) ||
+	    asprintf(&entry, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	e->owned[e->nowned++] = entry;
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->envp[i], name, len) == 0 && e->envp[i][len] == '=') {
+			e->envp[i] = entry;
+			return 0;
+		}
+	v = realloc(e->envp, (e->n + 2) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[e->n++] = entry;
+	v[e->n] = NULL;
+	e->envp = v;
+	return 0;
+}
+
+static void env_free(struct env *e)
+{
+	for (size_t i = 0; i < e->nowned; i++)
+		free(e->owned[i]);
+	free(e->envp);
+	memset(e, 0, sizeof(*e));
+}
+
+struct run_setup {
+	const char *runtime;
+	const char *rundir;
+	const char *program;      /* its real path */
+	const char *speedups;
+	int64_t fixed_line;       /* -1: none */
+	const struct causal_opts *o;
+};
+
+static int build_env(const struct run_setup *s, const char *rawdir, struct env *e)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	char buf[PATH_MAX + 64];
+	struct stat st;
+	int rc = 0;
+
+	memset(e, 0, sizeof(*e));
+	while (environ[e->n])
+		e->n++;
+	e->envp = malloc((e->n + 1) * sizeof(*e->envp));
+	if (!e->envp)
+		return -ENOMEM;
+	memcpy(e->envp, environ, (e->n + 1) * sizeof(*e->envp));
+	if (stat(s->program, &st) != 0)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+	rc |= env_set(e, "KSCOPE_CAUSAL_EXE", buf);
+	snprintf(buf, sizeof(buf), "%s/lines.bin", s->rundir);
+	rc |= env_set(e, "KSCOPE_CAUSAL_LINES", buf);
+	rc |= env_set(e, "KSCOPE_CAUSAL_RAW", rawdir);
+	rc |= env_set(e, "KSCOPE_CAUSAL_SPEEDUPS", s->speedups);
+	snprintf(buf, sizeof(buf), "%" PRId64, s->o->experiment_ms);
+	rc |= env_set(e, "KSCOPE_CAUSAL_EXPERIMENT_MS", buf);
+	snprintf(buf, sizeof(buf), "%" PRId64, s->o->period_us * 1000);
+	rc |= env_set(e, "KSCOPE_CAUSAL_PERIOD_NS", buf);
+	if (s->fixed_line >= 0) {
+		snprintf(buf, sizeof(buf), "%" PRId64, s->fixed_line);
+		rc |= env_set(e, "KSCOPE_CAUSAL_FIXED_LINE", buf);
+	}
+	if (preload && *preload)
+		snprintf(buf, sizeof(buf), "%s:%s", s->runtime, preload);
+	else
+		snprintf(buf, sizeof(buf), "%s", s->runtime);
+	rc |= env_set(e, "LD_PRELOAD", buf);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Runs the program once, its raw files into <rundir>/raw/run_<k>; the
+ * wait status, or -errno with err set. */
+static int run_once(const struct run_setup *s, int k, char **argv, struct ks_err *err)
+{
+	char rawdir[PATH_MAX];
+	struct env e;
+	int status;
+
+	snprintf(rawdir, sizeof(rawdir), "%s/raw", s->rundir);
+	if (mkdir(rawdir, 0700) != 0 && errno != EEXIST)
+		return ks_err_set(err, -errno, "cannot create %s: %s", rawdir, strerror(errno));
+	snprintf(rawdir, sizeof(rawdir), "%s/raw/run_%d", s->rundir, k);
+	if (mkdir(rawdir, 0700) != 0)
+		return ks_err_set(err, -errno, "cannot create %s: %s", rawdir, strerror(errno));
+	if (build_env(s, rawdir, &e)) {
+		env_free(&e);
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	}
+	status = ks_run_program_tied(argv, e.envp, NULL, !s->o->keep_running, err);
+	env_free(&e);
+	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Results                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Reads every raw file of every run into d. */
+static int read_raw(const char *rundir, int runs, struct ks_causal_data *d, size_t *nfiles,
+		    struct ks_err *err)
+{
+	*nfiles = 0;
+	for (int k = 1; k <= runs; k++) {
+		char dir[PATH_MAX], path[PATH_MAX + 300];
+		struct dirent **names;
+		int n;
+
+		snprintf(dir, sizeof(dir), "%s/raw/run_%d", rundir, k);
+		n = scandir(dir, &names, NULL, alphasort);
+		if (n < 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			int rc = 0;
+
+			if (strncmp(names[i]->d_name, "causal_", 7) == 0) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				rc = ks_causal_data_read(d, path, err);
+				(*nfiles)++;
+			}
+			if (rc) {
+				for (int j = i; j < n; j++)
+					free(names[j]);
+				free(names);
+				return rc;
+			}
+			free(names[i]);
+		}
+		free(names);
+	}
+	return 0;
+}
+
+/* Writes one deliverable through a memory stream. */
+static int put(struct ks_rundir *rd, const char *name, int (*fill)(FILE *, void *), void *ctx,
+	       struct ks_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc;
+
+	if (!mem)
+		return ks_err_set(err, -ENOMEM, "out of memory");
+	rc = fill(mem, ctx);
+	if (fclose(mem) != 0 && !rc)
+		rc = -ENOMEM;
+	if (rc)
+		rc = ks_err_set(err, rc, "cannot write %s: %s", name, strerror(-rc));
+	else
+		rc = ks_outfile_put(rd, name, buf, len, KS_DELIVERABLE_MODE, err);
+	free(buf);
+	return rc;
+}
+
+struct outputs {
+	const struct ks_causal_data *d;
+	const struct ks_causal_result *r;
+	const struct ks_causal_line *lines;
+};
+
+static int fill_coz(FILE *f, void *ctx)
+{
+	struct outputs *o = ctx;
+
+	return ks_causal_write_coz(f, o->d, o->lines, NULL);
+}
+
+static int fill_csv(FILE *f, void *ctx)
+{
+	struct outputs *o = ctx;
+
+	return ks_causal_write_csv(f, o->r, o->lines, NULL);
+}
+
+static int fill_report(FILE *f, void *ctx)
+{
+	struct outputs *o = ctx;
+
+	return ks_causal_write_report(f, o->r, o->lines, 0, NULL);
+}
+
+static size_t throughput_points(const struct ks_causal_data *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->nnames; i++)
+		for (size_t j = 0; j < d->npoints; j++)
+			if (d->points[j].name == i && d->points[j].kind == KS_CAUSAL_THROUGHPUT) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                         */
+/* ------------------------------------------------------------------ */
+
+static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
+{
+	const struct causal_opts *o = ps->opts;
+	char runtime[PATH_MAX], speedups[512], path[PATH_MAX];
+	char *prog = NULL;
+	struct ks_causal_lines lines = { 0 };
+	struct ks_causal_data data = { 0 };
+	struct ks_causal_result res = { 0 };
+	struct run_setup setup = { 0 };
+	struct ks_rundir rd = { .dirfd = -1 };
+	struct ks_err err;
+	struct outputs out;
+	size_t nspeedups = 0, nfiles = 0;
+	int64_t fixed = -1;
+	int status = 0, exit_code = KS_EXIT_USAGE;
+	bool rd_made = false;
+
+	(void)cmd;
+	ks_err_clear(&err);
+	/* Everything is checked before anything is created or launched. */
+	if (parse_speedups(o->speedups, speedups, sizeof(speedups), &nspeedups, &err) ||
+	    ks_find_program(ps->program[0], &prog, &err) ||
+	    ks_check_dynamic(prog, "kscope causal", "its runtime", &err) ||
+	    ks_causal_lines_read(prog, (const char *const *)o->scope.v, o->scope.n, &lines,
+				 &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	if (o->fixed_line) {
+		uint32_t id;
+
+		if (ks_causal_lines_find(&lines, o->fixed_line, &id, &err)) {
+			ks_error("option --fixed-line: %s", err.msg);
+			goto out;
+		}
+		fixed = id;
+	}
+	if (nspeedups < 2) {
+		ks_error("option --speedups: give at least one speedup above 0, e.g. 0,25,50");
+		goto out;
+	}
+	exit_code = KS_EXIT_FAIL;
+	if (find_runtime(runtime, sizeof(runtime), &err) ||
+	    ks_rundir_create(o->output, "causal", 0, &rd, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	rd_made = true;
+	snprintf(path, sizeof(path), "%s/lines.bin", rd.path);
+	if (ks_causal_lines_write_ranges(&lines, path, &err)) {
+		ks_error("%s", err.msg);
+		goto out;
+	}
+	setup = (struct run_setup){ runtime, rd.path, prog, speedups, fixed, o };
+	ks_info("profiling %s (%zu lines in scope%s); results in %s", prog, lines.nlines,
+		fixed >= 0 ? ", one fixed" : "", rd.path);
+	for (int k = 1; k <= o->runs; k++) {
+		if (o->runs > 1)
+			ks_info("run %d of %" PRId64, k, o->runs);
+		status = run_once(&setup, k, ps->program, &err);
+		if (status < 0) {
+			ks_error("%s", err.msg);
+			exit_code = KS_EXIT_USAGE;
+			goto out;
+		}
+		if (WIFSIGNALED(status)) {
+			ks_info("the program was ended by signal %d (%s); keeping the "
+				"experiments it finished", WTERMSIG(status),
+				strsignal(WTERMSIG(status)));
+			if (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM)
+				break;
+		}
+	}
+	exit_code = ks_exit_status(status);
+
+	if (ks_causal_data_init(&data, lines.nlines) ||
+	    read_raw(rd.path, (int)o->runs, &data, &nfiles, &err)) {
+		ks_error("%s", err.msg[0] ? err.msg : "out of memory");
+		exit_code = KS_EXIT_FAIL;
+		goto out;
+	}
+	if (data.truncated)
+		ks_warn("%zu raw record%s ended without a newline (a process was killed "
+			"while writing) and %s left out", data.truncated,
+			data.truncated == 1 ? "" : "s", data.truncated == 1 ? "was" : "were");
+	if (ks_causal_analyze(&data, o->progress, &res, &err)) {
+		ks_error("%s", err.msg);
+		exit_code = KS_EXIT_FAIL;
+		goto out;
+	}
+	out = (struct outputs){ &data, &res, lines.lines };
+	if (put(&rd, "profile.coz", fill_coz, &out, &err) ||
+	    put(&rd, "causal.csv", fill_csv, &out, &err) ||
+	    put(&rd, "report.txt", fill_report, &out, &err)) {
+		ks_error("%s", err.msg);
+		exit_code = KS_EXIT_FAIL;
+		goto out;
+	}
+	fprintf(stderr, "kscope causal: %zu experiment%s in %zu process%s, %zu progress "
+		"point%s\n", data.nexperiments, data.nexperiments == 1 ? "" : "s",
+		data.nprocesses, data.nprocesses == 1 ? "" : "es", throughput_points(&data),
+		throughput_points(&data) == 1 ? "" : "s");
+	if (nfiles == 0)
+		ks_warn("no process of the program ran experiments: is %s the program's "
+			"executable (not a script that starts it)?", prog);
+	else if (throughput_points(&data) == 0)
+		ks_warn("the program has no throughput progress point: mark its progress "
+			"with kscope_progress(\"name\") or coz's COZ_PROGRESS "
+			"(docs/causal.md)");
+	ks_causal_write_report(stderr, &res, lines.lines, 5, NULL);
+	fprintf(stderr, "results: %s\n", rd.path);
+out:
+	if (rd_made)
+		ks_rundir_close(&rd);
+	ks_causal_result_free(&res);
+	ks_causal_data_free(&data);
+	ks_causal_lines_free(&lines);
+	free(prog);
+	return exit_code;
+}
+
+const struct ks_cmd ks_cmd_causal = {
+	.name = "causal",
+	.summary = "find the lines whose speedup would speed the program up",
+	.usage = "[options] -- PROGRAM [ARGS...]",
+	.description =
+		"Causal profiling, as introduced by coz: runs PROGRAM with kscope's\n"
+		"runtime preloaded, which runs experiments one after the other, each\n"
+		"virtually speeding up one source line by a percentage (the other\n"
+		"threads are paused whenever the line runs) and measuring how often\n"
+		"the program's progress points are reached.  Mark progress with\n"
+		"kscope_progress(\"name\") (kscope/user.h) or coz's COZ_PROGRESS.  The\n"
+		"program needs line information (-g).  Results: for each line, the\n"
+		"program speedup predicted at each line speedup with a 95% interval,\n"
+		"lines ranked by impact, in <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/:\n"
+		"report.txt, causal.csv and profile.coz (coz's format, for its viewer);\n"
+		"the head of the report goes to stderr (docs/causal.md).  kscope exits\n"
+		"with the program's status (128+N if signal N ended it).",
+	.args = {
+		.opts = causal_opts,
+		.opts_size = sizeof(struct causal_opts),
+		.takes_program = true,
+	},
+	.run = causal_run,
+};
