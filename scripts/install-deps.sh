@@ -31,8 +31,10 @@ VG_PKGS="valgrind"
 OCL_PKGS="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd"
 # Test tools: cmocka (unit tests), python3 (checks of outputs, with its
 # sqlite3 module), protoc (decodes Perfetto traces), procps (pgrep),
-# groff-base (renders the generated man pages with warnings on).
-TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps groff-base"
+# groff-base (renders the generated man pages with warnings on),
+# coz-profiler (coz, the reference kscope causal is run beside, with its
+# coz.h for the programs annotated for it).
+TEST_PKGS="libcmocka-dev python3 protobuf-compiler procps groff-base coz-profiler"
 # Packaging: make deb (dpkg-dev's dpkg-shlibdeps finds the Depends, with
 # file), lintian, which the package's test runs on it, and man-db (man),
 # with which that test reads the installed pages.

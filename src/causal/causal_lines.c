@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,12 +224,20 @@ int ks_causal_lines_read(const char *path, const char *const *scope, size_t nsco
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	bool any = false;
+	char magic[4];
 	int fd, rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ks_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, "\177ELF", 4) != 0) {
+		rc = ks_err_set(err, -ENOEXEC, "%s is not an ELF executable (a script?): kscope "
+				"causal experiments on the lines of the program's own executable, "
+				"built with -g; give that after --", path);
+		goto out;
+	}
 	dw = dwarf_begin(fd, DWARF_C_READ);
 	if (!dw) {
 		rc = ks_err_set(err, -ENOENT, "%s has no debugging information (DWARF); "
@@ -333,28 +342,101 @@ int ks_causal_lines_find(const struct ks_causal_lines *l, const char *spec, uint
 			  "is %d", file, line, below ? below : above);
 }
 
-int ks_causal_lines_write_ranges(const struct ks_causal_lines *l, const char *path,
-				 struct ks_err *err)
+int ks_causal_lines_write_ranges(const struct ks_causal_lines *l, FILE *out)
 {
 	uint32_t head[4] = { 0, 1, (uint32_t)l->nlines, (uint32_t)l->nranges };
-	FILE *f = fopen(path, "wbx");
 	bool ok;
 
-	if (!f)
-		return ks_err_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
 	memcpy(head, "KSCL", 4);
-	ok = fwrite(head, sizeof(head), 1, f) == 1;
+	ok = fwrite(head, sizeof(head), 1, out) == 1;
 	for (size_t i = 0; ok && i < l->nranges; i++) {
 		struct {
 			uint64_t lo, hi;
 			uint32_t line, pad;
 		} e = { l->ranges[i].lo, l->ranges[i].hi, l->ranges[i].line, 0 };
 
-		ok = fwrite(&e, sizeof(e), 1, f) == 1;
+		ok = fwrite(&e, sizeof(e), 1, out) == 1;
 	}
-	if (fclose(f) != 0 || !ok)
-		return ks_err_set(err, -EIO, "cannot write %s", path);
-	return 0;
+	return ok && fflush(out) == 0 ? 0 : -EIO;
+}
+
+int ks_causal_lines_write_table(const struct ks_causal_lines *l, FILE *out)
+{
+	bool ok = fputs("id\tfile\tline\n", out) >= 0;
+
+	for (size_t i = 0; ok && i < l->nlines; i++) {
+		ok = fprintf(out, "%zu\t", i) > 0;
+		for (const char *c = l->lines[i].file; ok && *c; c++)
+			ok = fputc((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, out) != EOF;
+		ok = ok && fprintf(out, "\t%d\n", l->lines[i].line) > 0;
+	}
+	return ok && fflush(out) == 0 ? 0 : -EIO;
+}
+
+int ks_causal_lines_read_table(const char *path, struct ks_causal_lines *l,
+			       struct ks_err *err)
+{
+	FILE *f = fopen(path, "re");
+	char *text = NULL;
+	size_t cap = 0, n = 0, capl = 0, capf = 0;
+	ssize_t len;
+	int rc = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (!f)
+		return ks_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+	for (size_t no = 1; (len = getline(&text, &cap, f)) >= 0; no++) {
+		char *tab1, *tab2, *end;
+		unsigned long id;
+		long line;
+
+		if (len && text[len - 1] == '\n')
+			text[--len] = '\0';
+		if (no == 1) {
+			if (strcmp(text, "id\tfile\tline") != 0) {
+				rc = ks_err_set(err, -EINVAL, "%s:1: not a kscope causal line "
+						"table (no 'id file line' header)", path);
+				break;
+			}
+			continue;
+		}
+		tab1 = strchr(text, '\t');
+		tab2 = tab1 ? strrchr(tab1 + 1, '\t') : NULL;
+		if (!tab1 || !tab2) {
+			rc = ks_err_set(err, -EINVAL, "%s:%zu: not ID<TAB>FILE<TAB>LINE", path, no);
+			break;
+		}
+		*tab1 = *tab2 = '\0';
+		errno = 0;
+		id = strtoul(text, &end, 10);
+		if (errno || *end || id != n) {
+			rc = ks_err_set(err, -EINVAL, "%s:%zu: the id is '%s', expected %zu", path,
+					no, text, n);
+			break;
+		}
+		line = strtol(tab2 + 1, &end, 10);
+		if (errno || *end || line <= 0 || line > INT32_MAX) {
+			rc = ks_err_set(err, -EINVAL, "%s:%zu: '%s' is not a line number", path,
+					no, tab2 + 1);
+			break;
+		}
+		if (grow((void **)&l->lines, &capl, n + 1, sizeof(*l->lines)) ||
+		    grow((void **)&l->files, &capf, n + 1, sizeof(*l->files)) ||
+		    !(l->files[n] = strdup(tab1 + 1))) {
+			rc = ks_err_set(err, -ENOMEM, "out of memory reading %s", path);
+			break;
+		}
+		l->lines[n].file = l->files[n];
+		l->lines[n].line = (int)line;
+		l->nlines = ++n;
+	}
+	free(text);
+	fclose(f);
+	if (!rc && n == 0)
+		rc = ks_err_set(err, -EINVAL, "%s has no lines", path);
+	if (rc)
+		ks_causal_lines_free(l);
+	return rc;
 }
 
 void ks_causal_lines_free(struct ks_causal_lines *l)

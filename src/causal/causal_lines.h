@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "causal_post.h"
 #include "err.h"
@@ -42,9 +43,20 @@ int ks_causal_lines_read(const char *path, const char *const *scope, size_t nsco
 int ks_causal_lines_find(const struct ks_causal_lines *l, const char *spec, uint32_t *id,
 			 struct ks_err *err);
 
-/* Writes the ranges in the runtime's format (causal_rt.c: load_ranges). */
-int ks_causal_lines_write_ranges(const struct ks_causal_lines *l, const char *path,
-				 struct ks_err *err);
+/* Writes the ranges in the runtime's format (lines.bin, docs/formats.md;
+ * causal_rt.c: load_ranges).  0, or -EIO when out fails. */
+int ks_causal_lines_write_ranges(const struct ks_causal_lines *l, FILE *out);
+
+/* Writes the line table as text (lines.tsv): a header, then per line id
+ * "ID<TAB>FILE<TAB>LINE", what the raw files' line ids stand for.  A
+ * control character in a path is written as '?'.  0, or -EIO. */
+int ks_causal_lines_write_table(const struct ks_causal_lines *l, FILE *out);
+
+/* Reads a line table written by ks_causal_lines_write_table (a run's
+ * lines.tsv) into l: its lines, no ranges.  -EINVAL with err naming the
+ * file and line when it is not such a table; -errno when unreadable. */
+int ks_causal_lines_read_table(const char *path, struct ks_causal_lines *l,
+			       struct ks_err *err);
 
 void ks_causal_lines_free(struct ks_causal_lines *l);
 

@@ -5,7 +5,8 @@
  * The raw file.  Text, one record per line: the record's first word, then
  * TAB-separated key=value fields.
  *
- *   process     pid= period_ns= start_ns=      starts a process's section
+ *   process     pid= period_ns= start_ns= [sampler=perf|timer]
+ *                                              starts a process's section
  *   experiment  line= speedup= wall_ns= delay_ns= samples=
  *   point       name= kind=throughput delta=
  *   point       name= kind=latency arrivals= departures= difference=
@@ -61,7 +62,9 @@
 #include "causal_post.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -113,6 +116,33 @@ int ks_causal_data_init(struct ks_causal_data *d, size_t nlines)
 		return -EINVAL;
 	d->nlines = nlines;
 	return 0;
+}
+
+int ks_causal_data_read_run(struct ks_causal_data *d, const char *rundir, size_t *nfiles,
+			    struct ks_err *err)
+{
+	*nfiles = 0;
+	for (int k = 1;; k++) {
+		char dir[PATH_MAX], path[PATH_MAX + 300];
+		struct dirent **names;
+		int n, rc = 0;
+
+		snprintf(dir, sizeof(dir), "%s/raw/run_%d", rundir, k);
+		n = scandir(dir, &names, NULL, alphasort);
+		if (n < 0)
+			return 0;
+		for (int i = 0; i < n; i++) {
+			if (!rc && strncmp(names[i]->d_name, "causal_", 7) == 0) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				rc = ks_causal_data_read(d, path, err);
+				(*nfiles)++;
+			}
+			free(names[i]);
+		}
+		free(names);
+		if (rc)
+			return rc;
+	}
 }
 
 void ks_causal_data_free(struct ks_causal_data *d)
@@ -354,13 +384,13 @@ static size_t name_intern(struct ks_causal_data *d, const char *name)
 
 static int rec_process(struct reader *rd, char *fields)
 {
-	static const char *const keys[] = { "pid", "period_ns", "start_ns" };
+	static const char *const keys[] = { "pid", "period_ns", "start_ns", "sampler" };
 	struct ks_causal_data *d = rd->d;
 	struct ks_causal_process p = { .first_experiment = d->nexperiments,
 				       .first_samples = d->nsamples };
-	const char *v[3];
+	const char *v[4];
 	struct ks_causal_process *procs;
-	int rc = fields_get(rd, "process", fields, keys, v, 3);
+	int rc = fields_get(rd, "process", fields, keys, v, 4);
 
 	if (!rc)
 		rc = need_u64(rd, "process", "pid", v[0], &p.pid);
@@ -368,6 +398,9 @@ static int rec_process(struct reader *rd, char *fields)
 		rc = need_u64(rd, "process", "period_ns", v[1], &p.period_ns);
 	if (!rc)
 		rc = need_u64(rd, "process", "start_ns", v[2], &p.start_ns);
+	/* An unknown sampler is read as the precise one: only "timer" is
+	 * reported. */
+	p.coarse = v[3] && strcmp(v[3], "timer") == 0;
 	if (!rc)
 		rc = process_finish(rd);
 	if (rc)

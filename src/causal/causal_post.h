@@ -72,6 +72,7 @@ struct ks_causal_process {
 	uint64_t start_ns;       /* monotonic time the section started */
 	uint64_t end_ns;         /* monotonic time it ended, if ended */
 	bool ended;              /* an `end` record was read */
+	bool coarse;             /* sampled by POSIX timers (sampler=timer) */
 	size_t first_experiment; /* experiments[first..+nexperiments) */
 	size_t nexperiments;
 	size_t first_samples;    /* samples[first..+nsamples), by line id */
@@ -109,6 +110,12 @@ int ks_causal_data_init(struct ks_causal_data *d, size_t nlines);
  * message "path:N: ..." naming the line; a file that cannot be read is
  * its -errno.  On failure d is left as it was before the call. */
 int ks_causal_data_read(struct ks_causal_data *d, const char *path, struct ks_err *err);
+
+/* Appends every raw file of a run directory: raw/run_<k>/causal_*.txt
+ * for k = 1, 2, ... while raw/run_<k> exists, in name order; *nfiles gets
+ * how many were read.  Errors as ks_causal_data_read's. */
+int ks_causal_data_read_run(struct ks_causal_data *d, const char *rundir, size_t *nfiles,
+			    struct ks_err *err);
 
 /* Frees what d holds and leaves it empty (d itself is the caller's). */
 void ks_causal_data_free(struct ks_causal_data *d);

@@ -13,10 +13,10 @@
  * the per-line program-speedup curves computed (src/causal/causal_post.c):
  * profile.coz (coz's format), causal.csv and report.txt in
  * <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/, the head of the report on
- * stderr.  kscope exits with the last run's status (128+N if signal N
- * ended it), or 1 if profiling itself failed.
+ * stderr.  kscope exits with the status of the first run that failed, else
+ * the last run's (128+N if signal N ended it), or 1 if profiling itself
+ * failed.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -35,8 +35,6 @@
 #include "log.h"
 #include "outdir.h"
 #include "runprog.h"
-
-extern char **environ;
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -65,11 +63,11 @@ static const struct ks_opt causal_opts[] = {
 	  .env = "KSCOPE_CAUSAL_FIXED",
 	  .help = "experiment on this line only (FILE a path or its end, e.g. "
 		  "main.c:42)", OPT(fixed_line), .max_len = 1024 },
-	{ .name = "speedups", .type = KS_OPT_NAME, .metavar = "LIST",
+	{ .name = "speedups", .type = KS_OPT_STRING, .metavar = "LIST",
 	  .def = "0,10,20,30,40,50,60,70,80,90,100", .env = "KSCOPE_CAUSAL_SPEEDUP_LIST",
 	  .help = "virtual line speedups in percent, 0 to 100, comma-separated "
 		  "(0, the baseline, is always added)",
-	  OPT(speedups), .name_extra = ",", .max_len = 512 },
+	  OPT(speedups), .max_len = 512 },
 	{ .name = "source-scope", .type = KS_OPT_STRING, .metavar = "GLOB",
 	  .env = "KSCOPE_CAUSAL_SCOPE", .flags = KS_OPT_REPEAT,
 	  .help = "source files whose lines are experimented on, shell pattern "
@@ -149,44 +147,6 @@ static int find_runtime(char *out, size_t size, struct ks_err *err)
 /* Running the program                                                 */
 /* ------------------------------------------------------------------ */
 
-struct env {
-	char **envp;
-	size_t n;
-	char *owned[16];
-	size_t nowned;
-};
-
-static int env_set(struct env *e, const char *name, const char *value)
-{
-	size_t len = strlen(name);
-	char *entry, **v;
-
-	if (e->nowned == sizeof(e->owned) / sizeof(e->owned[0]) ||
-	    asprintf(&entry, "%s=%s", name, value) < 0)
-		return -ENOMEM;
-	e->owned[e->nowned++] = entry;
-	for (size_t i = 0; i < e->n; i++)
-		if (strncmp(e->envp[i], name, len) == 0 && e->envp[i][len] == '=') {
-			e->envp[i] = entry;
-			return 0;
-		}
-	v = realloc(e->envp, (e->n + 2) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	v[e->n++] = entry;
-	v[e->n] = NULL;
-	e->envp = v;
-	return 0;
-}
-
-static void env_free(struct env *e)
-{
-	for (size_t i = 0; i < e->nowned; i++)
-		free(e->owned[i]);
-	free(e->envp);
-	memset(e, 0, sizeof(*e));
-}
-
 struct run_setup {
 	const char *runtime;
 	const char *rundir;
@@ -196,41 +156,39 @@ struct run_setup {
 	const struct causal_opts *o;
 };
 
-static int build_env(const struct run_setup *s, const char *rawdir, struct env *e)
+static int build_env(const struct run_setup *s, const char *rawdir, struct ks_env *e)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	char buf[PATH_MAX + 64];
 	struct stat st;
 	int rc = 0;
 
-	memset(e, 0, sizeof(*e));
-	while (environ[e->n])
-		e->n++;
-	e->envp = malloc((e->n + 1) * sizeof(*e->envp));
-	if (!e->envp)
+	if (ks_env_init(e))
 		return -ENOMEM;
-	memcpy(e->envp, environ, (e->n + 1) * sizeof(*e->envp));
 	if (stat(s->program, &st) != 0)
 		return -errno;
 	snprintf(buf, sizeof(buf), "%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
-	rc |= env_set(e, "KSCOPE_CAUSAL_EXE", buf);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_EXE", buf);
 	snprintf(buf, sizeof(buf), "%s/lines.bin", s->rundir);
-	rc |= env_set(e, "KSCOPE_CAUSAL_LINES", buf);
-	rc |= env_set(e, "KSCOPE_CAUSAL_RAW", rawdir);
-	rc |= env_set(e, "KSCOPE_CAUSAL_SPEEDUPS", s->speedups);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_LINES", buf);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_RAW", rawdir);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_SPEEDUPS", s->speedups);
 	snprintf(buf, sizeof(buf), "%" PRId64, s->o->experiment_ms);
-	rc |= env_set(e, "KSCOPE_CAUSAL_EXPERIMENT_MS", buf);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_EXPERIMENT_MS", buf);
 	snprintf(buf, sizeof(buf), "%" PRId64, s->o->period_us * 1000);
-	rc |= env_set(e, "KSCOPE_CAUSAL_PERIOD_NS", buf);
+	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_PERIOD_NS", buf);
 	if (s->fixed_line >= 0) {
 		snprintf(buf, sizeof(buf), "%" PRId64, s->fixed_line);
-		rc |= env_set(e, "KSCOPE_CAUSAL_FIXED_LINE", buf);
+		rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_FIXED_LINE", buf);
+	} else {
+		/* One left in kscope's own environment must not fix the line. */
+		ks_env_unset(e, "KSCOPE_CAUSAL_RT_FIXED_LINE");
 	}
 	if (preload && *preload)
 		snprintf(buf, sizeof(buf), "%s:%s", s->runtime, preload);
 	else
 		snprintf(buf, sizeof(buf), "%s", s->runtime);
-	rc |= env_set(e, "LD_PRELOAD", buf);
+	rc |= ks_env_set(e, "LD_PRELOAD", buf);
 	return rc ? -ENOMEM : 0;
 }
 
@@ -239,7 +197,7 @@ static int build_env(const struct run_setup *s, const char *rawdir, struct env *
 static int run_once(const struct run_setup *s, int k, char **argv, struct ks_err *err)
 {
 	char rawdir[PATH_MAX];
-	struct env e;
+	struct ks_env e;
 	int status;
 
 	snprintf(rawdir, sizeof(rawdir), "%s/raw", s->rundir);
@@ -249,52 +207,17 @@ static int run_once(const struct run_setup *s, int k, char **argv, struct ks_err
 	if (mkdir(rawdir, 0700) != 0)
 		return ks_err_set(err, -errno, "cannot create %s: %s", rawdir, strerror(errno));
 	if (build_env(s, rawdir, &e)) {
-		env_free(&e);
+		ks_env_free(&e);
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	}
 	status = ks_run_program_tied(argv, e.envp, NULL, !s->o->keep_running, err);
-	env_free(&e);
+	ks_env_free(&e);
 	return status;
 }
 
 /* ------------------------------------------------------------------ */
 /* Results                                                             */
 /* ------------------------------------------------------------------ */
-
-/* Reads every raw file of every run into d. */
-static int read_raw(const char *rundir, int runs, struct ks_causal_data *d, size_t *nfiles,
-		    struct ks_err *err)
-{
-	*nfiles = 0;
-	for (int k = 1; k <= runs; k++) {
-		char dir[PATH_MAX], path[PATH_MAX + 300];
-		struct dirent **names;
-		int n;
-
-		snprintf(dir, sizeof(dir), "%s/raw/run_%d", rundir, k);
-		n = scandir(dir, &names, NULL, alphasort);
-		if (n < 0)
-			continue;
-		for (int i = 0; i < n; i++) {
-			int rc = 0;
-
-			if (strncmp(names[i]->d_name, "causal_", 7) == 0) {
-				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-				rc = ks_causal_data_read(d, path, err);
-				(*nfiles)++;
-			}
-			if (rc) {
-				for (int j = i; j < n; j++)
-					free(names[j]);
-				free(names);
-				return rc;
-			}
-			free(names[i]);
-		}
-		free(names);
-	}
-	return 0;
-}
 
 /* Writes one deliverable through a memory stream. */
 static int put(struct ks_rundir *rd, const char *name, int (*fill)(FILE *, void *), void *ctx,
@@ -322,7 +245,18 @@ struct outputs {
 	const struct ks_causal_data *d;
 	const struct ks_causal_result *r;
 	const struct ks_causal_line *lines;
+	const struct ks_causal_lines *table;
 };
+
+static int fill_ranges(FILE *f, void *ctx)
+{
+	return ks_causal_lines_write_ranges(((struct outputs *)ctx)->table, f);
+}
+
+static int fill_table(FILE *f, void *ctx)
+{
+	return ks_causal_lines_write_table(((struct outputs *)ctx)->table, f);
+}
 
 static int fill_coz(FILE *f, void *ctx)
 {
@@ -365,7 +299,7 @@ static size_t throughput_points(const struct ks_causal_data *d)
 static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	const struct causal_opts *o = ps->opts;
-	char runtime[PATH_MAX], speedups[512], path[PATH_MAX];
+	char runtime[PATH_MAX], speedups[512];
 	char *prog = NULL;
 	struct ks_causal_lines lines = { 0 };
 	struct ks_causal_data data = { 0 };
@@ -376,7 +310,7 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct outputs out;
 	size_t nspeedups = 0, nfiles = 0;
 	int64_t fixed = -1;
-	int status = 0, exit_code = KS_EXIT_USAGE;
+	int status = 0, first_failure = 0, exit_code = KS_EXIT_USAGE;
 	bool rd_made = false;
 
 	(void)cmd;
@@ -410,8 +344,9 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		goto out;
 	}
 	rd_made = true;
-	snprintf(path, sizeof(path), "%s/lines.bin", rd.path);
-	if (ks_causal_lines_write_ranges(&lines, path, &err)) {
+	out = (struct outputs){ NULL, NULL, NULL, &lines };
+	if (put(&rd, "lines.bin", fill_ranges, &out, &err) ||
+	    put(&rd, "lines.tsv", fill_table, &out, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
 	}
@@ -419,26 +354,42 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	ks_info("profiling %s (%zu lines in scope%s); results in %s", prog, lines.nlines,
 		fixed >= 0 ? ", one fixed" : "", rd.path);
 	for (int k = 1; k <= o->runs; k++) {
+		int st;
+
 		if (o->runs > 1)
 			ks_info("run %d of %" PRId64, k, o->runs);
-		status = run_once(&setup, k, ps->program, &err);
-		if (status < 0) {
+		st = run_once(&setup, k, ps->program, &err);
+		if (st < 0 && k == 1) {
+			/* Nothing ran: nothing is kept (cli.h's exit 2). */
 			ks_error("%s", err.msg);
+			ks_rundir_discard(&rd);
+			rd_made = false;
 			exit_code = KS_EXIT_USAGE;
 			goto out;
 		}
-		if (WIFSIGNALED(status)) {
+		if (st < 0) {
+			ks_error("run %d: %s; analysing the %d run%s before it", k, err.msg,
+				 k - 1, k == 2 ? "" : "s");
+			break;
+		}
+		if (ks_exit_status(st) != 0 && o->runs > 1)
+			ks_warn("run %d of %" PRId64 " exited with status %d", k, o->runs,
+				ks_exit_status(st));
+		if (ks_exit_status(st) != 0 && !first_failure)
+			first_failure = st;
+		status = st;
+		if (WIFSIGNALED(st)) {
 			ks_info("the program was ended by signal %d (%s); keeping the "
-				"experiments it finished", WTERMSIG(status),
-				strsignal(WTERMSIG(status)));
-			if (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM)
+				"experiments it finished", WTERMSIG(st), strsignal(WTERMSIG(st)));
+			if (WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM)
 				break;
 		}
 	}
-	exit_code = ks_exit_status(status);
+	/* The first run that failed, else the last run's status. */
+	exit_code = ks_exit_status(first_failure ? first_failure : status);
 
 	if (ks_causal_data_init(&data, lines.nlines) ||
-	    read_raw(rd.path, (int)o->runs, &data, &nfiles, &err)) {
+	    ks_causal_data_read_run(&data, rd.path, &nfiles, &err)) {
 		ks_error("%s", err.msg[0] ? err.msg : "out of memory");
 		exit_code = KS_EXIT_FAIL;
 		goto out;
@@ -452,7 +403,7 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		exit_code = KS_EXIT_FAIL;
 		goto out;
 	}
-	out = (struct outputs){ &data, &res, lines.lines };
+	out = (struct outputs){ &data, &res, lines.lines, &lines };
 	if (put(&rd, "profile.coz", fill_coz, &out, &err) ||
 	    put(&rd, "causal.csv", fill_csv, &out, &err) ||
 	    put(&rd, "report.txt", fill_report, &out, &err)) {
@@ -471,6 +422,20 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_warn("the program has no throughput progress point: mark its progress "
 			"with kscope_progress(\"name\") or coz's COZ_PROGRESS "
 			"(docs/causal.md)");
+	for (size_t i = 0; i < data.nprocesses; i++)
+		if (data.processes[i].coarse) {
+			ks_warn("process %" PRIu64 " was sampled with POSIX CPU-time timers "
+				"(perf_event_open was refused: see "
+				"/proc/sys/kernel/perf_event_paranoid), which the kernel "
+				"checks only at its tick: delays came in lumps of the tick, "
+				"and predictions for threads that meet more often than that "
+				"are off (docs/causal.md)", data.processes[i].pid);
+			break;
+		}
+	if (res.unusable)
+		ks_warn("%zu experiment%s inserted as much delay as %s lasted and %s left "
+			"out", res.unusable, res.unusable == 1 ? "" : "s",
+			res.unusable == 1 ? "it" : "they", res.unusable == 1 ? "was" : "were");
 	ks_causal_write_report(stderr, &res, lines.lines, 5, NULL);
 	fprintf(stderr, "results: %s\n", rd.path);
 out:

@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "argcheck.h"
+#include "causal_lines.h"
+#include "causal_post.h"
 #include "cli.h"
 #include "log.h"
 #include "outdir.h"
@@ -494,6 +496,66 @@ static int instr_report(const struct report_opts *o, const char *path)
 	return status;
 }
 
+/* Is dir a `kscope causal` run directory (lines.tsv and raw/)? */
+static bool causal_run_is(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/lines.tsv", dir);
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	snprintf(path, sizeof(path), "%s/raw", dir);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The report of a `kscope causal` run, computed again from its raw
+ * experiments and its line table: the same ranked curves as its
+ * report.txt (docs/causal.md). */
+static int causal_report(const struct report_opts *o, const char *dir)
+{
+	struct ks_causal_lines lines = { 0 };
+	struct ks_causal_data data = { 0 };
+	struct ks_causal_result res = { 0 };
+	struct ks_err err;
+	char path[PATH_MAX], *buf = NULL;
+	size_t len = 0, nfiles;
+	FILE *out = stdout;
+	int rc, status;
+
+	if (o->format != FMT_TEXT || o->tree || o->threads || o->counters || o->tid >= 0 ||
+	    o->region) {
+		ks_error("'%s' is a kscope causal run: its report is the ranked speedup "
+			 "curves, as text (--output FILE accepted); the sample options "
+			 "(--format, --tree, --threads, --counters, --thread, --region) do "
+			 "not apply; causal.csv and profile.coz hold the same data", dir);
+		return KS_EXIT_USAGE;
+	}
+	ks_err_clear(&err);
+	snprintf(path, sizeof(path), "%s/lines.tsv", dir);
+	rc = ks_causal_lines_read_table(path, &lines, &err);
+	if (!rc)
+		rc = ks_causal_data_init(&data, lines.nlines);
+	if (!rc)
+		rc = ks_causal_data_read_run(&data, dir, &nfiles, &err);
+	if (!rc)
+		rc = ks_causal_analyze(&data, NULL, &res, &err);
+	if (!rc && o->output && !(out = open_memstream(&buf, &len)))
+		rc = ks_err_set(&err, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = ks_causal_write_report(out, &res, lines.lines, 0, &err);
+	if (rc && !err.msg[0])
+		ks_err_set(&err, rc, "out of memory");
+	if (rc == -ENOENT)      /* not the "region" report_done would name */
+		rc = -EIO;
+	status = report_done(o, out, rc, &err, "region", &buf, &len);
+	free(buf);
+	ks_causal_result_free(&res);
+	ks_causal_data_free(&data);
+	ks_causal_lines_free(&lines);
+	return status;
+}
+
 static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 {
 	const struct report_opts *o = pp->opts;
@@ -510,6 +572,8 @@ static int report_run(const struct ks_cmd *cmd, struct ks_parsed *pp)
 	int rc, status = KS_EXIT_OK;
 
 	(void)cmd;
+	if (causal_run_is(pp->positional[0]))
+		return causal_report(o, pp->positional[0]);
 	if (!check_format(o))
 		return KS_EXIT_USAGE;
 	if ((status = finish_run(pp->positional[0])) != KS_EXIT_OK)

@@ -40,8 +40,6 @@
 #include "store.h"
 #include "trace.h"
 
-extern char **environ;
-
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
@@ -191,57 +189,13 @@ static int find_runtime(char *out, size_t size, struct ks_err *err)
 /* Running the program                                                 */
 /* ------------------------------------------------------------------ */
 
-/* The program's environment: kscope's own, plus the runtime's settings.
- * envp borrows the inherited strings and owns the ones kscope adds. */
-struct env {
-	char **envp;           /* NULL-terminated */
-	size_t n;
-	char **owned;          /* strings kscope allocated */
-	size_t nowned;
-};
-
-static void env_free(struct env *e)
-{
-	for (size_t i = 0; i < e->nowned; i++)
-		free(e->owned[i]);
-	free(e->owned);
-	free(e->envp);
-	memset(e, 0, sizeof(*e));
-}
-
-static int env_set(struct env *e, const char *name, const char *value)
-{
-	size_t len = strlen(name);
-	char *entry, **v;
-
-	v = realloc(e->owned, (e->nowned + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	e->owned = v;
-	if (asprintf(&entry, "%s=%s", name, value) < 0)
-		return -ENOMEM;
-	e->owned[e->nowned++] = entry;
-	for (size_t i = 0; i < e->n; i++)
-		if (strncmp(e->envp[i], name, len) == 0 && e->envp[i][len] == '=') {
-			e->envp[i] = entry;
-			return 0;
-		}
-	v = realloc(e->envp, (e->n + 2) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	v[e->n++] = entry;
-	v[e->n] = NULL;
-	e->envp = v;
-	return 0;
-}
-
 static const char *opt_env(const char *name)
 {
 	return ks_opt_find(sample_opts, name)->env;
 }
 
 static int build_env(const struct sample_opts *o, const char *rundir,
-		     const char *runtime, int rank, struct env *e)
+		     const char *runtime, int rank, struct ks_env *e)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	int64_t cpu = o->samplers == 1 ? 0 : (o->cputime_freq >= 0 ? o->cputime_freq : o->freq);
@@ -249,41 +203,36 @@ static int build_env(const struct sample_opts *o, const char *rundir,
 	char num[64], *pre = NULL;
 	int rc = 0;
 
-	memset(e, 0, sizeof(*e));
-	while (environ[e->n])
-		e->n++;
-	e->envp = malloc((e->n + 1) * sizeof(*e->envp));
-	if (!e->envp)
+	if (ks_env_init(e))
 		return -ENOMEM;
-	memcpy(e->envp, environ, (e->n + 1) * sizeof(*e->envp));
-	rc |= env_set(e, ENV_RUN_DIR, rundir);
+	rc |= ks_env_set(e, ENV_RUN_DIR, rundir);
 	snprintf(num, sizeof(num), "%" PRId64, cpu);
-	rc |= env_set(e, opt_env("cputime-freq"), num);
+	rc |= ks_env_set(e, opt_env("cputime-freq"), num);
 	snprintf(num, sizeof(num), "%" PRId64, real);
-	rc |= env_set(e, opt_env("realtime-freq"), num);
+	rc |= ks_env_set(e, opt_env("realtime-freq"), num);
 	snprintf(num, sizeof(num), "%.9g", o->delay);
-	rc |= env_set(e, opt_env("delay"), num);
+	rc |= ks_env_set(e, opt_env("delay"), num);
 	snprintf(num, sizeof(num), "%.9g", o->duration);
-	rc |= env_set(e, opt_env("duration"), num);
-	rc |= env_set(e, opt_env("tids"), o->tids ? o->tids : "");
-	rc |= env_set(e, opt_env("periods"), o->periods ? o->periods : "");
-	rc |= env_set(e, opt_env("unwind"), unwind_choices[o->unwind]);
-	rc |= env_set(e, opt_env("counters"), o->counters ? o->counters : "");
+	rc |= ks_env_set(e, opt_env("duration"), num);
+	rc |= ks_env_set(e, opt_env("tids"), o->tids ? o->tids : "");
+	rc |= ks_env_set(e, opt_env("periods"), o->periods ? o->periods : "");
+	rc |= ks_env_set(e, opt_env("unwind"), unwind_choices[o->unwind]);
+	rc |= ks_env_set(e, opt_env("counters"), o->counters ? o->counters : "");
 	snprintf(num, sizeof(num), "%" PRId64, o->buffer_samples);
-	rc |= env_set(e, opt_env("buffer-samples"), num);
-	rc |= env_set(e, opt_env("log-level"), ks_log_level_choices[o->common.log_level]);
+	rc |= ks_env_set(e, opt_env("buffer-samples"), num);
+	rc |= ks_env_set(e, opt_env("log-level"), ks_log_level_choices[o->common.log_level]);
 	snprintf(num, sizeof(num), "%d", rank);
-	rc |= env_set(e, ENV_RANK, num);
+	rc |= ks_env_set(e, ENV_RANK, num);
 	if (preload && *preload) {
 		if (asprintf(&pre, "%s:%s", runtime, preload) < 0)
 			pre = NULL;
 	} else {
 		pre = strdup(runtime);
 	}
-	rc |= pre ? env_set(e, "LD_PRELOAD", pre) : -ENOMEM;
+	rc |= pre ? ks_env_set(e, "LD_PRELOAD", pre) : -ENOMEM;
 	free(pre);
 	if (rc) {
-		env_free(e);
+		ks_env_free(e);
 		return -ENOMEM;
 	}
 	return 0;
@@ -357,7 +306,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 {
 	const struct sample_opts *o = ps->opts;
 	char runtime[PATH_MAX], *prog = NULL, **argv;
-	struct env env;
+	struct ks_env env;
 	struct ks_rundir rd;
 	struct ks_profile prof;
 	struct ks_post_stats st;
@@ -394,7 +343,7 @@ static int sample_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	argv = ps->program;
 	status = ks_run_program_tied(argv, env.envp, NULL, !o->keep_running, &err);
 	free(prog);
-	env_free(&env);
+	ks_env_free(&env);
 	if (status < 0) {
 		ks_error("%s", err.msg);
 		ks_rundir_discard(&rd);

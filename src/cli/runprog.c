@@ -24,6 +24,8 @@
 #include "log.h"
 #include "runprog.h"
 
+extern char **environ;
+
 /* Finds prog like execvp does; *path is malloc'd. */
 int ks_find_program(const char *prog, char **path, struct ks_err *err)
 {
@@ -238,4 +240,67 @@ int ks_exit_status(int status)
 {
 	return WIFEXITED(status) ? WEXITSTATUS(status)
 	       : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The program's environment                                           */
+/* ------------------------------------------------------------------ */
+
+int ks_env_init(struct ks_env *e)
+{
+	memset(e, 0, sizeof(*e));
+	while (environ[e->n])
+		e->n++;
+	e->envp = malloc((e->n + 1) * sizeof(*e->envp));
+	if (!e->envp)
+		return -ENOMEM;
+	memcpy(e->envp, environ, (e->n + 1) * sizeof(*e->envp));
+	return 0;
+}
+
+int ks_env_set(struct ks_env *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *entry, **v;
+
+	v = realloc(e->owned, (e->nowned + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	e->owned = v;
+	if (asprintf(&entry, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	e->owned[e->nowned++] = entry;
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->envp[i], name, len) == 0 && e->envp[i][len] == '=') {
+			e->envp[i] = entry;
+			return 0;
+		}
+	v = realloc(e->envp, (e->n + 2) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[e->n++] = entry;
+	v[e->n] = NULL;
+	e->envp = v;
+	return 0;
+}
+
+void ks_env_unset(struct ks_env *e, const char *name)
+{
+	size_t len = strlen(name), k = 0;
+
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->envp[i], name, len) != 0 || e->envp[i][len] != '=')
+			e->envp[k++] = e->envp[i];
+	e->n = k;
+	if (e->envp)
+		e->envp[k] = NULL;
+}
+
+void ks_env_free(struct ks_env *e)
+{
+	for (size_t i = 0; i < e->nowned; i++)
+		free(e->owned[i]);
+	free(e->owned);
+	free(e->envp);
+	memset(e, 0, sizeof(*e));
 }

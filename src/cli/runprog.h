@@ -44,6 +44,24 @@ int ks_run_program(char **argv, char **envp, pid_t *pid_out, struct ks_err *err)
 int ks_run_program_tied(char **argv, char **envp, pid_t *pid_out, bool die_with_kscope,
 			struct ks_err *err);
 
+/* The program's environment: kscope's own (environ), with the runtime's
+ * settings set or removed.  envp borrows the inherited strings and owns
+ * the ones added. */
+struct ks_env {
+	char **envp;           /* NULL-terminated */
+	size_t n;
+	char **owned;          /* strings kscope allocated */
+	size_t nowned;
+};
+
+/* Starts e as a copy of environ's list.  0, or -ENOMEM. */
+int ks_env_init(struct ks_env *e);
+/* Sets name=value, replacing an inherited or earlier name.  0, or -ENOMEM. */
+int ks_env_set(struct ks_env *e, const char *name, const char *value);
+/* Removes every name=... from the list. */
+void ks_env_unset(struct ks_env *e, const char *name);
+void ks_env_free(struct ks_env *e);
+
 /* The exit status a shell would give for a wait status: the program's
  * own, 128+N when signal N ended it, else 1. */
 int ks_exit_status(int status);

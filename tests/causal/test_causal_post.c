@@ -331,7 +331,7 @@ static void test_two_files(void **state)
 		"samples\tline=3\tcount=100\n"
 		"end\tns=1100\n");
 	read_ok(state, &d, "p2.raw",
-		"process\tpid=2\tperiod_ns=1000000\tstart_ns=200\n"
+		"process\tpid=2\tperiod_ns=1000000\tstart_ns=200\tsampler=timer\n"
 		"experiment\tline=1\tspeedup=0\twall_ns=1000000000\tdelay_ns=0\tsamples=0\n"
 		"point\tname=round\tkind=throughput\tdelta=200\n"
 		"experiment\tline=3\tspeedup=25\twall_ns=475000000\tdelay_ns=100000000\t"
@@ -346,6 +346,9 @@ static void test_two_files(void **state)
 	assert_int_equal(d.processes[1].nexperiments, 2);
 	assert_true(d.processes[0].ended);
 	assert_false(d.processes[1].ended);
+	/* sampler=timer marks the coarse sampler; absent is the precise one. */
+	assert_false(d.processes[0].coarse);
+	assert_true(d.processes[1].coarse);
 	/* Process 1's samples, by line, the last total of line 3 kept. */
 	assert_int_equal(d.processes[0].nsamples, 2);
 	assert_int_equal(d.samples[0].line, 1);

@@ -431,6 +431,32 @@ def check_instrument(e):
     print("ok   kscope instrument: fib(20) started and rewritten, 21891 calls each")
 
 
+def check_causal(e):
+    """kscope causal, installed: examples/causal/balance.c built against
+    the installed user API (its kscope_progress), run from PATH; the
+    barrier's line A ranks first, and kscope report prints the run's
+    report.txt again."""
+    prog = os.path.join(e.work, "cbalance")
+    src = os.path.join(SOURCE, "examples", "causal", "balance.c")
+    e.run(["cc", "-g", "-O1", "-pthread", f"-I{e.prefix}/include", src, "-o", prog,
+           f"-L{e.prefix}/lib", "-lkscope-user", f"-Wl,-rpath,{e.prefix}/lib"])
+    with open(src) as f:
+        line_a = next(n for n, t in enumerate(f, 1) if "/* line A */" in t)
+    outdir = os.path.join(e.work, "causal")
+    _, out, err, _ = e.run(["kscope", "causal", "-o", outdir, "--speedups", "0,50",
+                            "--experiment-ms", "50", "--", prog, "300"])
+    check(out == "balance: 300 rounds\n", f"kscope causal: the program printed {out!r}")
+    run = only_run_dir(outdir)
+    with open(os.path.join(run, "report.txt")) as f:
+        report = f.read()
+    check(report.startswith(f"{SOURCE}/examples/causal/balance.c:{line_a} ") or
+          report.startswith(f"{os.path.realpath(SOURCE)}/examples/causal/balance.c:{line_a} "),
+          f"kscope causal: line A first in report.txt:\n{report[:600]}\n{err[-800:]}")
+    _, rep, _, _ = e.run(["kscope", "report", run])
+    check(rep == report, f"kscope report on a causal run: {rep[:300]!r}")
+    print(f"ok   kscope causal: balance.c:{line_a} ranked first, kscope report agrees")
+
+
 def check_report_inspect(e, sample_parent):
     _, out, _, _ = e.run(["kscope", "report", only_run_dir(sample_parent)])
     check("main" in out, f"kscope report printed {out[:500]}")
@@ -604,6 +630,7 @@ def smoke(prefix, build, tmp, sanitized):
     check_mpi_merge(e, examples)
     check_report_inspect(e, sample_parent)
     check_instrument(e)
+    check_causal(e)
     check_predict(e, SOURCE)
     check_view(e, sample_parent)
     if not sanitized:

@@ -96,7 +96,13 @@ void ks_crt_on_sample(int sig, siginfo_t *si, void *ucontext)
 	/* Periods that passed while the signal was pending count too. */
 	over = t->perf_fd >= 0 ? 0 : timer_getoverrun(t->timer);
 	n = 1 + (uint64_t)(over > 0 ? over : 0);
+#if defined(__x86_64__)
 	line = line_of((uint64_t)uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+	line = line_of((uint64_t)uc->uc_mcontext.pc);
+#else
+#error "kscope causal's runtime reads the interrupted address on x86-64 and AArch64 only"
+#endif
 	if (line >= 0) {
 		uint64_t k = atomic_fetch_add_explicit(&ks_crt.nrecent, 1, memory_order_relaxed);
 

@@ -13,7 +13,7 @@
  * unchanged, and wraps the pthread calls that block or wake threads, for
  * the delays' accounting.
  *
- * Settings come from the environment kscope sets (KSCOPE_CAUSAL_*).  A
+ * Settings come from the environment kscope sets (KSCOPE_CAUSAL_RT_*).  A
  * process whose executable is not the one kscope profiles (a shell, a
  * helper the program runs) keeps its progress points but runs no
  * experiments.
@@ -44,8 +44,9 @@ struct ks_crt ks_crt = { .selected = -1, .fixed_line = -1, .raw_fd = -1,
 			 .points_lock = ATOMIC_FLAG_INIT };
 KS_CRT_TLS struct ks_crt_thread ks_crt_self;
 
-/* The fewest visits of every throughput point an experiment must see;
- * below, the next experiments last twice as long (as coz does). */
+/* The fewest visits an experiment must see of its busiest throughput
+ * point (a point visited once at start-up must not stretch them all);
+ * below, the next experiments last twice as long, as coz's do. */
 #define MIN_VISITS 5
 #define MAX_GROWTH 64        /* times the first length, at most */
 /* Between experiments, so that the threads pay the delays still owed. */
@@ -58,6 +59,7 @@ KS_CRT_TLS struct ks_crt_thread ks_crt_self;
 static struct {
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*pthread_join)(pthread_t, void **);
+	void (*pthread_exit)(void *);
 	int (*pthread_mutex_lock)(pthread_mutex_t *);
 	int (*pthread_mutex_unlock)(pthread_mutex_t *);
 	int (*pthread_cond_wait)(pthread_cond_t *, pthread_mutex_t *);
@@ -86,6 +88,7 @@ static void resolve(void)
 {
 	RESOLVE(pthread_create, NULL);
 	RESOLVE(pthread_join, NULL);
+	RESOLVE(pthread_exit, NULL);
 	RESOLVE(pthread_mutex_lock, NULL);
 	RESOLVE(pthread_mutex_unlock, NULL);
 	RESOLVE(pthread_cond_wait, "GLIBC_2.3.2");
@@ -177,7 +180,7 @@ static void thread_start_sampling(void)
 
 	if (!ks_crt.active || ks_crt_self.sampled)
 		return;
-	ks_crt_self.perf_fd = ks_crt.coarse ? -1 : perf_sampler(tid);
+	ks_crt_self.perf_fd = atomic_load(&ks_crt.coarse) ? -1 : perf_sampler(tid);
 	if (ks_crt_self.perf_fd >= 0) {
 		size_t k = atomic_fetch_add(&nsampler_fds, 1);
 
@@ -185,7 +188,7 @@ static void thread_start_sampling(void)
 			atomic_store(&sampler_fds[k], ks_crt_self.perf_fd);
 		goto started;
 	}
-	ks_crt.coarse = true;
+	atomic_store(&ks_crt.coarse, true);
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = ks_crt.sig;
@@ -215,10 +218,16 @@ static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;
 
+	void *ret;
+
 	free(p);
 	ks_crt_self.local_delay = s.local_delay;
 	thread_start_sampling();
-	return s.fn(s.arg);
+	ret = s.fn(s.arg);
+	/* Ending wakes the thread that joins it: pay first (catch_up). */
+	if (ks_crt.active)
+		ks_crt_pay(&ks_crt_self);
+	return ret;
 }
 
 KS_CRT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
@@ -252,6 +261,14 @@ static void catch_up(void)
 {
 	if (ks_crt.active)
 		ks_crt_pay(&ks_crt_self);
+}
+
+KS_CRT_EXPORT void pthread_exit(void *ret)
+{
+	ENSURE(pthread_exit);
+	catch_up();
+	real.pthread_exit(ret);
+	__builtin_unreachable();
 }
 
 KS_CRT_EXPORT int pthread_join(pthread_t th, void **ret)
@@ -564,7 +581,7 @@ static void experiment(int64_t line, unsigned speedup)
 {
 	static struct rec r;
 	size_t np = atomic_load(&ks_crt.npoints);
-	uint64_t d0, t0, d1, t1, min_visits = UINT64_MAX;
+	uint64_t d0, t0, d1, t1, max_visits = 0;
 	bool throughput = false;
 
 	for (size_t i = 0; i < np; i++) {
@@ -606,8 +623,8 @@ static void experiment(int64_t line, unsigned speedup)
 			rec_add(&r, "point\tname=%s\tkind=throughput\tdelta=%" PRIu64 "\n",
 				name, delta);
 			throughput = true;
-			if (delta < min_visits)
-				min_visits = delta;
+			if (delta > max_visits)
+				max_visits = delta;
 		} else {
 			rec_add(&r, "point\tname=%s\tkind=latency\tarrivals=%zu"
 				"\tdepartures=%zu\tdifference=%zu\n", name,
@@ -616,7 +633,7 @@ static void experiment(int64_t line, unsigned speedup)
 		}
 	}
 	raw_write(r.buf, r.len);
-	if (throughput && min_visits < MIN_VISITS &&
+	if (throughput && max_visits < MIN_VISITS &&
 	    ks_crt.experiment_ns <= ks_crt.experiment_first_ns * (MAX_GROWTH / 2))
 		ks_crt.experiment_ns *= 2;
 }
@@ -666,7 +683,7 @@ static bool env_u64(const char *name, uint64_t *out)
 /* Is this process's executable the file kscope profiles ("DEV:INO")? */
 static bool is_the_program(void)
 {
-	const char *want = getenv("KSCOPE_CAUSAL_EXE");
+	const char *want = getenv("KSCOPE_CAUSAL_RT_EXE");
 	struct stat st;
 	char have[64];
 
@@ -685,13 +702,13 @@ static int main_bias(struct dl_phdr_info *info, size_t size, void *out)
 	return 1;     /* the first object is the program */
 }
 
-/* Reads kscope's table of the program's line ranges (KSCOPE_CAUSAL_LINES):
+/* Reads kscope's table of the program's line ranges (KSCOPE_CAUSAL_RT_LINES):
  * "KSCL", u32 version 1, u32 line count, u32 range count, then per range
  * u64 lo, u64 hi (link-time addresses), u32 line, u32 0; sorted, disjoint.
  * The table is mapped with malloc'd memory before any thread exists. */
 static bool load_ranges(void)
 {
-	const char *path = getenv("KSCOPE_CAUSAL_LINES");
+	const char *path = getenv("KSCOPE_CAUSAL_RT_LINES");
 	uint32_t head[4];
 	uint64_t bias = 0;
 	int fd;
@@ -731,7 +748,7 @@ out:
 
 static bool parse_speedups(void)
 {
-	const char *v = getenv("KSCOPE_CAUSAL_SPEEDUPS");
+	const char *v = getenv("KSCOPE_CAUSAL_RT_SPEEDUPS");
 	char *end;
 
 	if (!v)
@@ -751,7 +768,7 @@ static bool parse_speedups(void)
 
 static void open_raw(void)
 {
-	const char *dir = getenv("KSCOPE_CAUSAL_RAW");
+	const char *dir = getenv("KSCOPE_CAUSAL_RT_RAW");
 	char path[PATH_MAX], head[256];
 	int n;
 
@@ -760,8 +777,8 @@ static void open_raw(void)
 	snprintf(path, sizeof(path), "%s/causal_%ld.txt", dir, (long)getpid());
 	ks_crt.raw_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	n = snprintf(head, sizeof(head), "process\tpid=%ld\tperiod_ns=%" PRIu64
-		     "\tstart_ns=%" PRIu64 "\n", (long)getpid(), ks_crt.period_ns,
-		     ks_crt.start_ns);
+		     "\tstart_ns=%" PRIu64 "\tsampler=%s\n", (long)getpid(), ks_crt.period_ns,
+		     ks_crt.start_ns, atomic_load(&ks_crt.coarse) ? "timer" : "perf");
 	if (n > 0)
 		raw_write(head, (size_t)n);
 }
@@ -793,11 +810,11 @@ __attribute__((constructor)) static void causal_init(void)
 	if (!is_the_program())
 		return;
 	ks_crt.sig = SIGRTMIN + 4;
-	ks_crt.period_ns = env_u64("KSCOPE_CAUSAL_PERIOD_NS", &v) && v >= 100000 ? v : 1000000;
-	ks_crt.experiment_ns = (env_u64("KSCOPE_CAUSAL_EXPERIMENT_MS", &v) && v && v < 3600000 ?
+	ks_crt.period_ns = env_u64("KSCOPE_CAUSAL_RT_PERIOD_NS", &v) && v >= 100000 ? v : 1000000;
+	ks_crt.experiment_ns = (env_u64("KSCOPE_CAUSAL_RT_EXPERIMENT_MS", &v) && v && v < 3600000 ?
 				v : 500) * 1000000u;
 	ks_crt.experiment_first_ns = ks_crt.experiment_ns;
-	if (env_u64("KSCOPE_CAUSAL_FIXED_LINE", &v))
+	if (env_u64("KSCOPE_CAUSAL_RT_FIXED_LINE", &v))
 		ks_crt.fixed_line = (int64_t)v;
 	if (!parse_speedups() || !load_ranges())
 		return;
@@ -814,12 +831,15 @@ __attribute__((constructor)) static void causal_init(void)
 	if (sigaction(ks_crt.sig, &sa, NULL) != 0)
 		return;
 	ks_crt.start_ns = ks_crt_now_ns();
-	open_raw();
-	if (ks_crt.raw_fd < 0)
-		return;
-	pthread_atfork(NULL, NULL, on_fork_child);
 	ks_crt.active = true;
 	thread_start_sampling();
+	open_raw();
+	if (ks_crt.raw_fd < 0) {
+		sampler_stop(NULL);
+		ks_crt.active = false;
+		return;
+	}
+	pthread_atfork(NULL, NULL, on_fork_child);
 	if (real.pthread_create(&ks_crt.controller, NULL, controller_main, NULL) == 0)
 		ks_crt.controller_started = true;
 }

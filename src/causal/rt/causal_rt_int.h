@@ -60,7 +60,7 @@ struct ks_crt_point {
 
 struct ks_crt {
 	bool active;              /* this process runs experiments */
-	bool coarse;              /* perf's task-clock was refused: POSIX timers */
+	_Atomic bool coarse;      /* perf's task-clock was refused: POSIX timers */
 	int sig;                  /* the sampling signal */
 	uint64_t period_ns;       /* CPU time between a thread's samples */
 	struct ks_crt_range *ranges;

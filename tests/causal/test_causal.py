@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""kscope causal end to end (docs/causal.md).
+
+Each scenario builds programs of examples/causal/ into a temporary
+directory with gcc, runs them natively and under `kscope causal`, and
+checks:
+
+  balance   two threads meet at a barrier each round, line A's work twice
+            line B's: the program speedup predicted for line A at 25% and
+            50% is within 5 points of the real speedup, measured in the
+            same run by builds with A's work cut to 75% and 50%; line B's
+            prediction at 50% is within 5 points of 0; without
+            --fixed-line, line A ranks above line B
+  pipeline  a producer and a consumer through a queue under a mutex and
+            condition variables (the blocking and waking calls): the
+            same checks for the consumer's and the producer's lines
+  coz       the same balance program built as coz needs (-gdwarf-3) with
+            coz's COZ_PROGRESS_NAMED, run under coz and under kscope
+            causal: with line A fixed, kscope's median error against the
+            known answer min(s, 50%) is at most 2 points more than coz's
+            (coz's estimates from its profile.coz, computed as its viewer
+            does); choosing the lines themselves, both rank line A above
+            line B; kscope's profile.coz has coz's record types
+  program   the program's stdout is its own, its exit status is kscope's;
+            kscope report on the run prints its report.txt again;
+            a program killed by a signal keeps the experiments it
+            finished; a child made by fork() runs without experiments
+            and the parent's experiments are recorded; a program with no
+            progress point gets a warning naming the API
+  errors    a program without line information, --fixed-line at a line
+            without code (the nearest lines named) or in no file,
+            --speedups out of range, a script: exit 2, a clear message,
+            no run directory
+
+usage: test_causal.py KSCOPE EXAMPLES_DIR INCLUDE_DIR SCENARIO
+"""
+import csv
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+KSCOPE, EXAMPLES, INCLUDE, SCENARIO = sys.argv[1:5]
+LIBDIR = os.path.join(os.path.dirname(os.path.abspath(KSCOPE)), "lib")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def build(tmp, src, out, *flags, user=True, debug="-g"):
+    cmd = ["gcc", debug, "-O1", "-pthread", "-I" + INCLUDE, *flags,
+           os.path.join(EXAMPLES, src), "-o", os.path.join(tmp, out)]
+    if user:
+        cmd += ["-L" + LIBDIR, "-lkscope-user", "-Wl,-rpath," + LIBDIR]
+    subprocess.run(cmd, check=True)
+    return os.path.join(tmp, out)
+
+
+def line_of(src, marker):
+    with open(os.path.join(EXAMPLES, src)) as f:
+        for n, text in enumerate(f, 1):
+            if marker in text:
+                return n
+    raise SystemExit(f"no '{marker}' in {src}")
+
+
+def wall(cmd):
+    """The median of three runs' wall times (seconds)."""
+    import time
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def causal(tmp, args, prog_args, expect=0):
+    out = os.path.join(tmp, "out")
+    p = subprocess.run([KSCOPE, "causal", "-o", out, *args, "--", *prog_args],
+                       capture_output=True, text=True)
+    if p.returncode != expect:
+        print(p.stderr)
+    check(p.returncode == expect, f"kscope causal {' '.join(args)} exits {expect} "
+          f"(got {p.returncode})")
+    m = re.search(r"^results: (.*)$", p.stderr, re.M)
+    return p, (m.group(1) if m else None)
+
+
+def curves(rundir):
+    """{(file basename, line): {line speedup: (program, lo, hi)}}."""
+    res = {}
+    with open(os.path.join(rundir, "causal.csv")) as f:
+        for row in csv.DictReader(f):
+            key = (os.path.basename(row["file"]), int(row["line"]))
+            res.setdefault(key, {})[int(row["line_speedup_pct"])] = (
+                float(row["program_speedup_pct"]),
+                float(row["ci_low_pct"] or "nan"), float(row["ci_high_pct"] or "nan"))
+    return res
+
+
+def ranking(rundir):
+    """The lines of causal.csv in rank order."""
+    order = []
+    with open(os.path.join(rundir, "causal.csv")) as f:
+        for row in csv.DictReader(f):
+            key = (os.path.basename(row["file"]), int(row["line"]))
+            if key not in order:
+                order.append(key)
+    return order
+
+
+def known_answer(tmp, src, fast, slow, cut, count, label):
+    """The checks balance and pipeline share: fast is the marker of the
+    line on the critical path, slow of the other; cut the macro that cuts
+    the critical line's work; count the program's argument."""
+    fast_line, slow_line = line_of(src, fast), line_of(src, slow)
+    base = os.path.splitext(src)[0]
+    progs = {p: build(tmp, src, f"{base}_{p}", f"-D{cut}={p}") for p in (100, 75, 50)}
+    # The real speedups: the same program with the line's work cut.
+    t = {p: wall([progs[p], str(count // 4)]) for p in (100, 75, 50)}
+    real = {25: 100 * (1 - t[75] / t[100]), 50: 100 * (1 - t[50] / t[100])}
+    print(f"real speedups of {src}: 25% -> {real[25]:.1f}%, 50% -> {real[50]:.1f}%")
+    p, rundir = causal(tmp, ["--fixed-line", f"{src}:{fast_line}", "--speedups", "0,25,50",
+                             "--experiment-ms", "100"], [progs[100], str(count)])
+    if not rundir:
+        return
+    c = curves(rundir).get((src, fast_line), {})
+    for s in (25, 50):
+        pred = c.get(s, (float("nan"),))[0]
+        check(abs(pred - real[s]) <= 5, f"{label}: {src}:{fast_line} at {s}%: predicted "
+              f"{pred:.1f}%, real {real[s]:.1f}% (within 5 points)")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--fixed-line", f"{src}:{slow_line}", "--speedups", "0,50",
+                             "--experiment-ms", "100"], [progs[100], str(count)])
+    if not rundir:
+        return
+    pred = curves(rundir).get((src, slow_line), {}).get(50, (float("nan"),))[0]
+    check(abs(pred) <= 5, f"{label}: {src}:{slow_line} (off the critical path) at 50%: "
+          f"predicted {pred:.1f}%, real 0 (within 5 points)")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--speedups", "0,50", "--experiment-ms", "100"],
+                       [progs[100], str(count)])
+    if not rundir:
+        return
+    order = ranking(rundir)
+    check((src, fast_line) in order and
+          ((src, slow_line) not in order or
+           order.index((src, fast_line)) < order.index((src, slow_line))),
+          f"{label}: lines drawn from the samples: {src}:{fast_line} ranks above "
+          f"{src}:{slow_line} ({order[:4]})")
+
+
+def coz_speedups(path, line):
+    """coz's own estimate per speedup for the line, from its profile.coz:
+    per speedup the summed duration over the summed visits of the point,
+    against the 0% experiments' (any line), as its viewer computes it."""
+    sums = {}
+    selected = None
+    with open(path) as f:
+        for text in f:
+            fields = text.rstrip("\n").split("\t")
+            kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
+            if fields[0] == "experiment":
+                selected = (kv["selected"], round(float(kv["speedup"]) * 100))
+                duration = int(kv["duration"])
+            elif fields[0] == "throughput-point" and selected:
+                key = selected if selected[1] else ("*", 0)
+                d, v = sums.get(key, (0, 0))
+                sums[key] = (d + duration, v + int(kv["delta"]))
+    base = sums.get(("*", 0))
+    out = {}
+    for (sel, s), (d, v) in sums.items():
+        if sel.endswith(f":{line}") and s and base and v and base[1]:
+            p0, ps = base[0] / base[1], d / v
+            out[s] = 100 * (p0 - ps) / p0
+    return out
+
+
+def coz_pooled(path, line):
+    """One figure per line from coz's profile.coz, for ranking: its
+    experiments above 0% pooled (their durations over their visits)
+    against the 0% ones, in percent; None without both.  A run where coz
+    chooses the lines gives each line a few experiments at scattered
+    speedups, too few for a curve."""
+    base, sped = [0, 0], [0, 0]
+    selected = None
+    with open(path) as f:
+        for text in f:
+            fields = text.rstrip("\n").split("\t")
+            kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
+            if fields[0] == "experiment":
+                selected = (kv["selected"], float(kv["speedup"]), int(kv["duration"]))
+            elif fields[0] == "throughput-point" and selected:
+                if selected[1] == 0:
+                    acc = base
+                elif selected[0].endswith(f":{line}"):
+                    acc = sped
+                else:
+                    continue
+                acc[0] += selected[2]
+                acc[1] += int(kv["delta"])
+    if not base[1] or not sped[1]:
+        return None
+    p0, ps = base[0] / base[1], sped[0] / sped[1]
+    return round(100 * (p0 - ps) / p0, 1)
+
+
+def scenario_balance(tmp):
+    known_answer(tmp, "balance.c", "/* line A */", "/* line B */", "A_PERCENT", 1200,
+                 "barrier")
+
+
+def scenario_pipeline(tmp):
+    known_answer(tmp, "pipeline.c", "/* consumer */", "/* producer */", "C_PERCENT", 1200,
+                 "mutex and condition variables")
+
+
+def scenario_coz(tmp):
+    coz = shutil.which("coz")
+    check(coz is not None, "coz is installed (scripts/install-deps.sh: coz-profiler)")
+    if not coz:
+        return
+    a = line_of("balance.c", "/* line A */")
+    b = line_of("balance.c", "/* line B */")
+    prog = build(tmp, "balance.c", "balance_coz", "-DUSE_COZ", "-ldl", user=False,
+                 debug="-gdwarf-3")
+    # coz writes profile.coz in its working directory.
+    cozdir = os.path.join(tmp, "coz")
+    os.mkdir(cozdir)
+    p = subprocess.run([coz, "run", "--fixed-line", f"{EXAMPLES}/balance.c:{a}", "---",
+                        prog, "1500"], cwd=cozdir, capture_output=True, text=True)
+    check(p.returncode == 0, f"coz run exits 0 (got {p.returncode})")
+    cz = coz_speedups(os.path.join(cozdir, "profile.coz"), a)
+    print(f"coz's estimates for balance.c:{a}: " +
+          ", ".join(f"{s}% -> {v:.1f}%" for s, v in sorted(cz.items())))
+    check(len(cz) >= 3, f"coz recorded experiments at 3 or more speedups ({len(cz)})")
+    p, rundir = causal(tmp, ["--fixed-line", f"balance.c:{a}", "--speedups",
+                             "0,25,50,75,100", "--experiment-ms", "100"], [prog, "1500"])
+    if not rundir:
+        return
+    ks = curves(rundir).get(("balance.c", a), {})
+    print(f"kscope's estimates for balance.c:{a}: " +
+          ", ".join(f"{s}% -> {v[0]:.1f}%" for s, v in sorted(ks.items()) if s))
+    # Each tool against the known answer, min(s, 50): the median error
+    # over the speedups it measured (coz draws its own, in steps of 5,
+    # mostly one experiment each, so single points of its are noisy).
+    known = lambda s: min(s, 50)
+    err_cz = statistics.median(abs(v - known(s)) for s, v in cz.items()) if cz else 99
+    err_ks = statistics.median(abs(v[0] - known(s)) for s, v in ks.items() if s) \
+        if len(ks) > 1 else 99
+    check(err_ks <= err_cz + 2, f"balance.c:{a}: kscope's median error against the known "
+          f"answer {err_ks:.1f} points, coz's {err_cz:.1f} (kscope's at most 2 more)")
+    with open(os.path.join(rundir, "profile.coz")) as f:
+        kinds = {line.split("\t", 1)[0] for line in f}
+    check({"startup", "experiment", "throughput-point", "samples", "runtime"} <= kinds,
+          f"kscope's profile.coz has coz's record types ({sorted(kinds)})")
+    # Both rank line A above line B when they choose lines themselves.
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--speedups", "0,50", "--experiment-ms", "100"], [prog, "1500"])
+    if rundir:
+        order = ranking(rundir)
+        check(order and order[0] == ("balance.c", a),
+              f"kscope ranks balance.c:{a} first ({order[:3]})")
+    os.remove(os.path.join(cozdir, "profile.coz"))
+    p = subprocess.run([coz, "run", "---", prog, "1500"], cwd=cozdir,
+                       capture_output=True, text=True)
+    ca, cb = (coz_pooled(os.path.join(cozdir, "profile.coz"), x) for x in (a, b))
+    check(ca is not None and (cb is None or ca > cb),
+          f"coz ranks balance.c:{a} above balance.c:{b} too (its experiments above 0% "
+          f"pooled: {ca} against {cb})")
+
+
+PROGRAM_C = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <kscope/user.h>
+static volatile double sink;
+static void work(long n) { double x = 1; for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9; sink = x; }
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "plain";
+	if (strcmp(mode, "fork") == 0 && fork() == 0) {
+		for (int i = 0; i < 100; i++) { work(300000); kscope_progress("child"); }
+		printf("child done\n");
+		return 0;
+	}
+	for (int i = 0; i < 700; i++) {
+		work(400000);
+		if (strcmp(mode, "none") != 0)
+			kscope_progress("step");
+		if (strcmp(mode, "kill") == 0 && i == 500)
+			raise(SIGTERM);
+	}
+	if (strcmp(mode, "fork") == 0)
+		wait(NULL);
+	printf("out: %s line 1\nout: line 2\n", mode);
+	return strcmp(mode, "plain") == 0 ? 3 : 0;
+}
+"""
+
+
+def scenario_program(tmp):
+    src = os.path.join(tmp, "prog.c")
+    with open(src, "w") as f:
+        f.write(PROGRAM_C)
+    prog = os.path.join(tmp, "prog")
+    subprocess.run(["gcc", "-g", "-O1", "-I" + INCLUDE, src, "-o", prog, "-L" + LIBDIR,
+                    "-lkscope-user", "-Wl,-rpath," + LIBDIR], check=True)
+    native = subprocess.run([prog, "plain"], capture_output=True, text=True)
+    p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "plain"], expect=3)
+    check(p.stdout == native.stdout, "the program's stdout is its own, unchanged")
+    if rundir:
+        with open(os.path.join(rundir, "report.txt")) as f:
+            report = f.read()
+        check("prog.c:" in report, "report.txt ranks lines of prog.c")
+        r = subprocess.run([KSCOPE, "report", rundir], capture_output=True, text=True)
+        check(r.returncode == 0 and r.stdout == report,
+              f"kscope report on the run prints report.txt again from the raw files "
+              f"(exit {r.returncode})")
+        r = subprocess.run([KSCOPE, "report", "--tree", rundir], capture_output=True,
+                           text=True)
+        check(r.returncode == 2 and "kscope causal run" in r.stderr,
+              "kscope report --tree on a causal run: exit 2, the options do not apply")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "kill"], expect=128 + 15)
+    check("signal 15" in p.stderr, "kscope says the program was ended by signal 15")
+    if rundir:
+        raws = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(rundir, "raw"))
+                for f in fs]
+        exps = sum(open(r).read().count("\nexperiment\t") for r in raws)
+        check(exps >= 2, f"the experiments finished before the signal are kept ({exps})")
+        check(os.path.getsize(os.path.join(rundir, "causal.csv")) > 0 and
+              "step" in open(os.path.join(rundir, "causal.csv")).read(),
+              "causal.csv has the curves of the killed run")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "fork"])
+    check("child done" in p.stdout, "the forked child ran")
+    if rundir:
+        raws = [f for d, _, fs in os.walk(os.path.join(rundir, "raw")) for f in fs]
+        check(len(raws) == 1, f"one raw file: the parent's; the child runs no experiments "
+              f"({raws})")
+        check("step" in open(os.path.join(rundir, "causal.csv")).read(),
+              "the parent's progress point has curves")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "none"])
+    check("no throughput progress point" in p.stderr and "kscope_progress" in p.stderr,
+          "a program without progress points: a warning naming the API")
+
+
+def scenario_errors(tmp):
+    src = os.path.join(EXAMPLES, "balance.c")
+    nodebug = os.path.join(tmp, "nodebug")
+    subprocess.run(["gcc", "-O1", "-pthread", "-I" + INCLUDE, src, "-o", nodebug,
+                    "-L" + LIBDIR, "-lkscope-user", "-Wl,-rpath," + LIBDIR], check=True)
+    prog = build(tmp, "balance.c", "balance")
+    script = os.path.join(tmp, "run.sh")
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\nexec {prog} 10\n")
+    os.chmod(script, 0o755)
+    a = line_of("balance.c", "/* line A */")
+    cases = [
+        ([], [nodebug, "10"], "build the program with -g"),
+        (["--fixed-line", "balance.c:1"], [prog, "10"], "has no code; the nearest line"),
+        (["--fixed-line", "nosuch.c:3"], [prog, "10"], "no source file of the program matches"),
+        (["--fixed-line", "balance.c"], [prog, "10"], "is not FILE:LINE"),
+        (["--speedups", "0,150"], [prog, "10"], "not a percentage from 0 to 100"),
+        (["--speedups", "0"], [prog, "10"], "at least one speedup above 0"),
+        ([], [script], "is not an ELF executable (a script?)"),
+    ]
+    for args, cmd, want in cases:
+        out = os.path.join(tmp, "out")
+        p = subprocess.run([KSCOPE, "causal", "-o", out, *args, "--", *cmd],
+                           capture_output=True, text=True)
+        check(p.returncode == 2 and want in p.stderr,
+              f"{' '.join(args) or os.path.basename(cmd[0])}: exit 2 and '{want}' "
+              f"(got {p.returncode}: {p.stderr.strip()[:200]})")
+        check(not os.path.exists(out) or not os.listdir(out),
+              f"{' '.join(args) or os.path.basename(cmd[0])}: no run directory")
+    check(a > 0, "the marker lines are found")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="kscope-causal-")
+    try:
+        globals()["scenario_" + SCENARIO](tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
