@@ -386,8 +386,7 @@ static int rec_process(struct reader *rd, char *fields)
 {
 	static const char *const keys[] = { "pid", "period_ns", "start_ns", "sampler" };
 	struct ks_causal_data *d = rd->d;
-	struct ks_causal_process p = { .first_experiment = d->nexperiments,
-				       .first_samples = d->nsamples };
+	struct ks_causal_process p = { 0 };
 	const char *v[4];
 	struct ks_causal_process *procs;
 	int rc = fields_get(rd, "process", fields, keys, v, 4);
@@ -401,10 +400,14 @@ static int rec_process(struct reader *rd, char *fields)
 	/* An unknown sampler is read as the precise one: only "timer" is
 	 * reported. */
 	p.coarse = v[3] && strcmp(v[3], "timer") == 0;
+	/* The section before ends first: it may drop samples records (the
+	 * last of a line is kept), which moves where this one's start. */
 	if (!rc)
 		rc = process_finish(rd);
 	if (rc)
 		return rc;
+	p.first_experiment = d->nexperiments;
+	p.first_samples = d->nsamples;
 	procs = grow(d->processes, &d->cap_processes, d->nprocesses, sizeof(*procs));
 	if (!procs)
 		return nomem(rd);

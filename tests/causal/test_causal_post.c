@@ -370,6 +370,34 @@ static void test_two_files(void **state)
 	ks_causal_data_free(&d);
 }
 
+/* Two sections in one file, the first with a line's samples twice: its
+ * end drops one record, and the second section's samples must still be
+ * its own (found by fuzz/causal). */
+static void test_two_sections(void **state)
+{
+	struct ks_causal_data d;
+
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_ok(state, &d, "two.raw",
+		"process\tpid=1\tperiod_ns=1000000\tstart_ns=100\n"
+		"samples\tline=1\tcount=5\n"
+		"samples\tline=1\tcount=9\n"
+		"end\tns=2000\n"
+		"process\tpid=1\tperiod_ns=1000000\tstart_ns=3000\n"
+		"samples\tline=3\tcount=7\n"
+		"samples\tline=2\tcount=4\n"
+		"end\tns=4000\n");
+	assert_int_equal(d.nprocesses, 2);
+	assert_int_equal(d.processes[0].nsamples, 1);
+	assert_int_equal(d.samples[d.processes[0].first_samples].count, 9);
+	assert_int_equal(d.processes[1].first_samples, 1);
+	assert_int_equal(d.processes[1].nsamples, 2);
+	assert_int_equal(d.samples[1].line, 2);
+	assert_int_equal(d.samples[2].line, 3);
+	assert_int_equal(d.nsamples, 3);
+	ks_causal_data_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* (3) profile.coz                                                     */
 /* ------------------------------------------------------------------ */
@@ -801,6 +829,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interval_width, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interval_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_sections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coz_output, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_csv_quoting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report, setup, teardown),
