@@ -27,7 +27,9 @@
  * other thread, and subtracting the pauses gives the time the program
  * would have taken had the line really been faster.  An experiment whose
  * delay is not below its wall time says nothing and is counted as
- * unusable.  V_e is P's delta in e (0 when e has no record of P).
+ * unusable.  V_e is P's delta in e.  An experiment with no record of P
+ * is left out for P: its process did not know P then (the runtime
+ * writes every point it knows after each experiment, visited or not).
  *
  *   - The baseline pools every experiment at 0% speedup, whatever its
  *     line: at 0% nothing is delayed, so the line does not matter.  Its
@@ -775,10 +777,15 @@ static void why(struct ks_causal_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* P's visits in experiment e (summed, should a point come twice). */
-static void visits_in(const struct ks_causal_data *d, const struct ks_causal_experiment *e,
+/* P's visits in experiment e (summed, should a point come twice); false
+ * when e has no record of P: its process did not know the point then (a
+ * runtime writes every point it knows, visited or not), so e says
+ * nothing of P's pace. */
+static bool visits_in(const struct ks_causal_data *d, const struct ks_causal_experiment *e,
 		      uint32_t name, struct obs *o)
 {
+	bool seen = false;
+
 	o->v = 0;
 	o->visits = 0;
 	for (size_t i = e->first_point; i < e->first_point + e->npoints; i++) {
@@ -788,7 +795,9 @@ static void visits_in(const struct ks_causal_data *d, const struct ks_causal_exp
 			continue;
 		o->v += (double)pv->delta;
 		o->visits = add_sat(o->visits, pv->delta);
+		seen = true;
 	}
+	return seen;
 }
 
 /* Splits the usable experiments into c->base (0%) and c->rest (sorted
@@ -809,7 +818,8 @@ static int collect(struct actx *c, uint32_t name)
 		if (e->delay_ns >= e->wall_ns)
 			continue;
 		o.d = (double)(e->wall_ns - e->delay_ns);
-		visits_in(d, e, name, &o);
+		if (!visits_in(d, e, name, &o))
+			continue;
 		if (o.speedup == 0)
 			c->base[c->nbase++] = o;
 		else

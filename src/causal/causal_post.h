@@ -202,4 +202,11 @@ int ks_causal_write_report(FILE *out, const struct ks_causal_result *r,
 			   const struct ks_causal_line *lines, size_t max_curves,
 			   struct ks_err *err);
 
+/* Writes the best max_curves curves (0: all) as an SVG image of small
+ * multiples, one panel per curve on a shared scale (causal_svg.c); with
+ * no curves, an image saying why.  0, or -EIO when out fails. */
+int ks_causal_write_svg(FILE *out, const struct ks_causal_result *r,
+			const struct ks_causal_line *lines, size_t max_curves,
+			struct ks_err *err);
+
 #endif

@@ -11,7 +11,7 @@
  * the program's progress points (src/causal/rt).  When the last run has
  * ended, the raw records of every run and process are read together and
  * the per-line program-speedup curves computed (src/causal/causal_post.c):
- * profile.coz (coz's format), causal.csv and report.txt in
+ * profile.coz (coz's format), causal.csv, report.txt and causal.svg in
  * <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/, the head of the report on
  * stderr.  kscope exits with the status of the first run that failed, else
  * the last run's (128+N if signal N ended it), or 1 if profiling itself
@@ -50,6 +50,7 @@ struct causal_opts {
 	int64_t experiment_ms;
 	int64_t runs;
 	int64_t period_us;
+	bool end_to_end;
 	bool keep_running;
 };
 
@@ -90,6 +91,10 @@ static const struct ks_opt causal_opts[] = {
 	  .env = "KSCOPE_CAUSAL_PERIOD",
 	  .help = "CPU time between two samples of a thread, in microseconds",
 	  OPT(period_us), .min = 100, .max = 100000 },
+	{ .name = "end-to-end", .type = KS_OPT_FLAG, .env = "KSCOPE_CAUSAL_END_TO_END",
+	  .help = "each run is one experiment, measured by the program's run time "
+		  "(for programs without progress points; give --runs)",
+	  OPT(end_to_end) },
 	{ .name = "keep-running", .type = KS_OPT_FLAG, .env = "KSCOPE_KEEP_RUNNING",
 	  .help = "if kscope itself is killed, leave the program running (by "
 		  "default it is killed with it)",
@@ -156,8 +161,18 @@ struct run_setup {
 	const struct causal_opts *o;
 };
 
-static int build_env(const struct run_setup *s, const char *rawdir, struct ks_env *e)
+/* One run's variant: experiments as usual, or (whole) the run as one
+ * experiment at one line and speedup. */
+struct variant {
+	bool whole;
+	int64_t line;             /* whole: the line, -1 at 0% */
+	unsigned speedup;         /* whole: the speedup */
+};
+
+static int build_env(const struct run_setup *s, const struct variant *v, const char *rawdir,
+		     struct ks_env *e)
 {
+	int64_t line = v->whole ? v->line : s->fixed_line;
 	const char *preload = getenv("LD_PRELOAD");
 	char buf[PATH_MAX + 64];
 	struct stat st;
@@ -172,13 +187,20 @@ static int build_env(const struct run_setup *s, const char *rawdir, struct ks_en
 	snprintf(buf, sizeof(buf), "%s/lines.bin", s->rundir);
 	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_LINES", buf);
 	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_RAW", rawdir);
-	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_SPEEDUPS", s->speedups);
+	if (v->whole) {
+		snprintf(buf, sizeof(buf), "%u", v->speedup);
+		rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_SPEEDUPS", buf);
+		rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_WHOLE", "1");
+	} else {
+		rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_SPEEDUPS", s->speedups);
+		ks_env_unset(e, "KSCOPE_CAUSAL_RT_WHOLE");
+	}
 	snprintf(buf, sizeof(buf), "%" PRId64, s->o->experiment_ms);
 	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_EXPERIMENT_MS", buf);
 	snprintf(buf, sizeof(buf), "%" PRId64, s->o->period_us * 1000);
 	rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_PERIOD_NS", buf);
-	if (s->fixed_line >= 0) {
-		snprintf(buf, sizeof(buf), "%" PRId64, s->fixed_line);
+	if (line >= 0) {
+		snprintf(buf, sizeof(buf), "%" PRId64, line);
 		rc |= ks_env_set(e, "KSCOPE_CAUSAL_RT_FIXED_LINE", buf);
 	} else {
 		/* One left in kscope's own environment must not fix the line. */
@@ -194,7 +216,8 @@ static int build_env(const struct run_setup *s, const char *rawdir, struct ks_en
 
 /* Runs the program once, its raw files into <rundir>/raw/run_<k>; the
  * wait status, or -errno with err set. */
-static int run_once(const struct run_setup *s, int k, char **argv, struct ks_err *err)
+static int run_once(const struct run_setup *s, const struct variant *v, int k, char **argv,
+		    struct ks_err *err)
 {
 	char rawdir[PATH_MAX];
 	struct ks_env e;
@@ -206,13 +229,123 @@ static int run_once(const struct run_setup *s, int k, char **argv, struct ks_err
 	snprintf(rawdir, sizeof(rawdir), "%s/raw/run_%d", s->rundir, k);
 	if (mkdir(rawdir, 0700) != 0)
 		return ks_err_set(err, -errno, "cannot create %s: %s", rawdir, strerror(errno));
-	if (build_env(s, rawdir, &e)) {
+	if (build_env(s, v, rawdir, &e)) {
 		ks_env_free(&e);
 		return ks_err_set(err, -ENOMEM, "out of memory");
 	}
 	status = ks_run_program_tied(argv, e.envp, NULL, !s->o->keep_running, err);
 	ks_env_free(&e);
 	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* End-to-end runs                                                     */
+/* ------------------------------------------------------------------ */
+
+/* A program without progress points is measured by its run time: each
+ * run is one experiment.  The first such run is at 0% (a baseline, and
+ * the samples lines are drawn from); after it, every other run is at 0%
+ * too, and the others take the nonzero speedups in turn, at a line drawn
+ * in proportion to the samples of the runs so far (or the fixed line). */
+struct planner {
+	unsigned nonzero[101];
+	size_t nnonzero, next;
+	uint64_t rng;
+	int first_whole;          /* the first run made whole */
+};
+
+static uint64_t planner_rand(struct planner *p)
+{
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return p->rng;
+}
+
+/* A line drawn in proportion to the samples the runs so far recorded;
+ * -1 when none has any. */
+static int64_t draw_line(struct planner *p, const struct ks_causal_data *d)
+{
+	uint64_t total = 0, pick;
+
+	for (size_t i = 0; i < d->nsamples; i++)
+		total += d->samples[i].count;
+	if (!total)
+		return -1;
+	pick = planner_rand(p) % total;
+	for (size_t i = 0; i < d->nsamples; i++) {
+		if (pick < d->samples[i].count)
+			return d->samples[i].line;
+		pick -= d->samples[i].count;
+	}
+	return -1;
+}
+
+static void plan_whole(struct planner *p, int k, int64_t fixed, const char *rundir,
+		       size_t nlines, struct variant *v)
+{
+	struct ks_causal_data d = { 0 };
+	size_t nfiles;
+
+	v->whole = true;
+	v->line = -1;
+	v->speedup = 0;
+	if ((k - p->first_whole) % 2 == 0)
+		return;
+	if (fixed >= 0) {
+		v->line = fixed;
+	} else if (ks_causal_data_init(&d, nlines) == 0) {
+		if (ks_causal_data_read_run(&d, rundir, &nfiles, NULL) == 0)
+			v->line = draw_line(p, &d);
+		ks_causal_data_free(&d);
+	}
+	if (v->line < 0)
+		return;     /* no sample yet: another baseline */
+	v->speedup = p->nonzero[p->next++ % p->nnonzero];
+}
+
+/* Records a run's variant in variants.tsv (run, mode, line, speedup and
+ * the settings the runtime got), appended as the runs go. */
+static void note_variant(const char *rundir, int k, const struct variant *v,
+			 const struct ks_causal_lines *lines, const char *speedups)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/variants.tsv", rundir);
+	f = fopen(path, k == 1 ? "wxe" : "ae");
+	if (!f)
+		return;
+	if (k == 1)
+		fputs("run\tmode\tline\tspeedup_pct\tsettings\n", f);
+	if (!v->whole)
+		fprintf(f, "%d\texperiments\t-\t-\tKSCOPE_CAUSAL_RT_SPEEDUPS=%s\n", k, speedups);
+	else if (v->line < 0)
+		fprintf(f, "%d\tend-to-end\t-\t0\tKSCOPE_CAUSAL_RT_WHOLE=1 "
+			"KSCOPE_CAUSAL_RT_SPEEDUPS=0\n", k);
+	else
+		fprintf(f, "%d\tend-to-end\t%s:%d\t%u\tKSCOPE_CAUSAL_RT_WHOLE=1 "
+			"KSCOPE_CAUSAL_RT_SPEEDUPS=%u KSCOPE_CAUSAL_RT_FIXED_LINE=%" PRId64 "\n",
+			k, lines->lines[v->line].file, lines->lines[v->line].line, v->speedup,
+			v->speedup, v->line);
+	fclose(f);
+}
+
+/* Did run k record a throughput progress point? */
+static bool run_has_points(const char *rundir, size_t nlines)
+{
+	struct ks_causal_data d = { 0 };
+	size_t nfiles;
+	bool any = false;
+
+	if (ks_causal_data_init(&d, nlines) || ks_causal_data_read_run(&d, rundir, &nfiles, NULL)) {
+		ks_causal_data_free(&d);
+		return true;    /* unreadable: let the analysis say why */
+	}
+	for (size_t i = 0; i < d.npoints && !any; i++)
+		any = d.points[i].kind == KS_CAUSAL_THROUGHPUT;
+	ks_causal_data_free(&d);
+	return any;
 }
 
 /* ------------------------------------------------------------------ */
@@ -272,6 +405,13 @@ static int fill_csv(FILE *f, void *ctx)
 	return ks_causal_write_csv(f, o->r, o->lines, NULL);
 }
 
+static int fill_svg(FILE *f, void *ctx)
+{
+	struct outputs *o = ctx;
+
+	return ks_causal_write_svg(f, o->r, o->lines, 12, NULL);
+}
+
 static int fill_report(FILE *f, void *ctx)
 {
 	struct outputs *o = ctx;
@@ -309,6 +449,7 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct ks_err err;
 	struct outputs out;
 	size_t nspeedups = 0, nfiles = 0;
+	struct planner plan = { .nnonzero = 0 };
 	int64_t fixed = -1;
 	int status = 0, first_failure = 0, exit_code = KS_EXIT_USAGE;
 	bool rd_made = false;
@@ -333,6 +474,12 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		}
 		fixed = id;
 	}
+	if (o->end_to_end && o->runs < 2) {
+		ks_error("option --end-to-end: each run is one experiment, so give --runs N "
+			 "with N of 2 or more (half the runs are baselines; 20 or more give "
+			 "useful intervals)");
+		goto out;
+	}
 	if (nspeedups < 2) {
 		ks_error("option --speedups: give at least one speedup above 0, e.g. 0,25,50");
 		goto out;
@@ -351,14 +498,29 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		goto out;
 	}
 	setup = (struct run_setup){ runtime, rd.path, prog, speedups, fixed, o };
+	for (size_t i = 0, n = strlen(speedups); i < n; i++)
+		if ((i == 0 || speedups[i - 1] == ',') && strtoul(speedups + i, NULL, 10))
+			plan.nonzero[plan.nnonzero++] = (unsigned)strtoul(speedups + i, NULL, 10);
+	plan.rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL | 1;
+	if (o->end_to_end)
+		plan.first_whole = 1;
 	ks_info("profiling %s (%zu lines in scope%s); results in %s", prog, lines.nlines,
 		fixed >= 0 ? ", one fixed" : "", rd.path);
 	for (int k = 1; k <= o->runs; k++) {
+		struct variant v = { .whole = false, .line = -1, .speedup = 0 };
 		int st;
 
-		if (o->runs > 1)
+		if (plan.first_whole && k >= plan.first_whole)
+			plan_whole(&plan, k, fixed, rd.path, lines.nlines, &v);
+		note_variant(rd.path, k, &v, &lines, speedups);
+		if (o->runs > 1 && !v.whole)
 			ks_info("run %d of %" PRId64, k, o->runs);
-		st = run_once(&setup, k, ps->program, &err);
+		else if (o->runs > 1 && v.line < 0)
+			ks_info("run %d of %" PRId64 ": the whole run at 0%%", k, o->runs);
+		else if (o->runs > 1)
+			ks_info("run %d of %" PRId64 ": the whole run, %s:%d at +%u%%", k, o->runs,
+				lines.lines[v.line].file, lines.lines[v.line].line, v.speedup);
+		st = run_once(&setup, &v, k, ps->program, &err);
 		if (st < 0 && k == 1) {
 			/* Nothing ran: nothing is kept (cli.h's exit 2). */
 			ks_error("%s", err.msg);
@@ -384,6 +546,16 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			if (WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM)
 				break;
 		}
+		/* A program without progress points: the runs left measure its
+		 * run time. */
+		if (k == 1 && !plan.first_whole && o->runs > 1 &&
+		    !run_has_points(rd.path, lines.nlines)) {
+			ks_warn("the program has no throughput progress point: the %" PRId64
+				" runs left each measure the whole run's time, one line and "
+				"speedup per run (the point \"end-to-end\"; docs/causal.md)",
+				o->runs - 1);
+			plan.first_whole = 2;
+		}
 	}
 	/* The first run that failed, else the last run's status. */
 	exit_code = ks_exit_status(first_failure ? first_failure : status);
@@ -406,7 +578,8 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	out = (struct outputs){ &data, &res, lines.lines, &lines };
 	if (put(&rd, "profile.coz", fill_coz, &out, &err) ||
 	    put(&rd, "causal.csv", fill_csv, &out, &err) ||
-	    put(&rd, "report.txt", fill_report, &out, &err)) {
+	    put(&rd, "report.txt", fill_report, &out, &err) ||
+	    put(&rd, "causal.svg", fill_svg, &out, &err)) {
 		ks_error("%s", err.msg);
 		exit_code = KS_EXIT_FAIL;
 		goto out;
@@ -420,8 +593,8 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			"executable (not a script that starts it)?", prog);
 	else if (throughput_points(&data) == 0)
 		ks_warn("the program has no throughput progress point: mark its progress "
-			"with kscope_progress(\"name\") or coz's COZ_PROGRESS "
-			"(docs/causal.md)");
+			"with kscope_progress(\"name\") or coz's COZ_PROGRESS, or measure "
+			"its run time with --end-to-end --runs N (docs/causal.md)");
 	for (size_t i = 0; i < data.nprocesses; i++)
 		if (data.processes[i].coarse) {
 			ks_warn("process %" PRIu64 " was sampled with POSIX CPU-time timers "
@@ -462,7 +635,9 @@ const struct ks_cmd ks_cmd_causal = {
 		"program needs line information (-g).  Results: for each line, the\n"
 		"program speedup predicted at each line speedup with a 95% interval,\n"
 		"lines ranked by impact, in <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/:\n"
-		"report.txt, causal.csv and profile.coz (coz's format, for its viewer);\n"
+		"report.txt, causal.csv, causal.svg (the curves) and profile.coz (coz's\n"
+		"format, for its viewer); --end-to-end measures a program without\n"
+		"progress points by its run time, one experiment per run;\n"
 		"the head of the report goes to stderr (docs/causal.md).  kscope exits\n"
 		"with the program's status (128+N if signal N ended it).",
 	.args = {

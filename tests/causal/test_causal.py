@@ -14,6 +14,12 @@ checks:
   pipeline  a producer and a consumer through a queue under a mutex and
             condition variables (the blocking and waking calls): the
             same checks for the consumer's and the producer's lines
+  offpath   the hottest line off the critical path (offpath.c: a helper
+            thread runs line H all the time, the main thread's rounds
+            are line M then a wait): H has more samples than M, yet
+            line M ranks above line H; M at 50% is within 5 points of
+            the real speedup of a build with M's work halved, H at 50%
+            within 5 points of 0
   coz       the same balance program built as coz needs (-gdwarf-3) with
             coz's COZ_PROGRESS_NAMED, run under coz and under kscope
             causal: with line A fixed, kscope's median error against the
@@ -21,6 +27,13 @@ checks:
             (coz's estimates from its profile.coz, computed as its viewer
             does); choosing the lines themselves, both rank line A above
             line B; kscope's profile.coz has coz's record types
+  endtoend  a batch program without progress points (serial.c, one
+            thread, loop X three fifths of its time): --end-to-end --runs
+            14 on loop X at 50% predicts within 6 points of the real
+            speedup of a build with X's work halved; variants.tsv lists
+            each run's variant and settings; without --end-to-end and
+            with --runs 3, kscope warns and measures runs 2 and 3 end to
+            end; --end-to-end --runs 1 is refused
   program   the program's stdout is its own, its exit status is kscope's;
             kscope report on the run prints its report.txt again;
             a program killed by a signal keeps the experiments it
@@ -221,6 +234,81 @@ def scenario_balance(tmp):
 def scenario_pipeline(tmp):
     known_answer(tmp, "pipeline.c", "/* consumer */", "/* producer */", "C_PERCENT", 1200,
                  "mutex and condition variables")
+
+
+def samples_of(rundir):
+    """{(file basename, line): samples} from report.txt's curve headers."""
+    out = {}
+    with open(os.path.join(rundir, "report.txt")) as f:
+        for text in f:
+            m = re.match(r"^(\S+):(\d+)  impact .*\((\d+) samples\)", text)
+            if m:
+                out[(os.path.basename(m.group(1)), int(m.group(2)))] = int(m.group(3))
+    return out
+
+
+def scenario_offpath(tmp):
+    m, h = line_of("offpath.c", "/* line M */"), line_of("offpath.c", "/* line H */")
+    prog = build(tmp, "offpath.c", "offpath")
+    half = build(tmp, "offpath.c", "offpath50", "-DM_PERCENT=50")
+    t = wall([prog, "150"]), wall([half, "150"])
+    real = 100 * (1 - t[1] / t[0])
+    print(f"real speedup of offpath.c with line M halved: {real:.1f}%")
+    p, rundir = causal(tmp, ["--speedups", "0,50", "--experiment-ms", "100"], [prog, "600"])
+    if rundir:
+        order, smp = ranking(rundir), samples_of(rundir)
+        check(smp.get(("offpath.c", h), 0) > smp.get(("offpath.c", m), 0),
+              f"line H has more samples than line M ({smp})")
+        check(("offpath.c", m) in order and
+              (("offpath.c", h) not in order or
+               order.index(("offpath.c", m)) < order.index(("offpath.c", h))),
+              f"line M ranks above line H, the hottest ({order[:4]})")
+    for line, want, what in ((m, real, f"real {real:.1f}%"), (h, 0.0, "real 0")):
+        shutil.rmtree(os.path.join(tmp, "out"))
+        p, rundir = causal(tmp, ["--fixed-line", f"offpath.c:{line}", "--speedups", "0,50",
+                                 "--experiment-ms", "100"], [prog, "400"])
+        if not rundir:
+            continue
+        pred = curves(rundir).get(("offpath.c", line), {}).get(50, (float("nan"),))[0]
+        check(abs(pred - want) <= 5, f"offpath.c:{line} at 50%: predicted {pred:.1f}%, "
+              f"{what} (within 5 points)")
+
+
+def scenario_endtoend(tmp):
+    x = line_of("serial.c", "/* loop X */")
+    prog = build(tmp, "serial.c", "serial", user=False)
+    half = build(tmp, "serial.c", "serial50", "-DX_PERCENT=50", user=False)
+    t = wall([prog, "150"]), wall([half, "150"])
+    real = 100 * (1 - t[1] / t[0])
+    print(f"real speedup of serial.c with loop X halved: {real:.1f}%")
+    p, rundir = causal(tmp, ["--end-to-end", "--runs", "14", "--fixed-line",
+                             f"serial.c:{x}", "--speedups", "0,50"], [prog, "150"])
+    if not rundir:
+        return
+    c = curves(rundir).get(("serial.c", x), {})
+    pred = c.get(50, (float("nan"),))[0]
+    check(abs(pred - real) <= 6, f"serial.c:{x} at 50%, end to end: predicted "
+          f"{pred:.1f}%, real {real:.1f}% (within 6 points)")
+    with open(os.path.join(rundir, "variants.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    check(len(rows) == 14 and all(r[1] == "end-to-end" for r in rows) and
+          sum(r[3] == "50" for r in rows) == 7 and
+          all(f"KSCOPE_CAUSAL_RT_FIXED_LINE=" in r[4] for r in rows if r[3] == "50"),
+          f"variants.tsv: 14 end-to-end runs, 7 at 50% with their line ({rows[:3]})")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--runs", "3", "--experiment-ms", "50"], [prog, "60"])
+    check("no throughput progress point: the 2 runs left each measure the whole" in
+          p.stderr, "without --end-to-end: kscope warns and measures the runs left "
+          "end to end")
+    if rundir:
+        with open(os.path.join(rundir, "variants.tsv")) as f:
+            modes = [line.split("\t")[1] for line in f][1:]
+        check(modes == ["experiments", "end-to-end", "end-to-end"],
+              f"variants.tsv: run 1 experiments, runs 2 and 3 end to end ({modes})")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--end-to-end"], [prog, "10"], expect=2)
+    check("option --end-to-end" in p.stderr and "--runs" in p.stderr,
+          "--end-to-end without --runs: exit 2 naming --runs")
 
 
 def scenario_coz(tmp):

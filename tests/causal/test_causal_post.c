@@ -398,6 +398,75 @@ static void test_two_sections(void **state)
 	ks_causal_data_free(&d);
 }
 
+/* An experiment with no record of a point says nothing of its pace: a
+ * run before the point existed (kscope causal's first run of a program
+ * without progress points) must not stretch the baseline. */
+static void test_point_unknown_left_out(void **state)
+{
+	struct ks_causal_data d;
+	struct ks_causal_result r;
+
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_ok(state, &d, "unknown.raw",
+		"process\tpid=1\tperiod_ns=1000000\tstart_ns=100\n"
+		"experiment\tline=2\tspeedup=0\twall_ns=1000000000\tdelay_ns=0\tsamples=0\n"
+		"experiment\tline=3\tspeedup=25\twall_ns=1000000000\tdelay_ns=0\tsamples=0\n"
+		"process\tpid=2\tperiod_ns=1000000\tstart_ns=100\n"
+		"experiment\tline=2\tspeedup=0\twall_ns=500000000\tdelay_ns=0\tsamples=0\n"
+		"point\tname=end-to-end\tkind=throughput\tdelta=100\n"
+		"experiment\tline=3\tspeedup=25\twall_ns=375000000\tdelay_ns=0\tsamples=9\n"
+		"point\tname=end-to-end\tkind=throughput\tdelta=100\n");
+	analyze_ok(&d, NULL, &r);
+	assert_int_equal(r.ncurves, 1);
+	assert_int_equal(r.curves[0].v[0].experiments, 1);
+	assert_int_equal(r.curves[0].v[1].experiments, 1);
+	assert_true(r.curves[0].v[1].program_speedup_pct == 25.0);
+	ks_causal_result_free(&r);
+	ks_causal_data_free(&d);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* causal.svg of the known answer: one panel per curve, best first, each
+ * point where the scale puts it.  The shared y scale runs from -30% to
+ * 40% here (the intervals widened to tens): a panel's plot area is
+ * 252 x 132 from (64, 70), so line +25% is at x = 64 + 0.25 x 252 = 127
+ * and program +25% at y = 70 + (40 - 25) / 70 x 132 = 98.3. */
+static void test_svg(void **state)
+{
+	struct ks_causal_data d;
+	struct ks_causal_result r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_ok(state, &d, "known.raw", known);
+	analyze_ok(&d, NULL, &r);
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(ks_causal_write_svg(mem, &r, lines, 0, NULL), 0);
+	fclose(mem);
+	assert_non_null(strstr(buf, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+	assert_int_equal(count_of(buf, "<g class=\"curve\">"), 2);
+	/* Line 3 (a.c... see lines[]) first, then line 5. */
+	assert_true(strstr(buf, ">impact 25.0%<") < strstr(buf, ">impact 0.0%<"));
+	assert_non_null(strstr(buf, "<text x=\"60.0\" y=\"74.0\" class=\"ylab\">40%</text>"));
+	assert_non_null(strstr(buf, "<circle cx=\"127.0\" cy=\"98.3\" r=\"3\"><title>line +25%: "
+			       "program +25.0% (2 experiments)</title></circle>"));
+	assert_true(strstr(buf, "</svg>\n") == buf + len - 7);
+	free(buf);
+	ks_causal_result_free(&r);
+	ks_causal_data_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* (3) profile.coz                                                     */
 /* ------------------------------------------------------------------ */
@@ -830,6 +899,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interval_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_svg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_point_unknown_left_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coz_output, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_csv_quoting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report, setup, teardown),

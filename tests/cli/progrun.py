@@ -37,6 +37,7 @@ tmpdir = TempDirs("ks-progrun-")
 # What each command prints on stderr when it is done (its summary).
 SUMMARY = {
     "sample": re.compile(r"^kscope sample: \d+ samples, \d+ threads?, \d+ process", re.M),
+    "causal": re.compile(r"^kscope causal: \d+ experiments? in \d+ process", re.M),
     "op": re.compile(r"^kscope op: 1 kernel\(s\) collected \(replay mode kernel\) in ", re.M),
     "simulate": re.compile(r"^kscope op --simulate: \d+ instructions, \d+ cycles", re.M),
     "memcheck": re.compile(r"^kscope memcheck report$", re.M),

@@ -13,6 +13,12 @@
  * unchanged, and wraps the pthread calls that block or wake threads, for
  * the delays' accounting.
  *
+ * With KSCOPE_CAUSAL_RT_WHOLE set, the whole run is one experiment
+ * instead (kscope causal --end-to-end, for programs without progress
+ * points): the line and speedup kscope chose for this run hold from the
+ * constructor to the destructor, which records the run's wall time, its
+ * delay and one visit of the point "end-to-end".
+ *
  * Settings come from the environment kscope sets (KSCOPE_CAUSAL_RT_*).  A
  * process whose executable is not the one kscope profiles (a shell, a
  * helper the program runs) keeps its progress points but runs no
@@ -816,7 +822,12 @@ __attribute__((constructor)) static void causal_init(void)
 	ks_crt.experiment_first_ns = ks_crt.experiment_ns;
 	if (env_u64("KSCOPE_CAUSAL_RT_FIXED_LINE", &v))
 		ks_crt.fixed_line = (int64_t)v;
+	ks_crt.whole = env_u64("KSCOPE_CAUSAL_RT_WHOLE", &v) && v == 1;
 	if (!parse_speedups() || !load_ranges())
+		return;
+	/* A whole run has one speedup, and a line unless it is at 0%. */
+	if (ks_crt.whole && (ks_crt.nspeedups != 1 ||
+			     (ks_crt.speedups[0] && ks_crt.fixed_line < 0)))
 		return;
 	if (ks_crt.fixed_line >= (int64_t)ks_crt.nlines)
 		return;
@@ -840,8 +851,39 @@ __attribute__((constructor)) static void causal_init(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, on_fork_child);
+	if (ks_crt.whole) {
+		/* The run is the experiment: selected from the start. */
+		atomic_store(&ks_crt.sample_delay, ks_crt.period_ns * ks_crt.speedups[0] / 100);
+		atomic_store(&ks_crt.selected, ks_crt.fixed_line);
+		return;
+	}
 	if (real.pthread_create(&ks_crt.controller, NULL, controller_main, NULL) == 0)
 		ks_crt.controller_started = true;
+}
+
+/* The whole run's experiment record (KSCOPE_CAUSAL_RT_WHOLE), written at
+ * the program's normal end, with every progress point's count and the
+ * point "end-to-end" visited once. */
+static void whole_record(struct rec *r)
+{
+	size_t np = atomic_load(&ks_crt.npoints);
+	uint64_t line = ks_crt.fixed_line >= 0 ? (uint64_t)ks_crt.fixed_line : 0;
+
+	atomic_store(&ks_crt.selected, -1);
+	rec_add(r, "experiment\tline=%" PRIu64 "\tspeedup=%u\twall_ns=%" PRIu64
+		"\tdelay_ns=%" PRIu64 "\tsamples=%" PRIu64 "\n", line, ks_crt.speedups[0],
+		ks_crt_now_ns() - ks_crt.start_ns, atomic_load(&ks_crt.global_delay),
+		atomic_load(&ks_crt.selected_samples));
+	rec_add(r, "point\tname=end-to-end\tkind=throughput\tdelta=1\n");
+	for (size_t i = 0; i < np; i++) {
+		struct ks_crt_point *p = &ks_crt.points[i];
+		char name[KS_CRT_POINT_NAME];
+
+		clean_name(name, sizeof(name), p->name);
+		if (p->kind == KS_CRT_THROUGHPUT && strcmp(name, "end-to-end") != 0)
+			rec_add(r, "point\tname=%s\tkind=throughput\tdelta=%zu\n", name,
+				__atomic_load_n(&p->hits.count, __ATOMIC_RELAXED));
+	}
 }
 
 /* At the program's normal end: the controller stops (an experiment under
@@ -858,6 +900,8 @@ __attribute__((destructor)) static void causal_fini(void)
 		real.pthread_join(ks_crt.controller, NULL);
 	ks_crt.active = false;
 	r.len = 0;
+	if (ks_crt.whole)
+		whole_record(&r);
 	for (uint32_t i = 0; i < ks_crt.nlines; i++) {
 		uint64_t n = atomic_load(&ks_crt.line_samples[i]);
 

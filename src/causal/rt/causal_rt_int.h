@@ -77,6 +77,7 @@ struct ks_crt {
 	_Atomic uint64_t nrecent;
 
 	/* Settings. */
+	bool whole;                       /* the run is one experiment (--end-to-end) */
 	int64_t fixed_line;               /* -1: lines drawn from the samples */
 	unsigned speedups[KS_CRT_MAX_SPEEDUPS];
 	size_t nspeedups;
