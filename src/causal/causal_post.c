@@ -1196,7 +1196,7 @@ int ks_causal_write_csv(FILE *out, const struct ks_causal_result *r,
 	if (rc)
 		return rc;
 	ks_text_puts(&t, "point,file,line,line_speedup_pct,program_speedup_pct,ci_low_pct,"
-		     "ci_high_pct,experiments,visits,effective_s\n");
+		     "ci_high_pct,experiments,visits,effective_s,function\n");
 	for (size_t i = 0; i < r->ncurves; i++) {
 		const struct ks_causal_curve *cv = &r->curves[i];
 
@@ -1213,6 +1213,8 @@ int ks_causal_write_csv(FILE *out, const struct ks_causal_result *r,
 			ks_csv_u64(&t, pt->experiments);
 			ks_csv_u64(&t, pt->visits);
 			ks_csv_num(&t, pt->effective_s, 6);
+			ks_csv_str(&t, false, lines[cv->line].function ? lines[cv->line].function
+					      : "");
 			ks_csv_end(&t);
 		}
 	}
@@ -1260,6 +1262,10 @@ int ks_causal_write_report(FILE *out, const struct ks_causal_result *r,
 		const struct ks_causal_curve *cv = &r->curves[i];
 
 		put_location(&t, &lines[cv->line]);
+		if (lines[cv->line].function) {
+			ks_text_puts(&t, " in ");
+			put_clean(&t, lines[cv->line].function);
+		}
 		ks_text_printf(&t, "  impact %.1f%%  (%" PRIu64 " sample%s)", tenths(cv->impact_pct),
 			       cv->line_samples, cv->line_samples == 1 ? "" : "s");
 		if (several) {

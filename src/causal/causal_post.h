@@ -27,6 +27,7 @@
 struct ks_causal_line {
 	const char *file;        /* source path, not NULL */
 	int line;                /* 1-based line number */
+	const char *function;    /* the function holding it, or NULL */
 };
 
 /* ------------------------------------------------------------------ */

@@ -82,8 +82,13 @@ static void panel(FILE *out, const struct ks_causal_curve *c, const struct ks_ca
 	fprintf(out, "<g class=\"curve\">\n<text x=\"%.1f\" y=\"%.1f\" class=\"title\">",
 		x0 + MARGIN_L, y0 + 14);
 	put_text(out, base(lines[c->line].file));
-	fprintf(out, ":%d</text>\n<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">impact %.1f%%",
-		lines[c->line].line, x0 + MARGIN_L, y0 + 27, c->impact_pct);
+	fprintf(out, ":%d", lines[c->line].line);
+	if (lines[c->line].function) {
+		fputs(" ", out);
+		put_text(out, lines[c->line].function);
+	}
+	fprintf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">impact %.1f%%",
+		x0 + MARGIN_L, y0 + 27, c->impact_pct);
 	if (several_points) {
 		fputs(", point ", out);
 		put_text(out, c->point);

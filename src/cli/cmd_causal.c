@@ -44,8 +44,11 @@ struct causal_opts {
 	struct ks_common_opts common;
 	char *output;
 	char *fixed_line;
+	char *fixed_function;
 	char *speedups;
-	struct ks_strlist scope;
+	struct ks_strlist lines;
+	struct ks_strlist functions;
+	int granularity;        /* index into granularity_choices */
 	char *progress;
 	int64_t experiment_ms;
 	int64_t runs;
@@ -53,6 +56,8 @@ struct causal_opts {
 	bool end_to_end;
 	bool keep_running;
 };
+
+static const char *const granularity_choices[] = { "line", "function", NULL };
 
 #define OPT(field) .offset = offsetof(struct causal_opts, field)
 
@@ -69,11 +74,24 @@ static const struct ks_opt causal_opts[] = {
 	  .help = "virtual line speedups in percent, 0 to 100, comma-separated "
 		  "(0, the baseline, is always added)",
 	  OPT(speedups), .max_len = 512 },
-	{ .name = "source-scope", .type = KS_OPT_STRING, .metavar = "GLOB",
-	  .env = "KSCOPE_CAUSAL_SCOPE", .flags = KS_OPT_REPEAT,
-	  .help = "source files whose lines are experimented on, shell pattern "
-		  "on the full path (default: every file not under /usr/)",
-	  OPT(scope), .max_len = 1024 },
+	{ .name = "fixed-function", .type = KS_OPT_STRING, .metavar = "NAME",
+	  .env = "KSCOPE_CAUSAL_FIXED_FUNCTION",
+	  .help = "with --granularity function: experiment on this function only",
+	  OPT(fixed_function), .max_len = 1024 },
+	{ .name = "granularity", .type = KS_OPT_ENUM, .metavar = "UNIT", .def = "line",
+	  .env = "KSCOPE_CAUSAL_GRANULARITY",
+	  .help = "what an experiment speeds up: a source line, or a whole function",
+	  OPT(granularity), .choices = granularity_choices },
+	{ .name = "lines", .type = KS_OPT_STRING, .metavar = "GLOB",
+	  .env = "KSCOPE_CAUSAL_LINES", .flags = KS_OPT_REPEAT,
+	  .help = "lines in scope: shell pattern on the full FILE path or on "
+		  "FILE:LINE, e.g. '*/src/*' (default: every file not under /usr/)",
+	  OPT(lines), .max_len = 1024 },
+	{ .name = "functions", .type = KS_OPT_STRING, .metavar = "GLOB",
+	  .env = "KSCOPE_CAUSAL_FUNCTIONS", .flags = KS_OPT_REPEAT,
+	  .help = "only the lines of functions whose name matches, e.g. 'work*' "
+		  "(C++ names as demangled)",
+	  OPT(functions), .max_len = 1024 },
 	{ .name = "progress", .type = KS_OPT_STRING, .metavar = "NAME",
 	  .env = "KSCOPE_CAUSAL_PROGRESS",
 	  .help = "rank lines by this throughput progress point (default: each "
@@ -449,6 +467,11 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct ks_err err;
 	struct outputs out;
 	size_t nspeedups = 0, nfiles = 0;
+	struct ks_causal_scope scope = {
+		.lines = (const char *const *)o->lines.v, .nlines = o->lines.n,
+		.functions = (const char *const *)o->functions.v, .nfunctions = o->functions.n,
+		.by_function = o->granularity == 1,
+	};
 	struct planner plan = { .nnonzero = 0 };
 	int64_t fixed = -1;
 	int status = 0, first_failure = 0, exit_code = KS_EXIT_USAGE;
@@ -460,10 +483,28 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	if (parse_speedups(o->speedups, speedups, sizeof(speedups), &nspeedups, &err) ||
 	    ks_find_program(ps->program[0], &prog, &err) ||
 	    ks_check_dynamic(prog, "kscope causal", "its runtime", &err) ||
-	    ks_causal_lines_read(prog, (const char *const *)o->scope.v, o->scope.n, &lines,
-				 &err)) {
+	    ks_causal_lines_read(prog, &scope, &lines, &err)) {
 		ks_error("%s", err.msg);
 		goto out;
+	}
+	if (o->fixed_line && lines.by_function) {
+		ks_error("option --fixed-line names a line; with --granularity function give "
+			 "--fixed-function NAME");
+		goto out;
+	}
+	if (o->fixed_function && !lines.by_function) {
+		ks_error("option --fixed-function: functions are experimented on with "
+			 "--granularity function; a line is chosen with --fixed-line FILE:LINE");
+		goto out;
+	}
+	if (o->fixed_function) {
+		uint32_t id;
+
+		if (ks_causal_lines_find_function(&lines, o->fixed_function, &id, &err)) {
+			ks_error("option --fixed-function: %s", err.msg);
+			goto out;
+		}
+		fixed = id;
 	}
 	if (o->fixed_line) {
 		uint32_t id;

@@ -36,14 +36,18 @@ checks:
             end; --end-to-end --runs 1 is refused
   program   the program's stdout is its own, its exit status is kscope's;
             kscope report on the run prints its report.txt again;
+            --granularity function gives the busy function its curve;
             a program killed by a signal keeps the experiments it
             finished; a child made by fork() runs without experiments
             and the parent's experiments are recorded; a program with no
             progress point gets a warning naming the API
   errors    a program without line information, --fixed-line at a line
             without code (the nearest lines named) or in no file,
-            --speedups out of range, a script: exit 2, a clear message,
-            no run directory
+            --speedups out of range, a script, --fixed-function without
+            --granularity function (and --fixed-line with it), a
+            function name that is not one (similar names given),
+            --functions and --lines that match nothing: exit 2, a clear
+            message, no run directory
 
 usage: test_causal.py KSCOPE EXAMPLES_DIR INCLUDE_DIR SCENARIO
 """
@@ -375,7 +379,7 @@ PROGRAM_C = r"""
 #include <unistd.h>
 #include <kscope/user.h>
 static volatile double sink;
-static void work(long n) { double x = 1; for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9; sink = x; }
+__attribute__((noinline)) static void work(long n) { double x = 1; for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9; sink = x; }
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "plain";
@@ -422,6 +426,20 @@ def scenario_program(tmp):
         check(r.returncode == 2 and "kscope causal run" in r.stderr,
               "kscope report --tree on a causal run: exit 2, the options do not apply")
     shutil.rmtree(os.path.join(tmp, "out"))
+    p, rundir = causal(tmp, ["--experiment-ms", "50", "--granularity", "function",
+                             "--speedups", "0,50"], [prog, "plain"], expect=3)
+    if rundir:
+        with open(os.path.join(rundir, "causal.csv")) as f:
+            rows = list(csv.DictReader(f))
+        check(rows and all(r["function"] == "work" for r in rows) and
+              "prog.c:" in open(os.path.join(rundir, "report.txt")).read(),
+              f"--granularity function: the one busy function, work, has the curve "
+              f"({sorted({r['function'] for r in rows})})")
+        with open(os.path.join(rundir, "lines.tsv")) as f:
+            names = [line.rstrip("\n").split("\t")[3] for line in f][1:]
+        check("work" in names and "main" in names and "" not in names,
+              f"lines.tsv by function: one entry per function ({names})")
+    shutil.rmtree(os.path.join(tmp, "out"))
     p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "kill"], expect=128 + 15)
     check("signal 15" in p.stderr, "kscope says the program was ended by signal 15")
     if rundir:
@@ -465,6 +483,13 @@ def scenario_errors(tmp):
         (["--fixed-line", "balance.c"], [prog, "10"], "is not FILE:LINE"),
         (["--speedups", "0,150"], [prog, "10"], "not a percentage from 0 to 100"),
         (["--speedups", "0"], [prog, "10"], "at least one speedup above 0"),
+        (["--fixed-function", "main"], [prog, "10"], "with --granularity function"),
+        (["--granularity", "function", "--fixed-line", f"balance.c:{a}"], [prog, "10"],
+         "give --fixed-function NAME"),
+        (["--granularity", "function", "--fixed-function", "mai"], [prog, "10"],
+         "no function in scope is called 'mai'; names that contain it: main"),
+        (["--functions", "nosuch*"], [prog, "10"], "no function matching --functions"),
+        (["--lines", "*/nosuch/*"], [prog, "10"], "none matching --lines"),
         ([], [script], "is not an ELF executable (a script?)"),
     ]
     for args, cmd, want in cases:

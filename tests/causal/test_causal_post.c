@@ -25,9 +25,9 @@
 
 /* The line table of every test: ids 0..7. */
 static const struct ks_causal_line lines[] = {
-	{ "/src/a.c", 10 }, { "/src/a.c", 11 }, { "/src/a.c", 12 },
-	{ "/src/a.c", 33 }, { "/src/b.c", 1 }, { "/src/b.c", 19 },
-	{ "/src/b.c", 20 }, { "/src/x,y.c", 7 },
+	{ "/src/a.c", 10, NULL }, { "/src/a.c", 11, NULL }, { "/src/a.c", 12, NULL },
+	{ "/src/a.c", 33, "work" }, { "/src/b.c", 1, NULL }, { "/src/b.c", 19, NULL },
+	{ "/src/b.c", 20, NULL }, { "/src/x,y.c", 7, "f<int>, g" },
 };
 #define NLINES (sizeof(lines) / sizeof(lines[0]))
 
@@ -548,13 +548,15 @@ static void test_csv_quoting(void **state)
 	 * interval is the value itself. */
 	assert_string_equal(text,
 		"point,file,line,line_speedup_pct,program_speedup_pct,ci_low_pct,"
-		"ci_high_pct,experiments,visits,effective_s\n"
-		"\"a,\"\"b\"\"\",\"/src/x,y.c\",7,0,0.000,0.000,0.000,1,100,0.500000\n"
-		"\"a,\"\"b\"\"\",\"/src/x,y.c\",7,25,25.000,25.000,25.000,1,100,0.375000\n");
+		"ci_high_pct,experiments,visits,effective_s,function\n"
+		"\"a,\"\"b\"\"\",\"/src/x,y.c\",7,0,0.000,0.000,0.000,1,100,0.500000,"
+		"\"f<int>, g\"\n"
+		"\"a,\"\"b\"\"\",\"/src/x,y.c\",7,25,25.000,25.000,25.000,1,100,0.375000,"
+		"\"f<int>, g\"\n");
 	free(text);
 	text = capture_report(&r, 0);
 	assert_string_equal(text,
-		"/src/x,y.c:7  impact 25.0%  (0 samples)\n"
+		"/src/x,y.c:7 in f<int>, g  impact 25.0%  (0 samples)\n"
 		"  line +0%  program +0.0% [0.0, 0.0]  (1 experiment, 100 visits)\n"
 		"  line +25%  program +25.0% [25.0, 25.0]  (1 experiment, 100 visits)\n");
 	free(text);
@@ -573,7 +575,7 @@ static void test_report(void **state)
 	analyze_ok(&d, NULL, &r);
 	text = capture_report(&r, 1);
 	assert_string_equal(text,
-		"/src/a.c:33  impact 25.0%  (5789 samples)\n"
+		"/src/a.c:33 in work  impact 25.0%  (5789 samples)\n"
 		"  line +0%  program +0.0% [-22.2, 18.2]  (2 experiments, 200 visits)\n"
 		"  line +25%  program +25.0% [11.1, 36.4]  (2 experiments, 200 visits)\n"
 		"(1 more curve not shown)\n");
@@ -588,7 +590,7 @@ static void test_report(void **state)
 	free(text);
 	text = capture_csv(&r);
 	assert_string_equal(text, "point,file,line,line_speedup_pct,program_speedup_pct,"
-			    "ci_low_pct,ci_high_pct,experiments,visits,effective_s\n");
+			    "ci_low_pct,ci_high_pct,experiments,visits,effective_s,function\n");
 	free(text);
 	ks_causal_result_free(&r);
 	ks_causal_data_free(&d);

@@ -20,8 +20,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct ks_causal_line lines[8] = {
-	{ "/src/a.c", 1 }, { "/src/a.c", 2 }, { "/src/a.c", 3 }, { "/src/b.c", 10 },
-	{ "/src/b.c", 11 }, { "/src/b,c.c", 5 }, { "/src/\"q\".c", 6 }, { "/src/c.c", 7 },
+	{ "/src/a.c", 1, NULL }, { "/src/a.c", 2, "f" }, { "/src/a.c", 3, NULL },
+	{ "/src/b.c", 10, NULL }, { "/src/b.c", 11, "g<int>" }, { "/src/b,c.c", 5, NULL },
+	{ "/src/\"q\".c", 6, "h, i" }, { "/src/c.c", 7, NULL },
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
