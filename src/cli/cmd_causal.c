@@ -11,7 +11,8 @@
  * the program's progress points (src/causal/rt).  When the last run has
  * ended, the raw records of every run and process are read together and
  * the per-line program-speedup curves computed (src/causal/causal_post.c):
- * profile.coz (coz's format), causal.csv, report.txt and causal.svg in
+ * profile.coz (coz's format), causal.csv, report.txt, causal.svg and
+ * profile.db (the same as SQLite tables) in
  * <output>/causal_<YYYYmmdd_HHMMSS>_<pid>/, the head of the report on
  * stderr.  kscope exits with the status of the first run that failed, else
  * the last run's (128+N if signal N ended it), or 1 if profiling itself
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "argcheck.h"
+#include "causal_db.h"
 #include "causal_lines.h"
 #include "causal_post.h"
 #include "cli.h"
@@ -624,6 +626,20 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		ks_error("%s", err.msg);
 		exit_code = KS_EXIT_FAIL;
 		goto out;
+	}
+	{
+		char dbpath[PATH_MAX], runs[32];
+		const char *meta[] = { "program", prog, "runs", runs, "speedups", speedups,
+				       "granularity", granularity_choices[o->granularity],
+				       NULL, NULL };
+
+		snprintf(runs, sizeof(runs), "%" PRId64, o->runs);
+		snprintf(dbpath, sizeof(dbpath), "%s/profile.db", rd.path);
+		if (ks_causal_db_write(dbpath, meta, &lines, &data, &res, &err)) {
+			ks_error("%s", err.msg);
+			exit_code = KS_EXIT_FAIL;
+			goto out;
+		}
 	}
 	fprintf(stderr, "kscope causal: %zu experiment%s in %zu process%s, %zu progress "
 		"point%s\n", data.nexperiments, data.nexperiments == 1 ? "" : "s",

@@ -36,6 +36,7 @@ checks:
             end; --end-to-end --runs 1 is refused
   program   the program's stdout is its own, its exit status is kscope's;
             kscope report on the run prints its report.txt again;
+            profile.db's curves are causal.csv's, with every experiment;
             --granularity function gives the busy function its curve;
             a program killed by a signal keeps the experiments it
             finished; a child made by fork() runs without experiments
@@ -370,6 +371,33 @@ def scenario_coz(tmp):
           f"pooled: {ca} against {cb})")
 
 
+def check_db(rundir):
+    """profile.db: kscope causal's application_id, the curves table equal
+    to causal.csv row for row, one experiments row per raw experiment."""
+    import sqlite3
+    db = sqlite3.connect(f"file:{os.path.join(rundir, 'profile.db')}?mode=ro", uri=True)
+    check(db.execute("PRAGMA application_id").fetchone()[0] == 0x4b534343,
+          "profile.db has kscope causal's application_id (KSCC)")
+    rows = db.execute("SELECT c.point, l.file, l.line, c.line_speedup_pct, "
+                      "c.program_speedup_pct, c.experiments, c.visits FROM curves c "
+                      "JOIN lines l ON l.id = c.line ORDER BY c.rank, c.line_speedup_pct"
+                      ).fetchall()
+    with open(os.path.join(rundir, "causal.csv")) as f:
+        want = [(r["point"], r["file"], int(r["line"]), int(r["line_speedup_pct"]),
+                 float(r["program_speedup_pct"]), int(r["experiments"]), int(r["visits"]))
+                for r in csv.DictReader(f)]
+    same = len(rows) == len(want) and all(
+        g[:4] == w[:4] and abs(g[4] - w[4]) <= 0.0015 and g[5:] == w[5:]
+        for g, w in zip(rows, want))
+    check(same and want, f"profile.db's curves are causal.csv's ({rows[:2]} against "
+          f"{want[:2]})")
+    raws = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(rundir, "raw")) for f in fs]
+    exps = sum(open(r).read().count("experiment\t") for r in raws)
+    n = db.execute("SELECT count(*) FROM experiments").fetchone()[0]
+    check(n == exps, f"profile.db has every experiment ({n} of {exps})")
+    db.close()
+
+
 PROGRAM_C = r"""
 #include <signal.h>
 #include <stdio.h>
@@ -417,6 +445,7 @@ def scenario_program(tmp):
         with open(os.path.join(rundir, "report.txt")) as f:
             report = f.read()
         check("prog.c:" in report, "report.txt ranks lines of prog.c")
+        check_db(rundir)
         r = subprocess.run([KSCOPE, "report", rundir], capture_output=True, text=True)
         check(r.returncode == 0 and r.stdout == report,
               f"kscope report on the run prints report.txt again from the raw files "
