@@ -263,8 +263,8 @@ const struct ks_cmd ks_cmd_view = {
 		"results.  Source files are served from PATH's directory and\n"
 		"--source-dir only.  The page shows the timeline, source hot spots,\n"
 		"memory and compute details, the roofline, sampled profiles, memory\n"
-		"findings and predictions, whichever the data has.  Nothing is\n"
-		"written.\n"
+		"findings, predictions and causal speedup curves, whichever the data\n"
+		"has.  Nothing is written.\n"
 		"docs/view.md has the page and the JSON API it uses (POST /api,\n"
 		"WebSocket /ws).",
 	.args = {

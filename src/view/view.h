@@ -9,9 +9,9 @@
  * answer requests concurrently without locks.
  *
  * The imported data is a list of cards (the seed's "cards" or "ranks"):
- * one card per visualize_data.bin, trace, profile, findings report or
- * prediction.  A card carries any of the parts below; its `kinds` bits
- * say which.
+ * one card per visualize_data.bin, trace, profile, findings report,
+ * prediction or causal profile.  A card carries any of the parts below;
+ * its `kinds` bits say which.
  *
  * Requests and responses are JSON texts (docs/view.md, "The API"):
  *
@@ -104,6 +104,7 @@ enum kv_kind {
 				* Perfetto trace kscope wrote */
 	KV_FINDINGS = 1u << 5, /* a memory-tool report */
 	KV_PREDICT  = 1u << 6, /* a kscope predict run */
+	KV_CAUSAL   = 1u << 7, /* a kscope causal run (causal.csv) */
 };
 
 /* A source text the data names: from a 0x01 block, or a file on disk
@@ -148,6 +149,11 @@ struct kv_card {
 				      * Pipe_statistic.csv as objects],
 				      * "instructions": [...rows of
 				      * Instruction_statistic.csv]} */
+	json_t *causal;              /* KV_CAUSAL: {"curves": [...curves of
+				      * causal.csv, in its (rank) order],
+				      * "messages": [...what was wrong with
+				      * the file, each naming it and the
+				      * line]} (view_import_read.c) */
 };
 
 struct ks_view {
@@ -208,7 +214,7 @@ typedef int (*kv_handler)(const struct ks_view *v, json_t *params, json_t **body
 
 struct kv_command {
 	const char *module;   /* "timeline", "source", "roofline", "profile",
-			       * "findings", "predict" */
+			       * "findings", "predict", "causal" */
 	const char *command;  /* "unit/threadTraces" */
 	kv_handler fn;
 };

@@ -22,7 +22,7 @@
 #include "view.h"
 
 static const char *const modules[] = {
-	"timeline", "source", "roofline", "profile", "findings", "predict", NULL,
+	"timeline", "source", "roofline", "profile", "findings", "predict", "causal", NULL,
 };
 
 static const struct kv_command *const tables[] = {
@@ -143,7 +143,7 @@ static void kinds_text(unsigned need, char *buf, size_t size)
 {
 	static const char *const names[] = {
 		"timeline", "source", "details", "roofline", "profile", "findings",
-		"predict",
+		"predict", "causal",
 	};
 	size_t n = 0;
 

@@ -1,8 +1,8 @@
 /*
  * view_api_more.c: the commands of kscope view's API that are not the
  * timeline's or the source view's -- import/action (the cards), the
- * roofline charts, the sampled profile's reports, the memory findings
- * and the prediction (docs/view.md).
+ * roofline charts, the sampled profile's reports, the memory findings,
+ * the prediction and the causal profile's curves (docs/view.md).
  *
  * The profile reports are the ones `kscope report --format json` prints:
  * ks_report_flat/tree/threads/counters write their JSON into a memory
@@ -25,6 +25,7 @@
 
 static const char *const kind_names[] = {
 	"timeline", "source", "details", "roofline", "profile", "findings", "predict",
+	"causal",
 };
 
 static int import_action(const struct ks_view *v, json_t *params, json_t **body,
@@ -259,7 +260,7 @@ static int profile_counters(const struct ks_view *v, json_t *params, json_t **bo
 }
 
 /* ------------------------------------------------------------------ */
-/* Findings and predictions                                            */
+/* Findings, predictions and causal profiles                           */
 /* ------------------------------------------------------------------ */
 
 static int findings_list(const struct ks_view *v, json_t *params, json_t **body,
@@ -284,6 +285,19 @@ static int predict_summary(const struct ks_view *v, json_t *params, json_t **bod
 	return *body ? 0 : kv_fail(e, "out of memory");
 }
 
+/* The curves of causal.csv as read at import, with what was wrong with
+ * the file (view_import_read.c). */
+static int causal_curves(const struct ks_view *v, json_t *params, json_t **body,
+			 struct kv_reqerr *e)
+{
+	const struct kv_card *c;
+
+	if (kv_param_card(v, params, KV_CAUSAL, &c, e) < 0)
+		return -1;
+	*body = json_deep_copy(c->causal);
+	return *body ? 0 : kv_fail(e, "out of memory");
+}
+
 const struct kv_command kv_more_commands[] = {
 	{ "timeline", "import/action", import_action },
 	{ "roofline", "roofline/charts", roofline_charts },
@@ -293,5 +307,6 @@ const struct kv_command kv_more_commands[] = {
 	{ "profile", "profile/counters", profile_counters },
 	{ "findings", "findings/list", findings_list },
 	{ "predict", "predict/summary", predict_summary },
+	{ "causal", "causal/curves", causal_curves },
 	{ NULL, NULL, NULL },
 };

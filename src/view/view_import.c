@@ -16,10 +16,12 @@
  * and is not read), trace.perfetto-trace (without a profile.db: the
  * timeline of its slices and the profile of its samples, and then a
  * trace.json is not read either), report.json (findings), Pipe_statistic.csv with
- * Instruction_statistic.csv (a prediction) and an op launch's kernel.cl.
+ * Instruction_statistic.csv (a prediction), causal.csv (a causal profile's
+ * curves) and an op launch's kernel.cl.
  * So an op launch is one card with its timing passes, details and
- * roofline, and a predict run one card with its pipe timeline and
- * statistics.  Reading the files is view_import_read.c's job.
+ * roofline, a predict run one card with its pipe timeline and
+ * statistics, and a causal run one card with its curves.  Reading the
+ * files is view_import_read.c's job.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -49,12 +51,12 @@
 #define KV_LOOKS_FOR "visualize_data.bin, trace.json, trace.perfetto-trace, " \
 	"profile.db, report.json (of " \
 	"kscope memcheck, contention or falseshare), Pipe_statistic.csv with " \
-	"Instruction_statistic.csv (of kscope predict)"
+	"Instruction_statistic.csv (of kscope predict), causal.csv (of kscope causal)"
 
 /* Run directory name prefixes, "<command>_<time>_<pid>". */
 static const char *const commands[] = {
 	"op", "simulate", "predict", "sample", "memcheck", "contention", "falseshare",
-	"merge", "tune", "calibrate", "pack", NULL,
+	"merge", "tune", "calibrate", "pack", "causal", NULL,
 };
 
 void kv_progress(struct kv_import *im, const char *fmt, ...)
@@ -94,6 +96,7 @@ static void dirfiles_free(struct kv_dirfiles *df)
 	free(df->report);
 	free(df->pipes);
 	free(df->instructions);
+	free(df->causal);
 	free(df->kernel_source);
 	memset(df, 0, sizeof *df);
 }
@@ -407,6 +410,8 @@ static int walk(struct kv_import *im, const char *dir, int depth)
 			rc = take(&df.pipes, dir, n);
 		else if (strcmp(n, "Instruction_statistic.csv") == 0)
 			rc = take(&df.instructions, dir, n);
+		else if (strcmp(n, "causal.csv") == 0)
+			rc = take(&df.causal, dir, n);
 		else if (strcmp(n, "kernel.cl") == 0)
 			rc = take(&df.kernel_source, dir, n);
 		if (rc < 0)
@@ -417,13 +422,21 @@ static int walk(struct kv_import *im, const char *dir, int depth)
 		ks_err_set(im->err, rc, "%s: out of memory", dir);
 		goto out;
 	}
+	if (df.causal && df.profile) {
+		/* a kscope causal run's profile.db holds its experiments and
+		 * curves as tables of its own, not samples: causal.csv has
+		 * what the page shows */
+		free(df.profile);
+		df.profile = NULL;
+	}
 	if (!(df.pipes && df.instructions)) {
 		/* one without the other is not a prediction kscope wrote */
 		free(df.pipes);
 		free(df.instructions);
 		df.pipes = df.instructions = NULL;
 	}
-	if (df.vizbin || df.trace || df.perfetto || df.profile || df.report || df.pipes) {
+	if (df.vizbin || df.trace || df.perfetto || df.profile || df.report || df.pipes ||
+	    df.causal) {
 		rc = make_card(im, dir, NULL, &df);
 		if (rc < 0)
 			goto out;
@@ -758,6 +771,7 @@ void kv_card_clear(struct kv_card *c)
 	}
 	json_decref(c->findings);
 	json_decref(c->predict);
+	json_decref(c->causal);
 	memset(c, 0, sizeof *c);
 }
 

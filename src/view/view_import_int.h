@@ -25,6 +25,10 @@
 /* At most this many source files are read from disk per card, so that a
  * profile naming every header of a large program stays bounded. */
 #define KV_MAX_DISK_SOURCES 512
+/* At most this many curves of a causal.csv are read (the first, the best
+ * ranked): the page draws a panel for each, and past a few hundred no one
+ * reads them.  The card's messages say when the file had more. */
+#define KV_MAX_CAUSAL_CURVES 500
 
 /* The import's state while cards are made. */
 struct kv_import {
@@ -52,11 +56,13 @@ struct kv_dirfiles {
 	char *report;        /* report.json of a memory tool */
 	char *pipes;         /* Pipe_statistic.csv */
 	char *instructions;  /* Instruction_statistic.csv */
+	char *causal;        /* causal.csv of kscope causal */
 	char *kernel_source; /* kernel.cl of a kscope op launch */
 };
 
 /* Reads everything df names into card c (whose id, path and command are
- * already set): blocks, timeline, profile, findings, predictions, then
+ * already set): blocks, timeline, profile, findings, predictions, causal
+ * curves, then
  * the source files the data names.  0, or a negative code with im->err
  * naming the file and the problem. */
 int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfiles *df);

@@ -2,8 +2,13 @@
  * view_import_read.c: reading the files of one directory into a card --
  * a visualize_data.bin's blocks, a trace.json, a Perfetto trace kscope
  * wrote (view_perfetto.c reads it), a memory tool's
- * report.json, kscope predict's two CSV files -- and then the source
- * files the data names.
+ * report.json, kscope predict's two CSV files, kscope causal's
+ * causal.csv -- and then the source files the data names.
+ *
+ * A causal.csv that is not what kscope causal writes (another header, a
+ * field that is not a number, a row of the wrong length) still makes its
+ * card: what is wrong goes into the card's messages, each naming the file
+ * and the line, and the rows that could be read are shown.
  *
  * A container is mapped by its reader and read in place: the 0x02 trace
  * goes straight from the mapping into the timeline, and JSON payloads are
@@ -509,10 +514,13 @@ static char *csv_field(const char **p, const char *end, bool *eol)
 			return NULL;
 	out[n] = '\0';
 	*eol = s >= end || *s != ',';
-	if (s < end && *s == '\r')
+	if (s < end && *s == '\r') {
+		s++; /* CR LF or a bare CR ends the record */
+		if (s < end && *s == '\n')
+			s++;
+	} else if (s < end) {
 		s++;
-	if (s < end)
-		s++;
+	}
 	*p = s;
 	return out;
 }
@@ -628,6 +636,359 @@ static int read_predict(struct kv_import *im, struct kv_card *c,
 }
 
 /* ------------------------------------------------------------------ */
+/* kscope causal's causal.csv                                          */
+/* ------------------------------------------------------------------ */
+
+/* The columns of causal.csv the page shows (src/causal/causal_post.c
+ * writes them, in this order; docs/causal.md, "Outputs").  They are found
+ * by their names in the header, and other columns are left alone, so that
+ * a kscope causal that writes more columns is still read. */
+enum {
+	CC_POINT, CC_FILE, CC_LINE, CC_LINE_PCT, CC_PROGRAM_PCT, CC_LOW, CC_HIGH,
+	CC_EXPERIMENTS, CC_VISITS, CC_EFFECTIVE, CC_NCOLS
+};
+
+static const char *const causal_cols[CC_NCOLS] = {
+	"point", "file", "line", "line_speedup_pct", "program_speedup_pct",
+	"ci_low_pct", "ci_high_pct", "experiments", "visits", "effective_s",
+};
+
+/* Problems listed one by one in the card's messages; the others are
+ * counted in one last message. */
+#define KV_MAX_CAUSAL_MESSAGES 20
+/* Fields of a record kept (the rest are counted): the header's columns
+ * must be among the first so many. */
+#define KV_MAX_CAUSAL_FIELDS 256
+
+/* The state of one causal.csv's reading. */
+struct causal_read {
+	const char *path;
+	size_t nheader;          /* fields of the header, which every row has */
+	size_t col[CC_NCOLS];    /* where each of causal_cols is in a row */
+	json_t *curves;          /* the result's "curves" */
+	json_t *messages;        /* the result's "messages" */
+	size_t problems;         /* every problem, listed or not */
+	size_t ncurves;          /* curves in the file, read or past the cap */
+	json_t *curve;           /* the curve being read (owned by curves) */
+	char *point, *file;      /* its key, as the file has it (malloc'd) */
+	long long line;
+	double impact_sum;       /* its program speedups where the line's > 0 */
+	size_t impact_n;
+};
+
+/* Adds "PATH: line N: ..." to the messages (control characters, which a
+ * quoted field may hold, made spaces by ks_err_set).  -ENOMEM or 0. */
+static int causal_problem(struct causal_read *cr, size_t line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int causal_problem(struct causal_read *cr, size_t line, const char *fmt, ...)
+{
+	struct ks_err e;
+	char what[768];
+	va_list ap;
+
+	if (cr->problems++ >= KV_MAX_CAUSAL_MESSAGES)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	ks_err_set(&e, -EINVAL, "%s: line %zu: %s", cr->path, line, what);
+	return json_array_append_new(cr->messages, ks_json_text(e.msg)) < 0 ? -ENOMEM : 0;
+}
+
+/* A field of the number columns: a finite number, the whole field.  An
+ * empty field is NULL (unknown) where empty_ok, else a problem. */
+static bool causal_number(const char *s, bool empty_ok, json_t **out)
+{
+	char *end;
+	double d;
+
+	*out = NULL;
+	if (!*s)
+		return empty_ok;
+	if (*s == ' ' || *s == '\t')
+		return false;
+	d = strtod(s, &end);
+	if (*end || !isfinite(d))
+		return false;
+	*out = json_real(d);
+	return true;
+}
+
+/* A field of the count columns: a whole number of at least lo. */
+static bool causal_count(const char *s, long long lo, json_t **out)
+{
+	char *end;
+	long long v;
+
+	*out = NULL;
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || errno || v < lo)
+		return false;
+	*out = json_integer(v);
+	return true;
+}
+
+/* The curve read so far gets its impact: the mean program speedup of its
+ * points above 0% (null when it has none). */
+static int causal_end_curve(struct causal_read *cr)
+{
+	int rc = 0;
+
+	if (cr->curve && json_object_set_new(cr->curve, "impact_pct", cr->impact_n ?
+					     json_real(cr->impact_sum / (double)cr->impact_n) :
+					     json_null()) < 0)
+		rc = -ENOMEM;
+	cr->curve = NULL;
+	return rc;
+}
+
+/* One data row (row: its fields, as many as the header's) at line:
+ * checked, then added to its curve, a new curve when the point, file or
+ * line changes.  Past KV_MAX_CAUSAL_CURVES curves, rows are checked and
+ * their curves counted, not kept. */
+static int causal_row(struct causal_read *cr, char **row, size_t line)
+{
+	json_t *v[CC_NCOLS] = { NULL }, *pt;
+	const char *f[CC_NCOLS];
+	long long ln;
+	int rc = 0;
+
+	for (unsigned i = 0; i < CC_NCOLS; i++)
+		f[i] = row[cr->col[i]];
+	for (unsigned i = CC_LINE; i < CC_NCOLS; i++) {
+		bool ok;
+		const char *want;
+
+		switch (i) {
+		case CC_LINE:
+			ok = causal_count(f[i], 1, &v[i]);
+			want = "a line number (1 or more)";
+			break;
+		case CC_EXPERIMENTS: case CC_VISITS:
+			ok = causal_count(f[i], 0, &v[i]);
+			want = "a whole number (0 or more)";
+			break;
+		case CC_LOW: case CC_HIGH:
+			ok = causal_number(f[i], true, &v[i]);
+			want = "a number, or nothing (unknown)";
+			break;
+		default:
+			ok = causal_number(f[i], false, &v[i]);
+			want = "a number";
+			break;
+		}
+		if (!ok) {
+			rc = causal_problem(cr, line, "%s is \"%.60s\"; %s is expected (the row is "
+					    "left out)", causal_cols[i], f[i], want);
+			goto out;
+		}
+		if (!v[i] && f[i][0]) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+
+	ln = json_integer_value(v[CC_LINE]);
+	if (!cr->point || ln != cr->line || strcmp(f[CC_POINT], cr->point) != 0 ||
+	    strcmp(f[CC_FILE], cr->file) != 0) {
+		rc = causal_end_curve(cr);
+		if (rc < 0)
+			goto out;
+		free(cr->point);
+		free(cr->file);
+		cr->point = strdup(f[CC_POINT]);
+		cr->file = strdup(f[CC_FILE]);
+		cr->line = ln;
+		cr->impact_sum = 0;
+		cr->impact_n = 0;
+		if (!cr->point || !cr->file) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (++cr->ncurves > KV_MAX_CAUSAL_CURVES)
+			goto out; /* counted, not kept: a message says how many */
+		/* impact_pct is set when the curve ends (causal_end_curve) */
+		cr->curve = json_pack("{s:o*,s:o*,s:I,s:n,s:o}", "point",
+				      ks_json_text(f[CC_POINT]), "file", ks_json_text(f[CC_FILE]),
+				      "line", (json_int_t)ln, "impact_pct", "points", json_array());
+		if (!cr->curve || !json_object_get(cr->curve, "point") ||
+		    !json_object_get(cr->curve, "file") ||
+		    json_array_append_new(cr->curves, cr->curve) < 0) {
+			cr->curve = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if (!cr->curve)
+		goto out; /* a curve past the cap */
+	if (json_real_value(v[CC_LINE_PCT]) > 0) {
+		cr->impact_sum += json_real_value(v[CC_PROGRAM_PCT]);
+		cr->impact_n++;
+	}
+	pt = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+		       "line_speedup_pct", v[CC_LINE_PCT],
+		       "program_speedup_pct", v[CC_PROGRAM_PCT],
+		       "ci_low_pct", v[CC_LOW] ? v[CC_LOW] : json_null(),
+		       "ci_high_pct", v[CC_HIGH] ? v[CC_HIGH] : json_null(),
+		       "experiments", v[CC_EXPERIMENTS], "visits", v[CC_VISITS],
+		       "effective_s", v[CC_EFFECTIVE]);
+	if (!pt || json_array_append_new(json_object_get(cr->curve, "points"), pt) < 0)
+		rc = -ENOMEM;
+out:
+	for (unsigned i = 0; i < CC_NCOLS; i++)
+		json_decref(v[i]);
+	return rc;
+}
+
+/* Checks the header (line 1; f holds its first fields, nf counts them
+ * all): 0 when it has every column of causal_cols (their places noted),
+ * 1 when not (a message says so), -ENOMEM. */
+static int causal_header(struct causal_read *cr, char **f, size_t nf)
+{
+	char got[200], lacks[200];
+	size_t n = 0, m = 0, kept = nf < KV_MAX_CAUSAL_FIELDS ? nf : KV_MAX_CAUSAL_FIELDS;
+
+	cr->nheader = nf;
+	lacks[0] = '\0';
+	for (size_t c = 0; c < CC_NCOLS; c++) {
+		size_t i = 0;
+
+		while (i < kept && strcmp(f[i], causal_cols[c]) != 0)
+			i++;
+		cr->col[c] = i;
+		if (i == kept && m < sizeof lacks) {
+			int k = snprintf(lacks + m, sizeof lacks - m, "%s%s", m ? ", " : "",
+					 causal_cols[c]);
+
+			m += k > 0 ? (size_t)k : 0;
+		}
+	}
+	if (!lacks[0])
+		return 0;
+	got[0] = '\0';
+	for (size_t i = 0; i < kept && n < sizeof got; i++) {
+		int k = snprintf(got + n, sizeof got - n, "%s%s", i ? "," : "", f[i]);
+
+		n += k > 0 ? (size_t)k : 0;
+	}
+	if (causal_problem(cr, 1, "the header is \"%.120s%s\", without %.200s; kscope "
+			   "causal's has point,file,line,line_speedup_pct,program_speedup_pct,"
+			   "ci_low_pct,ci_high_pct,experiments,visits,effective_s (no curve is "
+			   "read)", got, n > 120 ? "..." : "", lacks) < 0)
+		return -ENOMEM;
+	return 1;
+}
+
+/* Reads text (len bytes, a causal.csv) into cr's curves and messages. */
+static int causal_parse(struct causal_read *cr, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len, *counted = text;
+	char *f[KV_MAX_CAUSAL_FIELDS];
+	size_t line = 1;
+	bool header = true;
+	int rc = 0;
+
+	while (p < end && rc == 0) {
+		size_t nf = 0;
+		bool eol = false;
+
+		/* the physical line the record starts on (a quoted field
+		 * may hold line breaks) */
+		for (; counted < p; counted++)
+			if (*counted == '\n')
+				line++;
+		if (*p == '\n' || *p == '\r') { /* a blank line */
+			p++;
+			continue;
+		}
+		while (!eol) {
+			char *x = csv_field(&p, end, &eol);
+
+			if (!x) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (nf < KV_MAX_CAUSAL_FIELDS)
+				f[nf] = x;
+			else
+				free(x);
+			nf++;
+		}
+		if (rc == 0 && header) {
+			rc = causal_header(cr, f, nf);
+			header = false;
+		} else if (rc == 0 && nf != cr->nheader) {
+			rc = causal_problem(cr, line, "%zu field%s, where the header has %zu (the "
+					    "row is left out)", nf, nf == 1 ? "" : "s",
+					    cr->nheader);
+		} else if (rc == 0) {
+			rc = causal_row(cr, f, line);
+		}
+		for (size_t i = 0; i < nf && i < KV_MAX_CAUSAL_FIELDS; i++)
+			free(f[i]);
+	}
+	if (rc == 0 && header)
+		return causal_problem(cr, 1, "the file is empty; kscope causal writes a header "
+				      "line first");
+	if (rc == 0)
+		rc = causal_end_curve(cr);
+	return rc > 0 ? 0 : rc;
+}
+
+static int read_causal(struct kv_import *im, struct kv_card *c, const char *path)
+{
+	struct causal_read cr = { .path = path };
+	struct ks_err e = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	cr.curves = json_array();
+	cr.messages = json_array();
+	if (!cr.curves || !cr.messages) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = ks_read_file_at(AT_FDCWD, path, O_NOFOLLOW, KV_MAX_TEXT_FILE, &text, &len, &e);
+	if (rc == -ENOMEM)
+		goto out;
+	if (rc < 0) {
+		/* the card is still made, with the reason it has no curves */
+		rc = json_array_append_new(cr.messages, ks_json_text(e.msg)) < 0 ? -ENOMEM : 0;
+		cr.problems++;
+	} else {
+		kv_progress(im, "reading %s (%.1f MB)", path, (double)len / 1e6);
+		rc = causal_parse(&cr, text, len);
+	}
+	if (rc == 0 && cr.problems > KV_MAX_CAUSAL_MESSAGES) {
+		ks_err_set(&e, -EINVAL, "%s: %zu more problems not listed", path,
+			   cr.problems - KV_MAX_CAUSAL_MESSAGES);
+		rc = json_array_append_new(cr.messages, ks_json_text(e.msg)) < 0 ? -ENOMEM : 0;
+	}
+	if (rc == 0 && cr.ncurves > KV_MAX_CAUSAL_CURVES) {
+		ks_err_set(&e, -EINVAL, "%s: %zu curves; the first %d (the best ranked) are "
+			   "shown", path, cr.ncurves, KV_MAX_CAUSAL_CURVES);
+		rc = json_array_append_new(cr.messages, ks_json_text(e.msg)) < 0 ? -ENOMEM : 0;
+	}
+	if (rc == 0) {
+		c->causal = json_pack("{s:O,s:O}", "curves", cr.curves, "messages", cr.messages);
+		if (!c->causal)
+			rc = -ENOMEM;
+	}
+out:
+	json_decref(cr.curves);
+	json_decref(cr.messages);
+	free(cr.point);
+	free(cr.file);
+	free(text);
+	return rc < 0 ? ks_err_set(im->err, rc, "%s: out of memory", path) : 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* The card                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -693,6 +1054,8 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 		rc = 0;
 	if (rc == 0 && df->pipes && df->instructions)
 		rc = read_predict(im, c, df);
+	if (rc == 0 && df->causal)
+		rc = read_causal(im, c, df->causal);
 	if (rc == 0 && df->kernel_source) {
 		/* op's trace names the kernel's source as "kernel.cl" */
 		char *text = NULL;
@@ -730,12 +1093,15 @@ int kv_card_fill(struct kv_import *im, struct kv_card *c, const struct kv_dirfil
 		c->kinds |= KV_FINDINGS;
 	if (c->predict)
 		c->kinds |= KV_PREDICT;
+	if (c->causal)
+		c->kinds |= KV_CAUSAL;
 
 	if (!c->command[0]) {
 		/* no run directory name: what the files say */
 		const char *cmd = c->findings ? json_string_value(json_object_get(c->findings,
 									       "analysis"))
 			: c->profile ? "sample" : c->predict ? "predict"
+			: c->causal ? "causal"
 			: c->block[KS_VB_BASE_INFO] ? "op"
 			: c->block[KS_VB_API_FILES] ? "simulate" : NULL;
 

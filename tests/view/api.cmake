@@ -5,6 +5,8 @@
 #   view/api             api_test.py: every command on the bundled sample
 #                        results (tests/view/samples), over the real server,
 #                        and each one's errors
+#   view/api_causal      causal_test.py: causal/curves on a fresh kscope
+#                        causal run, and on malformed copies of its CSV
 add_executable(view_request_driver ${CMAKE_CURRENT_SOURCE_DIR}/view_request_driver.c)
 target_link_libraries(view_request_driver PRIVATE ks_view)
 
@@ -25,3 +27,14 @@ add_test(NAME view/api_perfetto
                  $<TARGET_FILE:kscope> $<TARGET_FILE:view_request_driver>
                  ${CMAKE_BINARY_DIR}/examples/sample)
 set_tests_properties(view/api_perfetto PROPERTIES TIMEOUT 180)
+
+# view/api_causal: causal_test.py, a fresh kscope causal run of
+# examples/causal/balance.c: causal/curves against causal.csv field by
+# field, its errors, and malformed copies of causal.csv (messages naming
+# the file and the line).
+add_test(NAME view/api_causal
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/causal_test.py
+                 $<TARGET_FILE:kscope> $<TARGET_FILE:view_request_driver>
+                 ${PROJECT_SOURCE_DIR}/examples/causal ${PROJECT_SOURCE_DIR}/include
+                 ${CMAKE_CURRENT_SOURCE_DIR}/samples)
+set_tests_properties(view/api_causal PROPERTIES TIMEOUT 180)

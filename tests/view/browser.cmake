@@ -6,6 +6,11 @@
 #                        burn_sleep (tests/sample/store) with both timers
 #                        and counters: the timers shown apart, each cell
 #                        the API's and kscope report's value
+#   view/browser_causal  causal_test.py: the Causal tab of a fresh kscope
+#                        causal run of examples/causal/balance.c: one
+#                        chart per curve, its points where their values
+#                        fall, each table cell causal.csv's value; a
+#                        malformed causal.csv's message shown
 # It drives Debian's /usr/bin/chromium through Debian's ChromeDriver
 # (/usr/bin/chromedriver) with Debian's Selenium (python3-selenium), so it
 # runs under Debian's own interpreter, /usr/bin/python3, whatever python3
@@ -16,7 +21,7 @@
 set(KS_DEBIAN_PYTHON /usr/bin/python3)
 
 if(NOT EXISTS ${KS_DEBIAN_PYTHON})
-  foreach(t view/browser view/browser_clocks)
+  foreach(t view/browser view/browser_clocks view/browser_causal)
     add_test(NAME ${t}
              COMMAND ${CMAKE_COMMAND} -E echo
                      "${KS_DEBIAN_PYTHON} is missing; run scripts/install-deps.sh")
@@ -38,3 +43,11 @@ add_test(NAME view/browser_clocks
                  --burn $<TARGET_FILE:ks_burn_sleep>
                  --artifacts ${CMAKE_BINARY_DIR}/test-artifacts/view)
 set_tests_properties(view/browser_clocks PROPERTIES TIMEOUT 180)
+
+add_test(NAME view/browser_causal
+         COMMAND ${KS_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/browser/causal_test.py
+                 --kscope $<TARGET_FILE:kscope>
+                 --examples ${PROJECT_SOURCE_DIR}/examples/causal
+                 --include ${PROJECT_SOURCE_DIR}/include
+                 --artifacts ${CMAKE_BINARY_DIR}/test-artifacts/view)
+set_tests_properties(view/browser_causal PROPERTIES TIMEOUT 180)

@@ -55,8 +55,11 @@ KS_CRT_TLS struct ks_crt_thread ks_crt_self;
  * below, the next experiments last twice as long, as coz's do. */
 #define MIN_VISITS 5
 #define MAX_GROWTH 64        /* times the first length, at most */
-/* Between experiments, so that the threads pay the delays still owed. */
+/* Between experiments. */
 #define COOLDOWN_NS 10000000u
+/* At an experiment's end, the longest the controller waits, in sampling
+ * periods, for every thread to have paid the delays of the experiment. */
+#define CATCH_UP_PERIODS 20
 
 /* ------------------------------------------------------------------ */
 /* The functions wrapped                                               */
@@ -125,11 +128,66 @@ static pthread_key_t sampler_key;
 static _Atomic int sampler_fds[MAX_FDS];
 static _Atomic size_t nsampler_fds;
 
+/* The threads that may owe delays, for the controller to wait on at an
+ * experiment's end: registered when their sampler starts, removed when it
+ * stops (at the thread's end), under a spin lock the controller holds
+ * while it reads them, so that no thread's state goes while being read. */
+#define MAX_THREADS 4096
+static struct ks_crt_thread *registry[MAX_THREADS];
+static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
+
+static void registry_lock_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&registry_lock, memory_order_acquire))
+		;
+}
+
+static void registry_lock_give(void)
+{
+	atomic_flag_clear_explicit(&registry_lock, memory_order_release);
+}
+
+static void registry_set(struct ks_crt_thread *from, struct ks_crt_thread *to)
+{
+	registry_lock_take();
+	for (size_t i = 0; i < MAX_THREADS; i++)
+		if (registry[i] == from) {
+			registry[i] = to;
+			break;
+		}
+	registry_lock_give();
+}
+
+/* Waits until every registered thread not blocked in a wrapped call has
+ * paid up to the global count g, at most `limit` ns; the program ending
+ * stops the wait. */
+static void wait_caught_up(uint64_t g, uint64_t limit)
+{
+	uint64_t end = ks_crt_now_ns() + limit;
+
+	while (!atomic_load(&ks_crt.stop) && ks_crt_now_ns() < end) {
+		bool all = true;
+
+		registry_lock_take();
+		for (size_t i = 0; i < MAX_THREADS && all; i++) {
+			struct ks_crt_thread *t = registry[i];
+
+			all = !t || atomic_load_explicit(&t->blocked, memory_order_relaxed) ||
+			      atomic_load_explicit(&t->local_delay, memory_order_relaxed) >= g;
+		}
+		registry_lock_give();
+		if (all)
+			return;
+		ks_crt_sleep_ns(200000u);
+	}
+}
+
 static void sampler_stop(void *unused)
 {
 	(void)unused;
 	if (!ks_crt_self.sampled)
 		return;
+	registry_set(&ks_crt_self, NULL);
 	ks_crt_self.sampled = false;
 	if (ks_crt_self.perf_fd >= 0) {
 		for (size_t i = 0; i < atomic_load(&nsampler_fds) && i < MAX_FDS; i++)
@@ -210,6 +268,7 @@ static void thread_start_sampling(void)
 	}
 started:
 	ks_crt_self.sampled = true;
+	registry_set(NULL, &ks_crt_self);
 	/* The key's destructor stops the sampler when the thread ends. */
 	pthread_setspecific(sampler_key, &ks_crt_self);
 }
@@ -607,9 +666,14 @@ static void experiment(int64_t line, unsigned speedup)
 		return;
 	}
 	atomic_store_explicit(&ks_crt.selected, -1, memory_order_release);
-	t1 = ks_crt_now_ns();
-	d1 = atomic_load(&ks_crt.global_delay);
 	atomic_store(&ks_crt.sample_delay, 0);
+	d1 = atomic_load(&ks_crt.global_delay);
+	/* The experiment lasts until its delays are paid: a thread that
+	 * still owes them (one woken from a sleep, or between samples) would
+	 * pay them in the next experiment, and this one's effective length
+	 * would count pauses that had not happened yet. */
+	wait_caught_up(d1, CATCH_UP_PERIODS * ks_crt.period_ns);
+	t1 = ks_crt_now_ns();
 
 	r.len = 0;
 	rec_add(&r, "experiment\tline=%" PRId64 "\tspeedup=%u\twall_ns=%" PRIu64

@@ -102,8 +102,11 @@ struct ks_crt_thread {
 	bool sampled;             /* its sampler runs */
 	int perf_fd;              /* its task-clock event, or -1: the POSIX timer */
 	timer_t timer;
-	uint64_t local_delay;     /* ns of delay this thread has paused, or been credited */
+	/* ns of delay this thread has paused, or been credited; atomic: the
+	 * controller reads it at an experiment's end. */
+	_Atomic uint64_t local_delay;
 	uint64_t before_block;    /* the global count when it entered a blocking call */
+	_Atomic bool blocked;     /* in a wrapped call that may block */
 };
 
 extern struct ks_crt ks_crt;
@@ -120,12 +123,14 @@ static inline void ks_crt_pre_block(void)
 {
 	ks_crt_self.before_block = atomic_load_explicit(&ks_crt.global_delay,
 							memory_order_relaxed);
+	atomic_store_explicit(&ks_crt_self.blocked, true, memory_order_relaxed);
 }
 
 /* woken: another thread ended the wait (it paid its delays first), so
  * the delays that accrued meanwhile count as paid. */
 static inline void ks_crt_post_block(bool woken)
 {
+	atomic_store_explicit(&ks_crt_self.blocked, false, memory_order_relaxed);
 	if (woken)
 		ks_crt_self.local_delay += atomic_load_explicit(&ks_crt.global_delay,
 								memory_order_relaxed) -

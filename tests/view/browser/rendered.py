@@ -445,7 +445,7 @@ def check_navigation(run, page, where, cards):
     unknown card is said so in the error bar, naming it."""
     card = cards[-1]
     tabs = [t for t in ('timeline', 'source', 'details', 'roofline', 'profile', 'findings',
-                        'predict') if t in card['kinds']]
+                        'predict', 'causal') if t in card['kinds']]
     cur = page.js('return window.kscopeView.app.tab;')
     target = next((t for t in tabs if t != cur), None)
     if target is not None:

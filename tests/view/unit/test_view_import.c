@@ -5,7 +5,10 @@
  * empty directory, a directory of unrelated files, a symbolic link in
  * PATH, files that are none of the accepted kinds.  Each failure is
  * checked against its exact message.  Also the source rule: only texts
- * the data names are served.
+ * the data names are served.  And kscope causal's causal.csv: its curves,
+ * and a malformed one (another header, a cell that is not a number, a row
+ * of the wrong length, too many curves or problems) still a card, with
+ * messages naming the file and the line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +33,7 @@
 	"links) for visualize_data.bin, trace.json, trace.perfetto-trace, profile.db, " \
 	"report.json (of kscope " \
 	"memcheck, contention or falseshare), Pipe_statistic.csv with " \
-	"Instruction_statistic.csv (of kscope predict)"
+	"Instruction_statistic.csv (of kscope predict), causal.csv (of kscope causal)"
 #define ACCEPTS "kscope view accepts a run directory of a kscope command, a " \
 	"visualize_data.bin, a Chrome trace JSON (an object with \"traceEvents\" or an " \
 	"array of events), a Perfetto trace written by kscope (.perfetto-trace), a " \
@@ -399,6 +402,228 @@ static void odd_blocks(void **state)
 	free(dir);
 }
 
+/* ------------------------------------------------------------------ */
+/* causal.csv                                                          */
+/* ------------------------------------------------------------------ */
+
+#define CAUSAL_HEADER "point,file,line,line_speedup_pct,program_speedup_pct,ci_low_pct," \
+	"ci_high_pct,experiments,visits,effective_s"
+
+/* Imports a directory holding causal.csv with text; returns the view
+ * (one card, KV_CAUSAL) and sets *path to the file's path. */
+static struct ks_view *import_causal(const char *dir, const char *text, char **path)
+{
+	struct ks_view *v = NULL;
+	struct ks_err err = { 0 };
+
+	*path = path_in(dir, "causal.csv");
+	ks_test_write_file(*path, text, 0644);
+	assert_int_equal(ks_view_import(dir, NULL, &v, NULL, &err), 0);
+	assert_int_equal(v->ncards, 1);
+	assert_int_equal(v->cards[0].kinds, KV_CAUSAL);
+	assert_string_equal(v->cards[0].command, "causal");
+	return v;
+}
+
+static json_t *causal_curves(const struct ks_view *v)
+{
+	return json_object_get(v->cards[0].causal, "curves");
+}
+
+/* The card's messages: exactly want (n of them). */
+static void expect_messages(const struct ks_view *v, const char *const *want, size_t n)
+{
+	json_t *m = json_object_get(v->cards[0].causal, "messages");
+
+	assert_int_equal(json_array_size(m), n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(json_string_value(json_array_get(m, i)), want[i]);
+}
+
+static double point_num(json_t *curve, size_t k, const char *key)
+{
+	return json_number_value(json_object_get(json_array_get(json_object_get(curve, "points"),
+								 k), key));
+}
+
+static void causal_csv(void **state)
+{
+	char *dir = ks_test_tmpdir(), *p;
+	struct ks_view *v;
+	json_t *c, *pt;
+	char *r;
+
+	(void)state;
+	/* two curves; a quoted file name with a comma and a line break; an
+	 * unknown interval; CR LF line ends; a column kscope view does not
+	 * know (left alone) */
+	v = import_causal(dir, CAUSAL_HEADER ",function\r\n"
+			  "round,\"/src/a,\nb.c\",12,0,0.000,-1.500,2.250,10,100,1.000000,f\r\n"
+			  "round,\"/src/a,\nb.c\",12,50,20.000,,30.500,4,50,0.400000,f\r\n"
+			  "round,\"/src/a,\nb.c\",12,100,30.000,25.000,35.000,4,60,0.300000,f\r\n"
+			  "round,/src/c.c,7,0,0.000,-1.500,2.250,10,100,1.000000,\r\n"
+			  "round,/src/c.c,7,50,-0.500,-3.000,1.000,2,20,0.200000,\r\n", &p);
+	expect_messages(v, NULL, 0);
+	assert_int_equal(json_array_size(causal_curves(v)), 2);
+	c = json_array_get(causal_curves(v), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "point")), "round");
+	assert_string_equal(json_string_value(json_object_get(c, "file")), "/src/a,\nb.c");
+	assert_int_equal(json_integer_value(json_object_get(c, "line")), 12);
+	assert_true(json_real_value(json_object_get(c, "impact_pct")) == 25.0);
+	assert_int_equal(json_array_size(json_object_get(c, "points")), 3);
+	assert_true(point_num(c, 0, "ci_low_pct") == -1.5);
+	assert_true(point_num(c, 0, "ci_high_pct") == 2.25);
+	assert_true(point_num(c, 1, "line_speedup_pct") == 50);
+	assert_true(point_num(c, 1, "program_speedup_pct") == 20);
+	pt = json_array_get(json_object_get(c, "points"), 1);
+	assert_true(json_is_null(json_object_get(pt, "ci_low_pct")));
+	assert_int_equal(json_integer_value(json_object_get(pt, "experiments")), 4);
+	assert_int_equal(json_integer_value(json_object_get(pt, "visits")), 50);
+	assert_true(point_num(c, 2, "effective_s") == 0.3);
+	c = json_array_get(causal_curves(v), 1);
+	assert_string_equal(json_string_value(json_object_get(c, "file")), "/src/c.c");
+	assert_true(json_real_value(json_object_get(c, "impact_pct")) == -0.5);
+	r = request(v, "{\"id\":1,\"type\":\"request\",\"moduleName\":\"causal\","
+		    "\"command\":\"causal/curves\",\"params\":{}}");
+	assert_non_null(strstr(r, "\"result\":true"));
+	assert_non_null(strstr(r, "\"impact_pct\":25.0"));
+	free(r);
+	r = request(v, "{\"id\":1,\"type\":\"request\",\"moduleName\":\"predict\","
+		    "\"command\":\"predict/summary\",\"params\":{}}");
+	assert_non_null(strstr(r, "\"the imported data has no predict data\""));
+	free(r);
+	ks_view_free(v);
+	free(p);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
+static void causal_csv_malformed(void **state)
+{
+	char *dir = ks_test_tmpdir(), *p, want[3][1024];
+	const char *w[3] = { want[0], want[1], want[2] };
+	struct ks_view *v;
+	char *r;
+
+	(void)state;
+	/* another header: a card without curves, and why */
+	v = import_causal(dir, "point,file,line,speedup\nround,/a.c,1,0\n", &p);
+	snprintf(want[0], sizeof want[0], "%s: line 1: the header is \"point,file,line,"
+		 "speedup\", without line_speedup_pct, program_speedup_pct, ci_low_pct, "
+		 "ci_high_pct, experiments, visits, effective_s; kscope causal's has point,file,"
+		 "line,line_speedup_pct,program_speedup_pct,ci_low_pct,ci_high_pct,experiments,"
+		 "visits,effective_s (no curve is read)", p);
+	expect_messages(v, w, 1);
+	assert_int_equal(json_array_size(causal_curves(v)), 0);
+	r = request(v, "{\"id\":1,\"type\":\"request\",\"moduleName\":\"causal\","
+		    "\"command\":\"causal/curves\",\"params\":{\"cardId\":\"nope\"}}");
+	assert_non_null(strstr(r, "\"params.cardId \\\"nope\\\" is no card here; cards with "));
+	free(r);
+	ks_view_free(v);
+	free(p);
+
+	/* a cell that is not a number, a row of the wrong length, a blank
+	 * line (skipped): those rows are left out, the others read */
+	v = import_causal(dir, CAUSAL_HEADER "\n"
+			  "round,/a.c,3,0,0.000,-1.000,1.000,10,100,1.000000\n"
+			  "round,/a.c,3,50,abc,-1.000,1.000,10,100,1.000000\n"
+			  "\n"
+			  "round,/a.c,3,50,12.000,1.000\n"
+			  "round,/a.c,3,100,40.000,30.000,50.000,3,30,0.300000\n", &p);
+	snprintf(want[0], sizeof want[0], "%s: line 3: program_speedup_pct is \"abc\"; a "
+		 "number is expected (the row is left out)", p);
+	snprintf(want[1], sizeof want[1], "%s: line 5: 6 fields, where the header has 10 "
+		 "(the row is left out)", p);
+	expect_messages(v, w, 2);
+	assert_int_equal(json_array_size(causal_curves(v)), 1);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(causal_curves(v), 0),
+							 "points")), 2);
+	assert_true(json_real_value(json_object_get(json_array_get(causal_curves(v), 0),
+						    "impact_pct")) == 40.0);
+	ks_view_free(v);
+	free(p);
+
+	/* counts and line numbers that are not whole numbers */
+	v = import_causal(dir, CAUSAL_HEADER "\n"
+			  "round,/a.c,0,0,0,,,1,1,1\n"
+			  "round,/a.c,1,0,0,,,-1,1,1\n"
+			  "round,/a.c,1,0,0,x,,1,1,1\n", &p);
+	snprintf(want[0], sizeof want[0], "%s: line 2: line is \"0\"; a line number (1 or "
+		 "more) is expected (the row is left out)", p);
+	snprintf(want[1], sizeof want[1], "%s: line 3: experiments is \"-1\"; a whole number "
+		 "(0 or more) is expected (the row is left out)", p);
+	snprintf(want[2], sizeof want[2], "%s: line 4: ci_low_pct is \"x\"; a number, or "
+		 "nothing (unknown) is expected (the row is left out)", p);
+	expect_messages(v, w, 3);
+	assert_int_equal(json_array_size(causal_curves(v)), 0);
+	ks_view_free(v);
+	free(p);
+
+	/* empty; an unterminated quote takes the rest of the file */
+	v = import_causal(dir, "", &p);
+	snprintf(want[0], sizeof want[0], "%s: line 1: the file is empty; kscope causal "
+		 "writes a header line first", p);
+	expect_messages(v, w, 1);
+	ks_view_free(v);
+	free(p);
+	v = import_causal(dir, CAUSAL_HEADER "\n\"round,/a.c,1,0,0,,,1,1,1\n", &p);
+	snprintf(want[0], sizeof want[0], "%s: line 2: 1 field, where the header has 10 (the "
+		 "row is left out)", p);
+	expect_messages(v, w, 1);
+	ks_view_free(v);
+	free(p);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
+/* Past 500 curves and 20 problems, the rest are counted, not kept. */
+static void causal_csv_caps(void **state)
+{
+	char *dir = ks_test_tmpdir(), *p, want[2][1024], row[128];
+	const char *w[2] = { want[0], want[1] };
+	size_t cap = 64 << 10, n = 0;
+	char *text = malloc(cap);
+	struct ks_view *v;
+	json_t *m;
+
+	(void)state;
+	assert_non_null(text);
+	n += (size_t)snprintf(text, cap, "%s\n", CAUSAL_HEADER);
+	for (int i = 1; i <= 501; i++) {
+		snprintf(row, sizeof row, "p,/a.c,%d,0,0,,,1,1,1\np,/a.c,%d,50,%d,,,1,1,1\n",
+			 i, i, i);
+		assert_true(n + strlen(row) < cap);
+		memcpy(text + n, row, strlen(row) + 1);
+		n += strlen(row);
+	}
+	v = import_causal(dir, text, &p);
+	snprintf(want[0], sizeof want[0], "%s: 501 curves; the first 500 (the best ranked) "
+		 "are shown", p);
+	expect_messages(v, w, 1);
+	assert_int_equal(json_array_size(causal_curves(v)), 500);
+	assert_true(json_real_value(json_object_get(json_array_get(causal_curves(v), 499),
+						    "impact_pct")) == 500.0);
+	ks_view_free(v);
+	free(p);
+
+	n = (size_t)snprintf(text, cap, "%s\n", CAUSAL_HEADER);
+	for (int i = 1; i <= 25; i++)
+		n += (size_t)snprintf(text + n, cap - n, "p,/a.c,%d,0,zero,,,1,1,1\n", i);
+	v = import_causal(dir, text, &p);
+	m = json_object_get(v->cards[0].causal, "messages");
+	assert_int_equal(json_array_size(m), 21);
+	snprintf(want[0], sizeof want[0], "%s: line 21: program_speedup_pct is \"zero\"; a "
+		 "number is expected (the row is left out)", p);
+	assert_string_equal(json_string_value(json_array_get(m, 19)), want[0]);
+	snprintf(want[1], sizeof want[1], "%s: 5 more problems not listed", p);
+	assert_string_equal(json_string_value(json_array_get(m, 20)), want[1]);
+	ks_view_free(v);
+	free(p);
+	free(text);
+	ks_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +636,9 @@ int main(void)
 		cmocka_unit_test(other_files),
 		cmocka_unit_test(predict_csv),
 		cmocka_unit_test(odd_blocks),
+		cmocka_unit_test(causal_csv),
+		cmocka_unit_test(causal_csv_malformed),
+		cmocka_unit_test(causal_csv_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

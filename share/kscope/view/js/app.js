@@ -12,6 +12,7 @@ import { RooflineView } from './roofline.js';
 import { ProfileView } from './profile.js';
 import { FindingsView } from './findings.js';
 import { PredictView } from './predict.js';
+import { CausalView } from './causal.js';
 
 const VIEWS = [
 	{ id: 'timeline', kind: 'timeline', make: (p, a) => new TimelineView(p, a), missing: 'timeline' },
@@ -21,6 +22,7 @@ const VIEWS = [
 	{ id: 'profile', kind: 'profile', make: (p, a) => new ProfileView(p, a), missing: 'sampled profile' },
 	{ id: 'findings', kind: 'findings', make: (p, a) => new FindingsView(p, a), missing: 'memory-analysis findings' },
 	{ id: 'predict', kind: 'predict', make: (p, a) => new PredictView(p, a), missing: 'prediction' },
+	{ id: 'causal', kind: 'causal', make: (p, a) => new CausalView(p, a), missing: 'causal profile' },
 ];
 
 class App {
