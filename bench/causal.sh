@@ -2,7 +2,7 @@
 # kscope causal beside coz, in one run, on the programs of
 # examples/causal/ whose causal profile is known (docs/causal.md):
 #
-#   usage: bench/causal.sh [-r ROUNDS] [-n RUNS]
+#   usage: bench/causal.sh [-r ROUNDS] [-n RUNS] [-t TRIALS]
 #          (BUILD=dir overrides the build directory, default build/)
 #
 # (a) Overhead.  balance (two threads at a barrier) and pipeline (a
@@ -20,15 +20,18 @@
 #     files of runs 1..k; coz: its profile.coz, which it appends to run
 #     after run); after each k, each line's experiments above 0% pooled
 #     against the 0% ones give one figure per line (the same computation
-#     for both tools' records, coz's viewer's); printed: the number of
-#     runs after which the top line is balance.c's line A and stays so.
-#     Target: kscope's at most coz's.
+#     for both tools' records, coz's viewer's); the number of runs after
+#     which the top line is balance.c's line A and stays so (RUNS + 1 when
+#     it never settles).  That number varies from trial to trial (each
+#     run holds a handful of experiments at lines drawn from the
+#     samples), so TRIALS trials (default 5) of each tool are made, and
+#     printed with their median.  Target: kscope's median at most coz's.
 # Exit status: 0 if every run succeeded and every target was met, 1
 # otherwise, 2 for a usage error.
 set -uo pipefail
 
 usage() {
-	echo "usage: bench/causal.sh [-r ROUNDS] [-n RUNS]  (BUILD=dir: build directory)" >&2
+	echo "usage: bench/causal.sh [-r ROUNDS] [-n RUNS] [-t TRIALS]  (BUILD=dir: build directory)" >&2
 	exit 2
 }
 
@@ -37,10 +40,12 @@ BUILD=$(realpath -m "${BUILD:-$ROOT/build}")
 KSCOPE=$BUILD/kscope
 ROUNDS=5
 RUNS=8
+TRIALS=5
 while (($#)); do
 	case $1 in
 	-r) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; ROUNDS=$2; shift ;;
 	-n) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; RUNS=$2; shift ;;
+	-t) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; TRIALS=$2; shift ;;
 	-h | --help) usage ;;
 	*) usage ;;
 	esac
@@ -106,18 +111,23 @@ done
 # ---------------------------------------------------------------------
 # (b) runs to a stable ranking
 # ---------------------------------------------------------------------
-echo "bench: (b) runs to a stable ranking: balance, $RUNS runs under each tool" >&2
-rm -rf "$work/out" "$work/cozrank"
-mkdir -p "$work/cozrank"
-"$KSCOPE" causal -o "$work/out" --runs "$RUNS" -- "$work/balance" "${ARGS[balance]}" \
-	>/dev/null 2>"$work/kscope.err" || { echo "bench:   failed: kscope causal --runs" >&2; nfail=$((nfail + 1)); }
-KS_RUN=$(ls -d "$work"/out/causal_* 2>/dev/null | head -n 1)
-for k in $(seq "$RUNS"); do
-	(cd "$work/cozrank" && coz run --- "$work/balance" "${ARGS[balance]}" >/dev/null 2>&1) ||
-		{ echo "bench:   failed: coz run $k" >&2; nfail=$((nfail + 1)); }
-	cp "$work/cozrank/profile.coz" "$work/cozrank/after_$k.coz" 2>/dev/null
-done
-STABLE=$(python3 - "$KS_RUN" "$work/cozrank" "$RUNS" "$LINE_A" <<'EOF'
+echo "bench: (b) runs to a stable ranking: balance, $TRIALS trials of $RUNS runs under each tool" >&2
+KS_TRIALS=
+COZ_TRIALS=
+LAST_TOPS=
+for trial in $(seq "$TRIALS"); do
+	rm -rf "$work/out" "$work/cozrank"
+	mkdir -p "$work/cozrank"
+	"$KSCOPE" causal -o "$work/out" --runs "$RUNS" -- "$work/balance" "${ARGS[balance]}" \
+		>/dev/null 2>"$work/kscope.err" ||
+		{ echo "bench:   failed: kscope causal --runs" >&2; nfail=$((nfail + 1)); }
+	KS_RUN=$(ls -d "$work"/out/causal_* 2>/dev/null | head -n 1)
+	for k in $(seq "$RUNS"); do
+		(cd "$work/cozrank" && coz run --- "$work/balance" "${ARGS[balance]}" >/dev/null 2>&1) ||
+			{ echo "bench:   failed: coz run $k" >&2; nfail=$((nfail + 1)); }
+		cp "$work/cozrank/profile.coz" "$work/cozrank/after_$k.coz" 2>/dev/null
+	done
+	STABLE=$(python3 - "$KS_RUN" "$work/cozrank" "$RUNS" "$LINE_A" <<'EOF'
 import os, sys
 ks_run, cozdir, runs, line_a = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
@@ -141,7 +151,7 @@ def kscope_records(k):
     with open(os.path.join(ks_run, "lines.tsv")) as f:
         next(f)
         for row in f:
-            i, file, line = row.rstrip("\n").split("\t")
+            i, file, line = row.rstrip("\n").split("\t")[:3]
             names[i] = f"{file}:{line}"
     recs = []
     for j in range(1, k + 1):
@@ -176,15 +186,28 @@ def stable(records_of):
     for k in range(runs):
         if all(right[k:]):
             return k + 1, tops
-    return None, tops
+    return runs + 1, tops
 
 ks, kt = stable(kscope_records)
 cz, ct = stable(coz_records)
 short = lambda t: [os.path.basename(x) if x else "-" for x in t]
-print(ks if ks else "-", cz if cz else "-", " ".join(short(kt)), "|", " ".join(short(ct)))
+print(ks, cz, " ".join(short(kt)), "|", " ".join(short(ct)))
 EOF
 )
-read -r KS_STABLE COZ_STABLE REST <<<"$STABLE"
+	read -r KS_ONE COZ_ONE TOPS <<<"$STABLE"
+	if [[ ! $KS_ONE =~ ^[0-9]+$ || ! $COZ_ONE =~ ^[0-9]+$ ]]; then
+		echo "bench:   failed: trial $trial's rankings could not be computed" >&2
+		nfail=$((nfail + 1))
+		continue
+	fi
+	KS_TRIALS+="$KS_ONE "
+	COZ_TRIALS+="$COZ_ONE "
+	LAST_TOPS=$TOPS
+done
+KS_STABLE=$(tr ' ' '\n' <<<"$KS_TRIALS" | grep . | median)
+COZ_STABLE=$(tr ' ' '\n' <<<"$COZ_TRIALS" | grep . | median)
+KS_STABLE=${KS_STABLE:--}
+COZ_STABLE=${COZ_STABLE:--}
 
 # ---------------------------------------------------------------------
 # Report
@@ -203,9 +226,11 @@ for p in balance pipeline; do
 		"${OV[$p,kscope]}" "${OV[$p,coz]}"
 done
 echo
-echo "(b) Runs of balance until the top line is balance.c:$LINE_A and stays so"
-echo "  kscope causal: ${KS_STABLE:--}   coz: ${COZ_STABLE:--}"
-echo "  top line after each run, kscope | coz: ${REST:-}"
+echo "(b) Runs of balance until the top line is balance.c:$LINE_A and stays so ($TRIALS trials"
+echo "    of $RUNS runs; $((RUNS + 1)): never)"
+echo "  kscope causal: ${KS_TRIALS:--} median $KS_STABLE"
+echo "  coz:           ${COZ_TRIALS:--} median $COZ_STABLE"
+echo "  last trial, top line after each run, kscope | coz: ${LAST_TOPS:-}"
 
 echo
 echo "Targets"
