@@ -19,6 +19,7 @@
  * failed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -567,6 +568,11 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		if (st < 0 && k == 1) {
 			/* Nothing ran: nothing is kept (cli.h's exit 2). */
 			ks_error("%s", err.msg);
+			unlinkat(rd.dirfd, "lines.bin", 0);
+			unlinkat(rd.dirfd, "lines.tsv", 0);
+			unlinkat(rd.dirfd, "variants.tsv", 0);
+			unlinkat(rd.dirfd, "raw/run_1", AT_REMOVEDIR);
+			unlinkat(rd.dirfd, "raw", AT_REMOVEDIR);
 			ks_rundir_discard(&rd);
 			rd_made = false;
 			exit_code = KS_EXIT_USAGE;

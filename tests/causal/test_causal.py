@@ -550,6 +550,24 @@ def scenario_errors(tmp):
         check(not os.path.exists(out) or not os.listdir(out),
               f"{' '.join(args) or os.path.basename(cmd[0])}: no run directory")
     check(a > 0, "the marker lines are found")
+    # A program that cannot start (its ELF interpreter is missing): exit 2,
+    # and the run directory kscope had made is removed, files and all.
+    with open(prog, "rb") as f:
+        elf = f.read()
+    interp = b"/lib64/ld-linux-x86-64.so.2"
+    if interp in elf:
+        broken = os.path.join(tmp, "broken")
+        with open(broken, "wb") as f:
+            f.write(elf.replace(interp, b"/lib64/ld-linux-x86-64.so.9", 1))
+        os.chmod(broken, 0o755)
+        out = os.path.join(tmp, "out-broken")
+        p = subprocess.run([KSCOPE, "causal", "-o", out, "--", broken, "10"],
+                           capture_output=True, text=True)
+        check(p.returncode == 2 and "cannot run" in p.stderr,
+              f"a program that cannot start: exit 2 ({p.returncode}: {p.stderr.strip()[-200:]})")
+        check(not os.path.exists(out) or not os.listdir(out),
+              f"a program that cannot start: no run directory left "
+              f"({os.listdir(out) if os.path.exists(out) else []})")
 
 
 def main():
