@@ -128,9 +128,10 @@ static const struct ks_opt causal_opts[] = {
 /* Checks beyond the option table                                      */
 /* ------------------------------------------------------------------ */
 
-/* --speedups as the runtime takes it: sorted, distinct, 0 first. */
-static int parse_speedups(const char *text, char *out, size_t size, size_t *n,
-			  struct ks_err *err)
+/* --speedups as the runtime takes it: sorted, distinct, 0 first; the
+ * values above 0 also into nonzero (room for 100), *nnonzero of them. */
+static int parse_speedups(const char *text, char *out, size_t size, unsigned *nonzero,
+			  size_t *nnonzero, struct ks_err *err)
 {
 	bool have[101] = { true };     /* 0 always */
 	const char *p = text;
@@ -151,12 +152,13 @@ static int parse_speedups(const char *text, char *out, size_t size, size_t *n,
 		have[v] = true;
 		p = *end ? end + 1 : end;
 	}
-	*n = 0;
+	*nnonzero = 0;
 	out[0] = '\0';
 	for (int v = 0; v <= 100; v++)
 		if (have[v]) {
 			len += (size_t)snprintf(out + len, size - len, "%s%d", len ? "," : "", v);
-			(*n)++;
+			if (v)
+				nonzero[(*nnonzero)++] = (unsigned)v;
 		}
 	return 0;
 }
@@ -469,7 +471,7 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	struct ks_rundir rd = { .dirfd = -1 };
 	struct ks_err err;
 	struct outputs out;
-	size_t nspeedups = 0, nfiles = 0;
+	size_t nfiles = 0;
 	struct ks_causal_scope scope = {
 		.lines = (const char *const *)o->lines.v, .nlines = o->lines.n,
 		.functions = (const char *const *)o->functions.v, .nfunctions = o->functions.n,
@@ -483,7 +485,8 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 	(void)cmd;
 	ks_err_clear(&err);
 	/* Everything is checked before anything is created or launched. */
-	if (parse_speedups(o->speedups, speedups, sizeof(speedups), &nspeedups, &err) ||
+	if (parse_speedups(o->speedups, speedups, sizeof(speedups), plan.nonzero, &plan.nnonzero,
+			   &err) ||
 	    ks_find_program(ps->program[0], &prog, &err) ||
 	    ks_check_dynamic(prog, "kscope causal", "its runtime", &err) ||
 	    ks_causal_lines_read(prog, &scope, &lines, &err)) {
@@ -524,7 +527,7 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 			 "useful intervals)");
 		goto out;
 	}
-	if (nspeedups < 2) {
+	if (plan.nnonzero == 0) {
 		ks_error("option --speedups: give at least one speedup above 0, e.g. 0,25,50");
 		goto out;
 	}
@@ -542,9 +545,6 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 		goto out;
 	}
 	setup = (struct run_setup){ runtime, rd.path, prog, speedups, fixed, o };
-	for (size_t i = 0, n = strlen(speedups); i < n; i++)
-		if ((i == 0 || speedups[i - 1] == ',') && strtoul(speedups + i, NULL, 10))
-			plan.nonzero[plan.nnonzero++] = (unsigned)strtoul(speedups + i, NULL, 10);
 	plan.rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL | 1;
 	if (o->end_to_end)
 		plan.first_whole = 1;

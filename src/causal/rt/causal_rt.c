@@ -122,16 +122,12 @@ static void resolve(void)
 /* ------------------------------------------------------------------ */
 
 static pthread_key_t sampler_key;
-/* The descriptors of the threads' events, for a child made by fork() to
- * close (they count the parent's threads).  Slots are taken once. */
-#define MAX_FDS 4096
-static _Atomic int sampler_fds[MAX_FDS];
-static _Atomic size_t nsampler_fds;
 
-/* The threads that may owe delays, for the controller to wait on at an
- * experiment's end: registered when their sampler starts, removed when it
- * stops (at the thread's end), under a spin lock the controller holds
- * while it reads them, so that no thread's state goes while being read. */
+/* The sampled threads: registered when their sampler starts, removed when
+ * it stops (at the thread's end).  The controller waits on them at an
+ * experiment's end, under a spin lock it holds while it reads them, so
+ * that no thread's state goes while being read; a child made by fork()
+ * closes their events' descriptors (they count the parent's threads). */
 #define MAX_THREADS 4096
 static struct ks_crt_thread *registry[MAX_THREADS];
 static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
@@ -190,9 +186,6 @@ static void sampler_stop(void *unused)
 	registry_set(&ks_crt_self, NULL);
 	ks_crt_self.sampled = false;
 	if (ks_crt_self.perf_fd >= 0) {
-		for (size_t i = 0; i < atomic_load(&nsampler_fds) && i < MAX_FDS; i++)
-			if (atomic_load(&sampler_fds[i]) == ks_crt_self.perf_fd)
-				atomic_store(&sampler_fds[i], -1);
 		close(ks_crt_self.perf_fd);
 		ks_crt_self.perf_fd = -1;
 	} else {
@@ -245,13 +238,8 @@ static void thread_start_sampling(void)
 	if (!ks_crt.active || ks_crt_self.sampled)
 		return;
 	ks_crt_self.perf_fd = atomic_load(&ks_crt.coarse) ? -1 : perf_sampler(tid);
-	if (ks_crt_self.perf_fd >= 0) {
-		size_t k = atomic_fetch_add(&nsampler_fds, 1);
-
-		if (k < MAX_FDS)
-			atomic_store(&sampler_fds[k], ks_crt_self.perf_fd);
+	if (ks_crt_self.perf_fd >= 0)
 		goto started;
-	}
 	atomic_store(&ks_crt.coarse, true);
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
@@ -857,14 +845,16 @@ static void open_raw(void)
  * the parent; the child runs on without experiments. */
 static void on_fork_child(void)
 {
-	size_t n = atomic_load(&nsampler_fds);
-
 	ks_crt.active = false;
 	ks_crt_self.sampled = false;
-	for (size_t i = 0; i < n && i < MAX_FDS; i++)
-		if (atomic_load(&sampler_fds[i]) >= 0)
-			close(atomic_load(&sampler_fds[i]));
-	atomic_store(&nsampler_fds, 0);
+	/* The child has one thread: the registry is read without its lock,
+	 * which the parent's controller may have held at the fork. */
+	for (size_t i = 0; i < MAX_THREADS; i++) {
+		if (registry[i] && registry[i]->perf_fd >= 0)
+			close(registry[i]->perf_fd);
+		registry[i] = NULL;
+	}
+	atomic_flag_clear(&registry_lock);
 	if (ks_crt.raw_fd >= 0)
 		close(ks_crt.raw_fd);
 	ks_crt.raw_fd = -1;
