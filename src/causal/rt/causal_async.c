@@ -67,17 +67,31 @@ static int64_t line_of(uint64_t pc)
 /* Pauses the thread for what it owes: the global delay count less its
  * own.  It is credited with the time it actually slept, which the
  * kernel's timer slack makes longer than asked: a thread that overpaid is
- * ahead, and pays that much less next time.  async-signal-safe */
+ * ahead, and pays that much less next time.
+ *
+ * Called outside the handler (a wrapped call that wakes another thread),
+ * it can be interrupted by the thread's own sampling signal.  While it
+ * pays, t->paying tells the handler not to pay as well: a handler paying
+ * between this function's reading of what is owed and its sleep would
+ * leave the thread ahead of the count it read, and the difference
+ * computed from a second reading would wrap to a sleep of centuries.
+ * What is owed is read once, for the same reason.  async-signal-safe */
 void ks_crt_pay(struct ks_crt_thread *t)
 {
-	uint64_t g = atomic_load_explicit(&ks_crt.global_delay, memory_order_relaxed);
-	uint64_t t0;
+	uint64_t g, l, t0;
 
-	if (t->local_delay >= g)
-		return;
-	t0 = ks_crt_now_ns();
-	ks_crt_sleep_ns(g - t->local_delay);
-	t->local_delay += ks_crt_now_ns() - t0;
+	t->paying = true;
+	atomic_signal_fence(memory_order_seq_cst);
+	g = atomic_load_explicit(&ks_crt.global_delay, memory_order_relaxed);
+	l = atomic_load_explicit(&t->local_delay, memory_order_relaxed);
+	if (l < g) {
+		t0 = ks_crt_now_ns();
+		ks_crt_sleep_ns(g - l);
+		atomic_fetch_add_explicit(&t->local_delay, ks_crt_now_ns() - t0,
+					  memory_order_relaxed);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	t->paying = false;
 }
 
 /* The sampling signal's handler.  async-signal-safe */
@@ -119,7 +133,9 @@ void ks_crt_on_sample(int sig, siginfo_t *si, void *ucontext)
 			t->local_delay += d;
 		}
 	}
-	ks_crt_pay(t);
+	/* Unless the signal interrupted the thread paying already. */
+	if (!t->paying)
+		ks_crt_pay(t);
 	/* The event stopped at its overflow: the next period starts now. */
 	if (t->perf_fd >= 0)
 		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);

@@ -107,6 +107,8 @@ struct ks_crt_thread {
 	_Atomic uint64_t local_delay;
 	uint64_t before_block;    /* the global count when it entered a blocking call */
 	_Atomic bool blocked;     /* in a wrapped call that may block */
+	volatile bool paying;     /* in ks_crt_pay or a wrapped blocking call: the
+				   * signal handler does not make it pay */
 };
 
 extern struct ks_crt ks_crt;
@@ -118,9 +120,14 @@ void ks_crt_pay(struct ks_crt_thread *t);
 uint64_t ks_crt_now_ns(void);
 void ks_crt_sleep_ns(uint64_t ns);
 
-/* Called around the wrapped calls that may block (causal_rt.c). */
+/* Called around the wrapped calls that may block (causal_rt.c).  From
+ * the start of the call to the crediting after it, the thread's sampling
+ * signal does not make it pay (ks_crt_thread.paying): paying there would
+ * pay delays a woken thread is about to be credited with. */
 static inline void ks_crt_pre_block(void)
 {
+	ks_crt_self.paying = true;
+	atomic_signal_fence(memory_order_seq_cst);
 	ks_crt_self.before_block = atomic_load_explicit(&ks_crt.global_delay,
 							memory_order_relaxed);
 	atomic_store_explicit(&ks_crt_self.blocked, true, memory_order_relaxed);
@@ -132,9 +139,12 @@ static inline void ks_crt_post_block(bool woken)
 {
 	atomic_store_explicit(&ks_crt_self.blocked, false, memory_order_relaxed);
 	if (woken)
-		ks_crt_self.local_delay += atomic_load_explicit(&ks_crt.global_delay,
-								memory_order_relaxed) -
-					   ks_crt_self.before_block;
+		atomic_fetch_add_explicit(&ks_crt_self.local_delay,
+					  atomic_load_explicit(&ks_crt.global_delay,
+							       memory_order_relaxed) -
+					  ks_crt_self.before_block, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	ks_crt_self.paying = false;
 }
 
 #endif
