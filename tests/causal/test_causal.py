@@ -26,8 +26,11 @@ checks:
             known answer min(s, 50%) is at most 2 points more than coz's
             (coz's estimates from its profile.coz, computed as its viewer
             does); kscope's profile.coz has coz's record types; on
-            balance, pipeline and offpath, both tools choosing the lines
+            balance and pipeline, both tools choosing the lines
             themselves rank the critical path's line above the other
+            (coz by its viewer's impact); on offpath kscope does, and
+            coz's ranking is printed (it puts the off-path line first in
+            4 of 14 runs here: docs/causal.md)
   endtoend  a batch program without progress points (serial.c, one
             thread, loop X three fifths of its time): --end-to-end --runs
             14 on loop X at 50% predicts within 6 points of the real
@@ -43,6 +46,12 @@ checks:
             finished; a child made by fork() runs without experiments
             and the parent's experiments are recorded; a program with no
             progress point gets a warning naming the API
+  signals   a thread that wakes another (pthread_mutex_unlock) in a tight
+            loop while owing delays, its own sampling signal arriving
+            while it pays them, 100 us periods: each of 8 runs ends
+            within 60 s (natively 0.1 s) with the program's output; a
+            signal paying inside the wrapper's own payment once made the
+            owed delay wrap round to a sleep of centuries
   errors    a program without line information, --fixed-line at a line
             without code (the nearest lines named) or in no file,
             --speedups out of range, a script, --fixed-function without
@@ -180,7 +189,8 @@ def known_answer(tmp, src, fast, slow, cut, count, label):
 def coz_speedups(path, line):
     """coz's own estimate per speedup for the line, from its profile.coz:
     per speedup the summed duration over the summed visits of the point,
-    against the 0% experiments' (any line), as its viewer computes it."""
+    against the 0% experiments' (any line; with --fixed-line every
+    experiment is the line's, as in coz's viewer)."""
     sums = {}
     selected = None
     with open(path) as f:
@@ -203,13 +213,14 @@ def coz_speedups(path, line):
     return out
 
 
-def coz_pooled(path, line):
-    """One figure per line from coz's profile.coz, for ranking: its
-    experiments above 0% pooled (their durations over their visits)
-    against the 0% ones, in percent; None without both.  A run where coz
-    chooses the lines gives each line a few experiments at scattered
-    speedups, too few for a curve."""
-    base, sped = [0, 0], [0, 0]
+def coz_impact(path, line):
+    """The line's "impact", by which coz's viewer sorts its plots
+    (viewer/ts/profile.ts in coz's sources): the line's experiments
+    summed per speedup, each speedup's program speedup against the line's
+    own 0% experiments (values outside -100%..200% dropped, as the viewer
+    does), then the largest area under the curve from 0 to a speedup s
+    over s.  None when the line has no 0% experiment or no other."""
+    sums = {}
     selected = None
     with open(path) as f:
         for text in f:
@@ -217,19 +228,22 @@ def coz_pooled(path, line):
             kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
             if fields[0] == "experiment":
                 selected = (kv["selected"], float(kv["speedup"]), int(kv["duration"]))
-            elif fields[0] == "throughput-point" and selected:
-                if selected[1] == 0:
-                    acc = base
-                elif selected[0].endswith(f":{line}"):
-                    acc = sped
-                else:
-                    continue
-                acc[0] += selected[2]
-                acc[1] += int(kv["delta"])
-    if not base[1] or not sped[1]:
+            elif (fields[0] == "throughput-point" and selected and
+                  selected[0].endswith(f":{line}")):
+                d, v = sums.get(selected[1], (0, 0))
+                sums[selected[1]] = (d + selected[2], v + int(kv["delta"]))
+    if not sums.get(0.0, (0, 0))[1]:
         return None
-    p0, ps = base[0] / base[1], sped[0] / sped[1]
-    return round(100 * (p0 - ps) / p0, 1)
+    p0 = sums[0.0][0] / sums[0.0][1]
+    curve = [(s, (p0 - d / v) / p0) for s, (d, v) in sorted(sums.items()) if v]
+    curve = [(s, y) for s, y in curve if -1 <= y <= 2]
+    if len(curve) < 2:
+        return None
+    best, area = 0.0, 0.0
+    for (s0, y0), (s1, y1) in zip(curve, curve[1:]):
+        area += (y0 + y1) / 2 * (s1 - s0)
+        best = max(best, area / s1)
+    return round(100 * best, 1)
 
 
 def scenario_balance(tmp):
@@ -374,19 +388,27 @@ def scenario_coz(tmp):
                   ((src, o) not in order or order.index((src, t)) < order.index((src, o))),
                   f"kscope ranks {src}:{t} above {src}:{o} ({order[:3]})")
         # coz draws lines from its samples and speedups at random, with
-        # experiments of 500 ms: a run may give the critical line, which
-        # has the fewer samples in offpath, no experiment above 0%.  Its
-        # runs accumulate in profile.coz; up to three until both lines
-        # have some.
+        # experiments of 500 ms: a run may give a line no experiment at 0%
+        # or above.  Its runs accumulate in profile.coz; up to three until
+        # both lines have a curve.  Its ranking is its viewer's.
         for _ in range(3):
             subprocess.run([coz, "run", "---", cprog, args], cwd=cozdir,
                            capture_output=True, text=True)
-            ct, co = (coz_pooled(os.path.join(cozdir, "profile.coz"), x) for x in (t, o))
+            ct, co = (coz_impact(os.path.join(cozdir, "profile.coz"), x) for x in (t, o))
             if ct is not None and co is not None:
                 break
-        check(ct is not None and (co is None or ct > co),
-              f"coz ranks {src}:{t} above {src}:{o} too (its experiments above 0% "
-              f"pooled: {ct} against {co})")
+        agree = ct is not None and (co is None or ct > co)
+        if src == "offpath.c" and not agree:
+            # A documented difference (docs/causal.md, "coz"): coz's
+            # estimates for the off-path line H climb with the speedup,
+            # where the known answer is 0, and outranked M in 4 of 14
+            # of its runs; kscope's ranking is checked against the known
+            # answer above.
+            print(f"note coz ranks {src}:{o} above {src}:{t} (impact {co} against {ct}): "
+                  f"the known difference on offpath")
+        else:
+            check(agree, f"coz ranks {src}:{t} above {src}:{o} too (its viewer's impact: "
+                         f"{ct} against {co})")
         os.remove(os.path.join(cozdir, "profile.coz"))
 
 
@@ -511,6 +533,74 @@ def scenario_program(tmp):
     p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "none"])
     check("no throughput progress point" in p.stderr and "kscope_progress" in p.stderr,
           "a program without progress points: a warning naming the API")
+
+
+WAKER_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <kscope/user.h>
+static volatile int stop;
+static volatile double sink;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static void *hot(void *u)
+{
+	(void)u;
+	while (!stop) {
+		double x = 1;
+		for (long i = 0; i < 100000; i++) x = x * 1.0000001 + 1e-9; /* line H */
+		sink = x;
+	}
+	return NULL;
+}
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000;
+	pthread_t t;
+	pthread_create(&t, NULL, hot, NULL);
+	for (long i = 0; i < n; i++) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+		if (i % 100 == 0)
+			kscope_progress("wake");
+	}
+	stop = 1;
+	pthread_join(t, NULL);
+	printf("waker: %ld\n", n);
+	return 0;
+}
+"""
+
+
+def scenario_signals(tmp):
+    src = os.path.join(tmp, "waker.c")
+    with open(src, "w") as f:
+        f.write(WAKER_C)
+    prog = os.path.join(tmp, "waker")
+    subprocess.run(["gcc", "-g", "-O1", "-pthread", "-I" + INCLUDE, src, "-o", prog,
+                    "-L" + LIBDIR, "-lkscope-user", "-Wl,-rpath," + LIBDIR], check=True)
+    with open(src) as f:
+        hot = next(n for n, t in enumerate(f, 1) if "/* line H */" in t)
+    out = os.path.join(tmp, "out")
+    ended = 0
+    for k in range(8):
+        try:
+            p = subprocess.run([KSCOPE, "causal", "-o", out, "--fixed-line", f"waker.c:{hot}",
+                                "--speedups", "0,100", "--period-us", "100",
+                                "--experiment-ms", "20", "--", prog, "20000000"],
+                               capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            check(False, f"run {k + 1}: kscope causal on a thread waking another while "
+                         f"owing delays has not ended after 60 s")
+            subprocess.run(["pkill", "-KILL", "-f", prog])
+            break
+        if p.returncode != 0 or p.stdout != "waker: 20000000\n":
+            print(p.stderr)
+        check(p.returncode == 0 and p.stdout == "waker: 20000000\n",
+              f"run {k + 1}: exit {p.returncode}, the program's output {p.stdout!r}")
+        ended += 1
+        shutil.rmtree(out, ignore_errors=True)
+    check(ended == 8, f"all 8 runs ended ({ended})")
 
 
 def scenario_errors(tmp):
