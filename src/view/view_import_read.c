@@ -642,15 +642,18 @@ static int read_predict(struct kv_import *im, struct kv_card *c,
 /* The columns of causal.csv the page shows (src/causal/causal_post.c
  * writes them, in this order; docs/causal.md, "Outputs").  They are found
  * by their names in the header, and other columns are left alone, so that
- * a kscope causal that writes more columns is still read. */
+ * a kscope causal that writes more columns is still read.  The last,
+ * function, is optional: a causal.csv written before it existed has none,
+ * and its curves get a null function. */
 enum {
 	CC_POINT, CC_FILE, CC_LINE, CC_LINE_PCT, CC_PROGRAM_PCT, CC_LOW, CC_HIGH,
-	CC_EXPERIMENTS, CC_VISITS, CC_EFFECTIVE, CC_NCOLS
+	CC_EXPERIMENTS, CC_VISITS, CC_EFFECTIVE, CC_FUNCTION, CC_NCOLS
 };
+#define CC_NEEDED CC_FUNCTION    /* the columns before it are required */
 
 static const char *const causal_cols[CC_NCOLS] = {
 	"point", "file", "line", "line_speedup_pct", "program_speedup_pct",
-	"ci_low_pct", "ci_high_pct", "experiments", "visits", "effective_s",
+	"ci_low_pct", "ci_high_pct", "experiments", "visits", "effective_s", "function",
 };
 
 /* Problems listed one by one in the card's messages; the others are
@@ -664,7 +667,8 @@ static const char *const causal_cols[CC_NCOLS] = {
 struct causal_read {
 	const char *path;
 	size_t nheader;          /* fields of the header, which every row has */
-	size_t col[CC_NCOLS];    /* where each of causal_cols is in a row */
+	size_t col[CC_NCOLS];    /* where each of causal_cols is in a row
+				  * (function: nheader when it has none) */
 	json_t *curves;          /* the result's "curves" */
 	json_t *messages;        /* the result's "messages" */
 	size_t problems;         /* every problem, listed or not */
@@ -758,8 +762,8 @@ static int causal_row(struct causal_read *cr, char **row, size_t line)
 	int rc = 0;
 
 	for (unsigned i = 0; i < CC_NCOLS; i++)
-		f[i] = row[cr->col[i]];
-	for (unsigned i = CC_LINE; i < CC_NCOLS; i++) {
+		f[i] = cr->col[i] < cr->nheader ? row[cr->col[i]] : "";
+	for (unsigned i = CC_LINE; i < CC_NEEDED; i++) {
 		bool ok;
 		const char *want;
 
@@ -812,11 +816,16 @@ static int causal_row(struct causal_read *cr, char **row, size_t line)
 		if (++cr->ncurves > KV_MAX_CAUSAL_CURVES)
 			goto out; /* counted, not kept: a message says how many */
 		/* impact_pct is set when the curve ends (causal_end_curve) */
-		cr->curve = json_pack("{s:o*,s:o*,s:I,s:n,s:o}", "point",
+		/* the function of the curve's first row (kscope causal
+		 * writes the same on every row of a curve); empty: unknown */
+		cr->curve = json_pack("{s:o*,s:o*,s:I,s:o,s:n,s:o}", "point",
 				      ks_json_text(f[CC_POINT]), "file", ks_json_text(f[CC_FILE]),
-				      "line", (json_int_t)ln, "impact_pct", "points", json_array());
+				      "line", (json_int_t)ln, "function",
+				      f[CC_FUNCTION][0] ? ks_json_text(f[CC_FUNCTION]) : json_null(),
+				      "impact_pct", "points", json_array());
 		if (!cr->curve || !json_object_get(cr->curve, "point") ||
 		    !json_object_get(cr->curve, "file") ||
+		    !json_object_get(cr->curve, "function") ||
 		    json_array_append_new(cr->curves, cr->curve) < 0) {
 			cr->curve = NULL;
 			rc = -ENOMEM;
@@ -859,8 +868,8 @@ static int causal_header(struct causal_read *cr, char **f, size_t nf)
 
 		while (i < kept && strcmp(f[i], causal_cols[c]) != 0)
 			i++;
-		cr->col[c] = i;
-		if (i == kept && m < sizeof lacks) {
+		cr->col[c] = i < kept ? i : nf;
+		if (i == kept && c < CC_NEEDED && m < sizeof lacks) {
 			int k = snprintf(lacks + m, sizeof lacks - m, "%s%s", m ? ", " : "",
 					 causal_cols[c]);
 

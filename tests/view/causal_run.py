@@ -43,14 +43,17 @@ def _num(s):
 
 def read_curves(path):
     """causal.csv as causal/curves gives it (docs/view.md): consecutive
-    rows of one point, file and line are one curve, in the file's order;
-    its impact the mean program speedup of its points above 0%."""
+    rows of one point, file and line are one curve, in the file's order,
+    with its function (None where causal.csv has no such column or an
+    empty cell); its impact the mean program speedup of its points above
+    0%."""
     curves = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             key = (row["point"], row["file"], int(row["line"]))
             if not curves or (curves[-1]["point"], curves[-1]["file"], curves[-1]["line"]) != key:
-                curves.append({"point": key[0], "file": key[1], "line": key[2], "points": []})
+                curves.append({"point": key[0], "file": key[1], "line": key[2],
+                               "function": row.get("function") or None, "points": []})
             curves[-1]["points"].append({
                 "line_speedup_pct": float(row["line_speedup_pct"]),
                 "program_speedup_pct": float(row["program_speedup_pct"]),

@@ -14,6 +14,8 @@ the run directory and checks, over the real server:
     causal data, a card that does not exist, the wrong module; the
     handlers without the server (view_request_driver) give the same
     bodies;
+  - a causal.csv without the function column (an older kscope causal's):
+    the same curves, each with a null function;
   - a malformed causal.csv -- a header without line_speedup_pct, a cell
     that is not a number, a row of the wrong length -- still makes the
     card, with messages naming the file and the line, the rows that
@@ -55,7 +57,7 @@ def same_curves(got, want, where):
     """Every curve and every field of every point, in order."""
     check(len(got) == len(want), f"{where}: {len(got)} curves, causal.csv has {len(want)}")
     for i, (g, w) in enumerate(zip(got, want)):
-        for k in ("point", "file", "line"):
+        for k in ("point", "file", "line", "function"):
             check(g[k] == w[k], f"{where}: curve {i}: {k} {g[k]!r}, causal.csv has {w[k]!r}")
         check(g["impact_pct"] == w["impact_pct"] or
               abs(g["impact_pct"] - w["impact_pct"]) <= 1e-9 * abs(w["impact_pct"]),
@@ -149,6 +151,26 @@ def malformed(tmp, run, want):
               f'{csv_path}: line 1: the header is "point,file,line,speedup,') and
               "without line_speedup_pct;" in body["messages"][0],
               f"bad header: messages {body['messages']}")
+
+    # a causal.csv of a kscope causal before the function column: the
+    # same curves, each with a null function
+    def no_function(ls):
+        head = ls[0].split(",")
+        k = head.index("function")
+        return [",".join(x for i, x in enumerate(line.split(",")) if i != k) if line else line
+                for line in ls]
+    d, csv_path = case(no_function)
+    with Viewer(d) as v:
+        one_causal_card(v)
+        body = v.ok("causal", "causal/curves", {})
+        check(body["messages"] == [], f"without the function column: messages "
+              f"{body['messages']}")
+        check(all(c["function"] is None for c in body["curves"]),
+              "without the function column: every curve's function is null")
+        old = json.loads(json.dumps(want))
+        for c in old:
+            c["function"] = None
+        same_curves(body["curves"], old, "causal.csv without its function column")
 
     # a cell that is not a number (line 3: the first curve's second point)
     # and a row cut short (the last line)

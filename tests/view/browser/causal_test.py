@@ -9,7 +9,8 @@ causal.csv, read here with Python's csv module:
 
   - the tab is active for the causal card (and the card has no other
     tab); one chart per curve, in the file's order, each titled
-    FILE-BASENAME:LINE (the whole path its tooltip), its impact the mean
+    FILE-BASENAME:LINE (the whole path its tooltip), "in FUNCTION" beside
+    it (causal.csv's function column), its impact the mean
     program speedup of its points above 0% (to the tenth shown);
   - as many circles as causal.csv has rows, each chart as many as its
     curve has points, and one interval bar per point with a known
@@ -42,7 +43,7 @@ import causal_run  # noqa: E402  (tests/view/causal_run.py)
 import rendered  # noqa: E402  (tests/view/browser/rendered.py)
 import view_test  # noqa: E402  (the browser, the server and the page helpers)
 
-HEAD = ['Line', 'Progress point', 'Line speedup (%)', 'Program speedup (%)', '95% low (%)',
+HEAD = ['Line', 'Function', 'Progress point', 'Line speedup (%)', 'Program speedup (%)', '95% low (%)',
         '95% high (%)', 'Experiments', 'Visits']
 
 
@@ -84,6 +85,7 @@ def charts(page):
         ' title: f.querySelector(".causal-title").textContent,'
         ' tip: f.querySelector(".causal-title").getAttribute("title"),'
         ' impact: f.querySelector(".causal-impact").textContent,'
+        ' func: f.querySelector(".causal-function")?.textContent ?? null,'
         ' circles: [...f.querySelectorAll("svg circle.causal-point")].map((c) =>'
         '   [+c.getAttribute("cx"), +c.getAttribute("cy")]),'
         ' bars: f.querySelectorAll("svg .causal-ci").length,'
@@ -113,6 +115,9 @@ def check_charts(run, page, want):
     run.ok(where, f'{len(got)} charts, titled {", ".join(titles)}, in the file\'s order')
     bad = [f'{g["title"]}: tooltip {g["tip"]!r}' for g, c in zip(got, want)
            if g['tip'] != c['file']]
+    bad += [f'{g["title"]}: function {g["func"]!r}, causal.csv has {c["function"]!r}'
+            for g, c in zip(got, want)
+            if g['func'] != (f'in {c["function"]}' if c['function'] else None)]
     for g, c in zip(got, want):
         shown = rendered.num(g['impact'])
         if c['impact_pct'] is None:
@@ -125,7 +130,8 @@ def check_charts(run, page, want):
     if bad:
         run.fail(where, '; '.join(bad[:4]))
     else:
-        run.ok(where, 'each chart shows its file\'s whole path as tooltip and its impact')
+        run.ok(where, 'each chart shows its file\'s whole path as tooltip, its function '
+                      'and its impact')
 
     rows = sum(len(c['points']) for c in want)
     circles = page.count('#panel-causal svg circle')
@@ -178,7 +184,8 @@ def check_table(run, page, want):
     if head != HEAD:
         run.fail(where, f'headers {head}, expected {HEAD}')
         return
-    expect = [[f'{base(c["file"])}:{c["line"]}', c['point'], fmt(p['line_speedup_pct']),
+    expect = [[f'{base(c["file"])}:{c["line"]}', c['function'] or '?', c['point'],
+               fmt(p['line_speedup_pct']),
                fmt(p['program_speedup_pct']), fmt(p['ci_low_pct']), fmt(p['ci_high_pct']),
                fmt(p['experiments']), fmt(p['visits'])]
               for c in want for p in c['points']]

@@ -156,6 +156,7 @@ function panel(c, index, scale, showPoint) {
 	}
 	const cap = el('figcaption', null,
 		el('span.causal-title', { text: where, title: String(c.file ?? '') }),
+		c.function ? el('span.causal-function', { text: `in ${c.function}` }) : null,
 		el('span.causal-impact', { text: `impact ${known(c.impact_pct) ? fmtNum(num(c.impact_pct), 1) : '?'}%` }),
 		showPoint ? el('span.causal-pointname', { text: `point ${c.point}` }) : null);
 	return el('figure.causal-panel', { dataset: { curve: String(index) } }, cap, s);
@@ -167,6 +168,7 @@ function table(curves) {
 	curves.forEach((c, i) => {
 		for (const p of c.points || [])
 			rows.push({ curve: i, where: `${baseName(c.file)}:${c.line}`, file: c.file, point: c.point,
+				function: c.function ?? null,
 				line_speedup_pct: num(p.line_speedup_pct), program_speedup_pct: num(p.program_speedup_pct),
 				ci_low_pct: num(p.ci_low_pct), ci_high_pct: num(p.ci_high_pct),
 				experiments: p.experiments, visits: p.visits });
@@ -175,6 +177,9 @@ function table(curves) {
 		title: known(r[key]) ? null : 'unknown: no resample visited the point' });
 	const cols = [
 		{ key: 'where', label: 'Line', render: (r) => el('span', { text: r.where, title: String(r.file ?? '') }) },
+		{ key: 'function', label: 'Function', render: (r) => el('span', r.function === null
+			? { text: '?', title: 'causal.csv names no function (written by an older kscope causal)' }
+			: { text: r.function }) },
 		{ key: 'point', label: 'Progress point' },
 		{ key: 'line_speedup_pct', label: 'Line speedup (%)', num: true },
 		{ key: 'program_speedup_pct', label: 'Program speedup (%)', num: true },
