@@ -8,6 +8,7 @@
  *   process     pid= period_ns= start_ns= [sampler=perf|timer]
  *                                              starts a process's section
  *   experiment  line= speedup= wall_ns= delay_ns= samples=
+ *               [ready_wait_ns= threads=]    the threads' run-queue wait
  *   point       name= kind=throughput delta=
  *   point       name= kind=latency arrivals= departures= difference=
  *   samples     line= count=                   the process's total in a line
@@ -422,17 +423,17 @@ static int rec_process(struct reader *rd, char *fields)
 static int rec_experiment(struct reader *rd, char *fields)
 {
 	static const char *const keys[] = { "line", "speedup", "wall_ns", "delay_ns",
-					    "samples" };
+					    "samples", "ready_wait_ns", "threads" };
 	struct ks_causal_data *d = rd->d;
 	struct ks_causal_experiment e = { .first_point = d->npoints };
 	struct ks_causal_experiment *exps;
 	struct ks_causal_process *p = NULL;
-	const char *v[5];
+	const char *v[7];
 	uint64_t speedup = 0;
 	int rc = need_process(rd, "experiment", &p);
 
 	if (!rc)
-		rc = fields_get(rd, "experiment", fields, keys, v, 5);
+		rc = fields_get(rd, "experiment", fields, keys, v, 7);
 	if (!rc)
 		rc = need_line(rd, "experiment", v[0], &e.line);
 	if (!rc)
@@ -446,6 +447,11 @@ static int rec_experiment(struct reader *rd, char *fields)
 		rc = need_u64(rd, "experiment", "delay_ns", v[3], &e.delay_ns);
 	if (!rc)
 		rc = need_u64(rd, "experiment", "samples", v[4], &e.samples);
+	/* Optional, together (a runtime before them wrote neither). */
+	if (!rc && (v[5] || v[6]))
+		rc = need_u64(rd, "experiment", "ready_wait_ns", v[5], &e.ready_wait_ns);
+	if (!rc && (v[5] || v[6]))
+		rc = need_u64(rd, "experiment", "threads", v[6], &e.threads);
 	if (rc)
 		return rc;
 	e.speedup_pct = (uint32_t)speedup;
@@ -983,12 +989,22 @@ static size_t throughput_names(const struct ks_causal_data *d, bool *tp)
 	return n;
 }
 
-/* Fills r's counts: unusable experiments and samples (per line into ls,
- * which has d->nlines entries). */
+/* Fills r's counts: unusable experiments, samples (per line into ls,
+ * which has d->nlines entries) and the share of the run-queue wait. */
 static void count_totals(const struct ks_causal_data *d, struct ks_causal_result *r, uint64_t *ls)
 {
-	for (size_t i = 0; i < d->nexperiments; i++)
-		r->unusable += d->experiments[i].delay_ns >= d->experiments[i].wall_ns;
+	double waited = 0, thread_time = 0;
+
+	for (size_t i = 0; i < d->nexperiments; i++) {
+		const struct ks_causal_experiment *e = &d->experiments[i];
+
+		r->unusable += e->delay_ns >= e->wall_ns;
+		if (e->threads) {
+			waited += (double)e->ready_wait_ns;
+			thread_time += (double)e->wall_ns * (double)e->threads;
+		}
+	}
+	r->ready_wait_share = thread_time > 0 ? waited / thread_time : NAN;
 	for (size_t i = 0; i < d->nsamples; i++) {
 		ls[d->samples[i].line] = add_sat(ls[d->samples[i].line], d->samples[i].count);
 		r->total_samples = add_sat(r->total_samples, d->samples[i].count);
@@ -1056,6 +1072,18 @@ out:
 	free(c.boot0);
 	free(c.vals);
 	return rc;
+}
+
+bool ks_causal_busy_warning(const struct ks_causal_result *r, char *out, size_t size)
+{
+	if (!(r->ready_wait_share > KS_CAUSAL_READY_WAIT_WARN))
+		return false;
+	snprintf(out, size, "the program's threads were ready to run but waited for a CPU "
+		 "%.0f%% of the time during the experiments (another load on the machine, or "
+		 "more ready threads than CPUs): every pause then costs more than the delay "
+		 "it inserts, and the predictions run low; profile on a machine with CPUs to "
+		 "spare (docs/causal.md)", 100 * r->ready_wait_share);
+	return true;
 }
 
 void ks_causal_result_free(struct ks_causal_result *r)

@@ -56,6 +56,8 @@ struct ks_causal_experiment {
 	uint64_t wall_ns;        /* wall-clock length */
 	uint64_t delay_ns;       /* delay inserted (the virtual speedup) */
 	uint64_t samples;        /* samples that fell in the selected line */
+	uint64_t ready_wait_ns;  /* the measured threads' run-queue wait in it */
+	uint64_t threads;        /* threads measured; 0: not measured */
 	size_t first_point;      /* its values: points[first_point..+npoints) */
 	size_t npoints;
 };
@@ -155,6 +157,10 @@ struct ks_causal_result {
 	size_t points;           /* throughput points analysed */
 	size_t unusable;         /* experiments skipped: delay >= wall */
 	uint64_t total_samples;  /* samples in all lines, all processes */
+	/* The share of the measured threads' time during the experiments
+	 * that they spent ready to run but waiting for a CPU; NaN when no
+	 * experiment measured it (an older runtime's raw files). */
+	double ready_wait_share;
 	char why[256];           /* when ncurves is 0: why, one line */
 	size_t cap_curves;       /* allocated curves (private) */
 };
@@ -170,6 +176,16 @@ int ks_causal_analyze(const struct ks_causal_data *d, const char *point,
 
 /* Frees what r holds and leaves it empty. */
 void ks_causal_result_free(struct ks_causal_result *r);
+
+/* Above this share of their time waiting for a CPU (r->ready_wait_share),
+ * the program's threads were short of CPUs during the experiments, and
+ * kscope warns that the predictions are unreliable (docs/causal.md). */
+#define KS_CAUSAL_READY_WAIT_WARN 0.10
+
+/* Writes the warning to out ("warning: ..." without kscope's prefix,
+ * one line) when r's share is above KS_CAUSAL_READY_WAIT_WARN; true
+ * when it did. */
+bool ks_causal_busy_warning(const struct ks_causal_result *r, char *out, size_t size);
 
 /* ------------------------------------------------------------------ */
 /* Output                                                              */

@@ -668,6 +668,12 @@ static int causal_run(const struct ks_cmd *cmd, struct ks_parsed *ps)
 				"are off (docs/causal.md)", data.processes[i].pid);
 			break;
 		}
+	{
+		char busy[512];
+
+		if (ks_causal_busy_warning(&res, busy, sizeof(busy)))
+			ks_warn("%s", busy);
+	}
 	if (res.unusable)
 		ks_warn("%zu experiment%s inserted as much delay as %s lasted and %s left "
 			"out", res.unusable, res.unusable == 1 ? "" : "s",

@@ -540,6 +540,12 @@ static int causal_report(const struct report_opts *o, const char *dir)
 		rc = ks_causal_data_read_run(&data, dir, &nfiles, &err);
 	if (!rc)
 		rc = ks_causal_analyze(&data, NULL, &res, &err);
+	if (!rc) {
+		char busy[512];
+
+		if (ks_causal_busy_warning(&res, busy, sizeof(busy)))
+			ks_warn("%s", busy);
+	}
 	if (!rc && o->output && !(out = open_memstream(&buf, &len)))
 		rc = ks_err_set(&err, -ENOMEM, "out of memory");
 	if (!rc)

@@ -45,7 +45,10 @@ checks:
             a program killed by a signal keeps the experiments it
             finished; a child made by fork() runs without experiments
             and the parent's experiments are recorded; a program with no
-            progress point gets a warning naming the API
+            progress point gets a warning naming the API; a program run
+            beside more busy loops than CPUs, at a lower priority: each
+            experiment records its thread's run-queue wait, and kscope
+            warns that the threads waited for a CPU
   signals   a thread that wakes another (pthread_mutex_unlock) in a tight
             loop while owing delays, its own sampling signal arriving
             while it pays them, 100 us periods: each of 8 runs ends
@@ -533,6 +536,32 @@ def scenario_program(tmp):
     p, rundir = causal(tmp, ["--experiment-ms", "50"], [prog, "none"])
     check("no throughput progress point" in p.stderr and "kscope_progress" in p.stderr,
           "a program without progress points: a warning naming the API")
+    shutil.rmtree(os.path.join(tmp, "out"))
+    # A machine short of CPUs: busy loops, one more than the CPUs, beside
+    # a program run at a lower priority, which waits for a CPU most of
+    # the time: the experiments record the wait, and kscope warns.
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range((os.cpu_count() or 1) + 1)]
+    try:
+        out = os.path.join(tmp, "out")
+        p = subprocess.run(["nice", "-n", "5", KSCOPE, "causal", "-o", out,
+                            "--experiment-ms", "50", "--", prog, "plain"],
+                           capture_output=True, text=True)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    check(p.returncode == 3, f"under load: kscope causal exits 3 (got {p.returncode})")
+    m = re.search(r"waited for a CPU (\d+)% of the time", p.stderr)
+    check(m is not None and int(m.group(1)) > 10,
+          f"under load: kscope warns that the threads waited for a CPU "
+          f"({m.group(0) if m else p.stderr[-600:]})")
+    raws = [os.path.join(d, f) for d, _, fs in os.walk(out) for f in fs
+            if f.startswith("causal_") and f.endswith(".txt")]
+    exps = [line for r in raws for line in open(r) if line.startswith("experiment\t")]
+    check(exps and all("\tready_wait_ns=" in e and "\tthreads=1\n" in e for e in exps),
+          f"every experiment records the run-queue wait of the program's one thread "
+          f"({exps[:1]})")
 
 
 WAKER_C = r"""

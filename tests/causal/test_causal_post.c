@@ -821,6 +821,68 @@ static void test_unusable(void **state)
 	ks_causal_data_free(&d);
 }
 
+/* The threads' run-queue wait: its share over every experiment that
+ * measured it, the warning above 10%, none from an older runtime's
+ * records, and one key without the other an error. */
+static void test_ready_wait(void **state)
+{
+	struct ks_causal_data d;
+	struct ks_causal_result r;
+	char msg[512];
+
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	/* 2 threads x 0.5 s + 1 thread x 1 s = 2 s of thread time, 0.3 s
+	 * waited: 15%; the experiment without the keys does not count. */
+	read_ok(state, &d, "wait.raw",
+		"process\tpid=1\tstart_ns=0\n"
+		"experiment\tline=0\tspeedup=0\twall_ns=500000000\tdelay_ns=0\tsamples=0"
+		"\tready_wait_ns=100000000\tthreads=2\n"
+		"point\tname=round\tkind=throughput\tdelta=100\n"
+		"experiment\tline=3\tspeedup=25\twall_ns=1000000000\tdelay_ns=0\tsamples=0"
+		"\tready_wait_ns=200000000\tthreads=1\n"
+		"point\tname=round\tkind=throughput\tdelta=100\n"
+		"experiment\tline=3\tspeedup=25\twall_ns=9000000000\tdelay_ns=0\tsamples=0\n"
+		"point\tname=round\tkind=throughput\tdelta=100\n");
+	analyze_ok(&d, NULL, &r);
+	assert_true(fabs(r.ready_wait_share - 0.15) < 1e-12);
+	assert_true(ks_causal_busy_warning(&r, msg, sizeof(msg)));
+	assert_non_null(strstr(msg, "waited for a CPU 15% of the time"));
+	ks_causal_result_free(&r);
+	ks_causal_data_free(&d);
+
+	/* 5%: no warning. */
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_ok(state, &d, "wait5.raw",
+		"process\tpid=1\tstart_ns=0\n"
+		"experiment\tline=0\tspeedup=0\twall_ns=1000000000\tdelay_ns=0\tsamples=0"
+		"\tready_wait_ns=100000000\tthreads=2\n"
+		"point\tname=round\tkind=throughput\tdelta=100\n");
+	analyze_ok(&d, NULL, &r);
+	assert_true(fabs(r.ready_wait_share - 0.05) < 1e-12);
+	assert_false(ks_causal_busy_warning(&r, msg, sizeof(msg)));
+	ks_causal_result_free(&r);
+	ks_causal_data_free(&d);
+
+	/* An older runtime's records: unknown, no warning. */
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_ok(state, &d, "nowait.raw",
+		"process\tpid=1\tstart_ns=0\n"
+		"experiment\tline=0\tspeedup=0\twall_ns=1000000000\tdelay_ns=0\tsamples=0\n"
+		"point\tname=round\tkind=throughput\tdelta=100\n");
+	analyze_ok(&d, NULL, &r);
+	assert_true(isnan(r.ready_wait_share));
+	assert_false(ks_causal_busy_warning(&r, msg, sizeof(msg)));
+	ks_causal_result_free(&r);
+	ks_causal_data_free(&d);
+
+	assert_int_equal(ks_causal_data_init(&d, NLINES), 0);
+	read_fails(state, &d, "halfwait.raw",
+		   "process\tpid=1\tstart_ns=0\n"
+		   "experiment\tline=0\tspeedup=0\twall_ns=5\tdelay_ns=0\tsamples=0"
+		   "\tthreads=2\n", 2, "experiment record lacks ready_wait_ns=");
+	ks_causal_data_free(&d);
+}
+
 /* No baseline, a baseline without visits, no point, no experiment. */
 static void test_no_curves(void **state)
 {
@@ -911,6 +973,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unusable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ready_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_curves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_points, setup, teardown),
 	};

@@ -178,6 +178,76 @@ static void wait_caught_up(uint64_t g, uint64_t limit)
 	}
 }
 
+/* Time the threads were ready to run but waited for a CPU (the
+ * scheduler's run-queue wait, /proc/self/task/TID/schedstat's second
+ * field), over an experiment: pauses and blocking are not counted, only
+ * what another load on the machine, or more ready threads than CPUs,
+ * took from the program.  The virtual speedup assumes a paused thread
+ * runs again as soon as its pause ends; when threads wait for a CPU,
+ * every pause costs more than it inserts, and the predictions come out
+ * low (docs/causal.md).  Up to WAIT_THREADS threads are measured, the
+ * first registered, read by the controller at both ends. */
+#define WAIT_THREADS 64
+
+struct wait_mark {
+	pid_t tid;
+	uint64_t wait_ns;
+};
+
+static bool ready_wait(pid_t tid, uint64_t *ns)
+{
+	char path[64], buf[128];
+	unsigned long long run, wait;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return false;
+	*ns = wait;
+	return true;
+}
+
+/* Notes the run-queue wait of up to WAIT_THREADS registered threads;
+ * returns how many. */
+static size_t wait_marks(struct wait_mark *m)
+{
+	size_t n = 0, k = 0;
+
+	registry_lock_take();
+	for (size_t i = 0; i < MAX_THREADS && n < WAIT_THREADS; i++)
+		if (registry[i])
+			m[n++].tid = registry[i]->tid;
+	registry_lock_give();
+	for (size_t i = 0; i < n; i++)
+		if (ready_wait(m[i].tid, &m[i].wait_ns))
+			m[k++] = m[i];
+	return k;
+}
+
+/* The run-queue wait since the marks, summed over the threads that are
+ * still there (*threads of them). */
+static uint64_t wait_since(const struct wait_mark *m, size_t n, size_t *threads)
+{
+	uint64_t sum = 0, w;
+
+	*threads = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ready_wait(m[i].tid, &w) && w >= m[i].wait_ns) {
+			sum += w - m[i].wait_ns;
+			(*threads)++;
+		}
+	return sum;
+}
+
 static void sampler_stop(void *unused)
 {
 	(void)unused;
@@ -255,6 +325,7 @@ static void thread_start_sampling(void)
 		return;
 	}
 started:
+	ks_crt_self.tid = tid;
 	ks_crt_self.sampled = true;
 	registry_set(NULL, &ks_crt_self);
 	/* The key's destructor stops the sampler when the thread ends. */
@@ -633,8 +704,9 @@ static unsigned pick_speedup(void)
 static void experiment(int64_t line, unsigned speedup)
 {
 	static struct rec r;
-	size_t np = atomic_load(&ks_crt.npoints);
-	uint64_t d0, t0, d1, t1, max_visits = 0;
+	static struct wait_mark marks[WAIT_THREADS];
+	size_t np = atomic_load(&ks_crt.npoints), nmarks, waited_threads;
+	uint64_t d0, t0, d1, t1, waited, max_visits = 0;
 	bool throughput = false;
 
 	for (size_t i = 0; i < np; i++) {
@@ -643,6 +715,7 @@ static void experiment(int64_t line, unsigned speedup)
 		ks_crt.points[i].ends_at_start = __atomic_load_n(&ks_crt.points[i].ends.count,
 								 __ATOMIC_RELAXED);
 	}
+	nmarks = wait_marks(marks);
 	atomic_store(&ks_crt.selected_samples, 0);
 	atomic_store(&ks_crt.sample_delay, ks_crt.period_ns * speedup / 100);
 	d0 = atomic_load(&ks_crt.global_delay);
@@ -662,11 +735,13 @@ static void experiment(int64_t line, unsigned speedup)
 	 * would count pauses that had not happened yet. */
 	wait_caught_up(d1, CATCH_UP_PERIODS * ks_crt.period_ns);
 	t1 = ks_crt_now_ns();
+	waited = wait_since(marks, nmarks, &waited_threads);
 
 	r.len = 0;
 	rec_add(&r, "experiment\tline=%" PRId64 "\tspeedup=%u\twall_ns=%" PRIu64
-		"\tdelay_ns=%" PRIu64 "\tsamples=%" PRIu64 "\n",
-		line, speedup, t1 - t0, d1 - d0, atomic_load(&ks_crt.selected_samples));
+		"\tdelay_ns=%" PRIu64 "\tsamples=%" PRIu64 "\tready_wait_ns=%" PRIu64
+		"\tthreads=%zu\n", line, speedup, t1 - t0, d1 - d0,
+		atomic_load(&ks_crt.selected_samples), waited, waited_threads);
 	np = atomic_load(&ks_crt.npoints);
 	for (size_t i = 0; i < np; i++) {
 		struct ks_crt_point *p = &ks_crt.points[i];

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define KS_CRT_EXPORT __attribute__((visibility("default")))
@@ -100,6 +101,7 @@ struct ks_crt {
 /* Per thread. */
 struct ks_crt_thread {
 	bool sampled;             /* its sampler runs */
+	pid_t tid;                /* the kernel's id of the thread (when sampled) */
 	int perf_fd;              /* its task-clock event, or -1: the POSIX timer */
 	timer_t timer;
 	/* ns of delay this thread has paused, or been credited; atomic: the
