@@ -556,6 +556,11 @@ def scenario_program(tmp):
     check(m is not None and int(m.group(1)) > 10,
           f"under load: kscope warns that the threads waited for a CPU "
           f"({m.group(0) if m else p.stderr[-600:]})")
+    m = re.search(r"^results: (.*)$", p.stderr, re.M)
+    if m:
+        r = subprocess.run([KSCOPE, "report", m.group(1)], capture_output=True, text=True)
+        check(r.returncode == 0 and "waited for a CPU" in r.stderr,
+              f"kscope report on the run warns too (exit {r.returncode}: {r.stderr[-300:]})")
     raws = [os.path.join(d, f) for d, _, fs in os.walk(out) for f in fs
             if f.startswith("causal_") and f.endswith(".txt")]
     exps = [line for r in raws for line in open(r) if line.startswith("experiment\t")]
