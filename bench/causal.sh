@@ -20,7 +20,7 @@
 #     files of runs 1..k; coz: its profile.coz, which it appends to run
 #     after run); after each k, each line's experiments above 0% pooled
 #     against the 0% ones give one figure per line (the same computation
-#     for both tools' records, coz's viewer's); the number of runs after
+#     for both tools' records); the number of runs after
 #     which the top line is balance.c's line A and stays so (RUNS + 1 when
 #     it never settles).  That number varies from trial to trial (each
 #     run holds a handful of experiments at lines drawn from the
