@@ -198,24 +198,33 @@ def known_answer(tmp, src, fast, slow, cut, count, label):
           f"{src}:{slow_line} ({order[:4]})")
 
 
+def coz_throughput(path):
+    """profile.coz's throughput measurements: (selected "file:line",
+    speedup in percent, the experiment's duration, the point's delta),
+    one per throughput-point record after its experiment."""
+    out, selected = [], None
+    with open(path) as f:
+        for text in f:
+            fields = text.rstrip("\n").split("\t")
+            kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
+            if fields[0] == "experiment":
+                selected = (kv["selected"], round(float(kv["speedup"]) * 100),
+                            int(kv["duration"]))
+            elif fields[0] == "throughput-point" and selected:
+                out.append((*selected, int(kv["delta"])))
+    return out
+
+
 def coz_speedups(path, line):
     """coz's own estimate per speedup for the line, from its profile.coz:
     per speedup the summed duration over the summed visits of the point,
     against the 0% experiments' (any line; with --fixed-line every
     experiment is the line's, as in coz's viewer)."""
     sums = {}
-    selected = None
-    with open(path) as f:
-        for text in f:
-            fields = text.rstrip("\n").split("\t")
-            kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
-            if fields[0] == "experiment":
-                selected = (kv["selected"], round(float(kv["speedup"]) * 100))
-                duration = int(kv["duration"])
-            elif fields[0] == "throughput-point" and selected:
-                key = selected if selected[1] else ("*", 0)
-                d, v = sums.get(key, (0, 0))
-                sums[key] = (d + duration, v + int(kv["delta"]))
+    for sel, s, duration, delta in coz_throughput(path):
+        key = (sel, s) if s else ("*", 0)
+        d, v = sums.get(key, (0, 0))
+        sums[key] = (d + duration, v + delta)
     base = sums.get(("*", 0))
     out = {}
     for (sel, s), (d, v) in sums.items():
@@ -233,21 +242,14 @@ def coz_impact(path, line):
     does), then the largest area under the curve from 0 to a speedup s
     over s.  None when the line has no 0% experiment or no other."""
     sums = {}
-    selected = None
-    with open(path) as f:
-        for text in f:
-            fields = text.rstrip("\n").split("\t")
-            kv = dict(x.split("=", 1) for x in fields[1:] if "=" in x)
-            if fields[0] == "experiment":
-                selected = (kv["selected"], float(kv["speedup"]), int(kv["duration"]))
-            elif (fields[0] == "throughput-point" and selected and
-                  selected[0].endswith(f":{line}")):
-                d, v = sums.get(selected[1], (0, 0))
-                sums[selected[1]] = (d + selected[2], v + int(kv["delta"]))
-    if not sums.get(0.0, (0, 0))[1]:
+    for sel, s, duration, delta in coz_throughput(path):
+        if sel.endswith(f":{line}"):
+            d, v = sums.get(s, (0, 0))
+            sums[s] = (d + duration, v + delta)
+    if not sums.get(0, (0, 0))[1]:
         return None
-    p0 = sums[0.0][0] / sums[0.0][1]
-    curve = [(s, (p0 - d / v) / p0) for s, (d, v) in sorted(sums.items()) if v]
+    p0 = sums[0][0] / sums[0][1]
+    curve = [(s / 100, (p0 - d / v) / p0) for s, (d, v) in sorted(sums.items()) if v]
     curve = [(s, y) for s, y in curve if -1 <= y <= 2]
     if len(curve) < 2:
         return None
