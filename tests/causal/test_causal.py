@@ -8,8 +8,7 @@ checks:
   balance   two threads meet at a barrier each round, line A's work twice
             line B's: the program speedup predicted for line A at 25% and
             50% is within 5 points of the real speedup, measured in the
-            same run by builds with A's work cut to 75% and 50% (those
-            runs at a 250 us sampling period: PERIOD_US); line B's
+            same run by builds with A's work cut to 75% and 50%; line B's
             prediction at 50% is within 5 points of 0; without
             --fixed-line, line A ranks above line B
   pipeline  a producer and a consumer through a queue under a mutex and
@@ -149,13 +148,6 @@ def ranking(rundir):
     return order
 
 
-# The sampling period of the runs compared with the real speedups.  At
-# balance's line A at 50%, exactly where A and B balance, the default
-# 1 ms period predicts 3-5 points under the real speedup (docs/causal.md,
-# "Limits"); 250 us, 1-3 points.
-PERIOD_US = "250"
-
-
 def known_answer(tmp, src, fast, slow, cut, count, label):
     """The checks balance and pipeline share: fast is the marker of the
     line on the critical path, slow of the other; cut the macro that cuts
@@ -168,7 +160,7 @@ def known_answer(tmp, src, fast, slow, cut, count, label):
     real = {25: 100 * (1 - t[75] / t[100]), 50: 100 * (1 - t[50] / t[100])}
     print(f"real speedups of {src}: 25% -> {real[25]:.1f}%, 50% -> {real[50]:.1f}%")
     p, rundir = causal(tmp, ["--fixed-line", f"{src}:{fast_line}", "--speedups", "0,25,50",
-                             "--experiment-ms", "100", "--period-us", PERIOD_US],
+                             "--experiment-ms", "100"],
                        [progs[100], str(count)])
     if not rundir:
         return

@@ -69,24 +69,42 @@ static int64_t line_of(uint64_t pc)
  * kernel's timer slack makes longer than asked: a thread that overpaid is
  * ahead, and pays that much less next time.
  *
+ * While it sleeps, the selected line goes on adding delays on the
+ * threads that run it, so the thread wakes owing again.  It pays again,
+ * until it has caught up: a thread that pays before waking another (the
+ * wrappers' catch_up) must not wake it early, as it would not in the sped
+ * up program; at balance's point of balance a single payment read the
+ * program speedup 3 points low (docs/causal.md).  The rounds are bounded:
+ * at most KS_CRT_PAY_ROUNDS, and only while the debt shrinks.  A line
+ * that adds delay as fast as it is paid (a speedup of 100%, or the line
+ * on several threads at once) would otherwise keep the thread paused for
+ * ever.
+ *
  * Called outside the handler (a wrapped call that wakes another thread),
  * it can be interrupted by the thread's own sampling signal.  While it
  * pays, t->paying tells the handler not to pay as well: a handler paying
  * between this function's reading of what is owed and its sleep would
  * leave the thread ahead of the count it read, and the difference
  * computed from a second reading would wrap to a sleep of centuries.
- * What is owed is read once, for the same reason.  async-signal-safe */
+ * What is owed is read once per round, for the same reason.
+ * async-signal-safe */
 void ks_crt_pay(struct ks_crt_thread *t)
 {
-	uint64_t g, l, t0;
+	uint64_t g, l, t0, owed, last = UINT64_MAX;
 
 	t->paying = true;
 	atomic_signal_fence(memory_order_seq_cst);
-	g = atomic_load_explicit(&ks_crt.global_delay, memory_order_relaxed);
-	l = atomic_load_explicit(&t->local_delay, memory_order_relaxed);
-	if (l < g) {
+	for (int round = 0; round < KS_CRT_PAY_ROUNDS; round++) {
+		g = atomic_load_explicit(&ks_crt.global_delay, memory_order_relaxed);
+		l = atomic_load_explicit(&t->local_delay, memory_order_relaxed);
+		if (l >= g)
+			break;
+		owed = g - l;
+		if (owed >= last)
+			break;
+		last = owed;
 		t0 = ks_crt_now_ns();
-		ks_crt_sleep_ns(g - l);
+		ks_crt_sleep_ns(owed);
 		atomic_fetch_add_explicit(&t->local_delay, ks_crt_now_ns() - t0,
 					  memory_order_relaxed);
 	}

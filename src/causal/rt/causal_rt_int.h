@@ -116,6 +116,9 @@ struct ks_crt_thread {
 extern struct ks_crt ks_crt;
 extern KS_CRT_TLS struct ks_crt_thread ks_crt_self;
 
+/* The most rounds ks_crt_pay sleeps in one call. */
+#define KS_CRT_PAY_ROUNDS 8
+
 /* causal_async.c: async-signal-safe. */
 void ks_crt_on_sample(int sig, siginfo_t *si, void *ucontext);
 void ks_crt_pay(struct ks_crt_thread *t);
