@@ -448,10 +448,11 @@ static int rec_experiment(struct reader *rd, char *fields)
 	if (!rc)
 		rc = need_u64(rd, "experiment", "samples", v[4], &e.samples);
 	/* Optional, together (a runtime before them wrote neither). */
-	if (!rc && (v[5] || v[6]))
+	if (!rc && (v[5] || v[6])) {
 		rc = need_u64(rd, "experiment", "ready_wait_ns", v[5], &e.ready_wait_ns);
-	if (!rc && (v[5] || v[6]))
-		rc = need_u64(rd, "experiment", "threads", v[6], &e.threads);
+		if (!rc)
+			rc = need_u64(rd, "experiment", "threads", v[6], &e.threads);
+	}
 	if (rc)
 		return rc;
 	e.speedup_pct = (uint32_t)speedup;
