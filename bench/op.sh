@@ -23,7 +23,13 @@
 #     Target, on the median of the rounds' ratios: at most 1.02.
 #     Also kscope's fixed cost, whatever the program does: the
 #     median of `kscope op -- /bin/true` less that of /bin/true, run in
-#     the same rounds.
+#     the same rounds.  And, in the same rounds, `many LAUNCHES` under
+#     bench/op/launch.c, a launcher that only spawns the program and
+#     waits for it (built here with cc): its median round ratio over
+#     native is what any process standing between the caller and the
+#     program costs on this machine, the part of the overhead no launcher
+#     avoids; printed with kscope's median round ratio over it.  No
+#     target on these.
 # (b) Replay cost.  `kscope op --kernel-name work --warm-up 5
 #     --replay-count 15 -- many 0 --time` collects the first launch of
 #     `work` (a few ms of multiply-adds on 64 Ki floats) and replays it;
@@ -123,6 +129,7 @@ run_many() {
 	true) cmd=(/bin/true) ;;
 	true-kscope) cmd=("$KSCOPE" op -o "$work/out" -- /bin/true)
 		want=1 ;;  # never used OpenCL
+	launcher) cmd=("$work/launch" "$MANY" "$LAUNCHES") ;;
 	esac
 	# Timed by a helper that starts the command itself (bench/op/timeit.py):
 	# bash's own fork and wait would add a few milliseconds that vary.
@@ -144,17 +151,30 @@ run_many() {
 	fi
 }
 
+# The launcher of (a); without a C compiler its runs are left out.
+if ! ${CC:-cc} -O2 -o "$work/launch" "$ROOT/bench/op/launch.c" 2>"$work/cc.err"; then
+	echo "bench: cannot build bench/op/launch.c ($(head -n 1 "$work/cc.err")):" \
+		"the launcher's runs (no target) are left out" >&2
+	FAILED[launcher]="not built"
+fi
+
 NATIVE_SUM=
 WORK_SUM=
 declare -A WALLS=() MED_WALL=() NS=() COSTS=() MED_NS_OF=() MED_COST=()
 echo "bench: (a) overhead: many $LAUNCHES, native and kscope op with no kernel matching," \
 	"1 unmeasured + $RUNS runs each" >&2
 PAIRS=
+LPAIRS=
+KLPAIRS=
 for r in $(seq 0 "$RUNS"); do
 	# Native and kscope back to back, in alternating order, so that a
 	# drift of the machine's speed affects both alike; each round's ratio
 	# is kept (PAIRS) besides the times.
-	if ((r % 2)); then order=(kscope native true-kscope true); else order=(native kscope true true-kscope); fi
+	if ((r % 2)); then
+		order=(launcher kscope native true-kscope true)
+	else
+		order=(native kscope launcher true true-kscope)
+	fi
 	declare -A ROUND=()
 	for m in "${order[@]}"; do
 		[[ -n ${FAILED[$m]:-} ]] && continue
@@ -169,13 +189,21 @@ for r in $(seq 0 "$RUNS"); do
 	if ((r > 0)) && [[ -n ${ROUND[native]:-} && -n ${ROUND[kscope]:-} ]]; then
 		PAIRS+="$(ratio "${ROUND[kscope]}" "${ROUND[native]}") "
 	fi
+	if ((r > 0)) && [[ -n ${ROUND[native]:-} && -n ${ROUND[launcher]:-} ]]; then
+		LPAIRS+="$(ratio "${ROUND[launcher]}" "${ROUND[native]}") "
+		[[ -n ${ROUND[kscope]:-} ]] &&
+			KLPAIRS+="$(ratio "${ROUND[kscope]}" "${ROUND[launcher]}") "
+	fi
 	unset ROUND
 done
 MED_PAIR=$(tr ' ' '\n' <<<"$PAIRS" | grep . | median)
-# The 95% interval of MED_PAIR: medians of 2000 resamples of the rounds
-# (with replacement), their 2.5th and 97.5th percentiles; a fixed seed,
-# so the same rounds give the same interval.
-PAIR_CI=$(python3 -c '
+MED_LPAIR=$(tr ' ' '\n' <<<"$LPAIRS" | grep . | median)
+MED_KLPAIR=$(tr ' ' '\n' <<<"$KLPAIRS" | grep . | median)
+# interval RATIOS...: the 95% interval of the median of RATIOS: medians of
+# 2000 resamples of the rounds (with replacement), their 2.5th and 97.5th
+# percentiles; a fixed seed, so the same rounds give the same interval.
+interval() {
+	python3 -c '
 import random, statistics, sys
 p = [float(x) for x in sys.argv[1:]]
 if len(p) < 5:
@@ -183,8 +211,16 @@ if len(p) < 5:
 rng = random.Random(1)
 m = sorted(statistics.median(rng.choices(p, k=len(p))) for _ in range(2000))
 print("%.3f-%.3f" % (m[49], m[1949]))
-' $PAIRS)
-for m in native kscope true true-kscope; do
+' "$@"
+}
+# (The lists are split into one argument per round on purpose.)
+# shellcheck disable=SC2086
+PAIR_CI=$(interval $PAIRS)
+# shellcheck disable=SC2086
+LPAIR_CI=$(interval $LPAIRS)
+# shellcheck disable=SC2086
+KLPAIR_CI=$(interval $KLPAIRS)
+for m in native kscope true true-kscope launcher; do
 	MED_WALL[$m]=$(tr ' ' '\n' <<<"${WALLS[$m]:-}" | grep . | median)
 done
 
@@ -297,6 +333,12 @@ printf '%-34s %10s %8s\n' "kscope op --kernel-name nomatch_xyz" "$(secs "${MED_W
 	"$(ratio "${MED_WALL[kscope]:-}" "${MED_WALL[native]:-}")"
 echo "  median of the rounds' own ratios (kscope / native, run back to back):" \
 	"$(show "${MED_PAIR:-}")${PAIR_CI:+ (95% interval $PAIR_CI)}"
+printf '%-34s %10s %8s\n' "bench/op/launch.c (spawn and wait)" "$(secs "${MED_WALL[launcher]}")" \
+	"$(ratio "${MED_WALL[launcher]:-}" "${MED_WALL[native]:-}")"
+echo "  any launcher's share, the launcher's median round ratio (launcher / native):" \
+	"$(show "${MED_LPAIR:-}")${LPAIR_CI:+ (95% interval $LPAIR_CI)}"
+echo "  kscope beyond a launcher, median round ratio (kscope / launcher):" \
+	"$(show "${MED_KLPAIR:-}")${KLPAIR_CI:+ (95% interval $KLPAIR_CI)}"
 echo "  kscope's fixed cost, measured apart (kscope op -- /bin/true, less /bin/true):" \
 	"$(awk -v a="${MED_WALL[true-kscope]:-}" -v b="${MED_WALL[true]:-}" \
 		'BEGIN {if (a != "" && b != "") printf "%.1f ms", (a - b) * 1000; else print "-"}')"

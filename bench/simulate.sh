@@ -16,7 +16,7 @@
 #                   two levels (--I1/--D1 32768,8,64 --LL 8388608,16,64)
 #   cachegrind      valgrind --tool=cachegrind --cache-sim=yes, same levels
 # Wall time of the whole command (kscope's deliverables included), from
-# /usr/bin/time; medians of RUNS runs (default 3), the modes interleaved
+# bench/op/timeit.py; medians of RUNS runs (default 3), the modes interleaved
 # run by run.  Printed: each mode's slowdown to native, and kscope-2lvl's
 # time over callgrind's (same work: every instruction counted, the same
 # caches simulated).  Target: at most 1.0.
@@ -65,7 +65,7 @@ for w in "${WORKLOADS[@]}"; do
 	[[ -x $exe ]] || { echo "bench: $exe is missing; build first (make)" >&2; exit 1; }
 done
 [[ -x $KSCOPE ]] || { echo "bench: $KSCOPE is missing; build first (make)" >&2; exit 1; }
-[[ -x /usr/bin/time ]] || { echo "bench: /usr/bin/time is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "bench: python3 is missing" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "bench: valgrind is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 
 MODES="native kscope kscope-2lvl callgrind cachegrind"
@@ -93,8 +93,10 @@ run_one() {
 	pre=$(mode_cmd "$m")
 	REASON=
 	mkdir -p "$work/out"
+	# Timed by bench/op/timeit.py (to the microsecond: a native run here
+	# can take under 10 ms, which /usr/bin/time's %e rounds to 0.00).
 	# shellcheck disable=SC2086
-	/usr/bin/time -o "$work/time" -f '%e' $pre ${CMDS[$w]} >"$work/stdout" 2>"$work/stderr"
+	TIME=$(python3 "$ROOT/bench/op/timeit.py" "$work/stdout" "$work/stderr" $pre ${CMDS[$w]})
 	rc=$?
 	chmod -R u+w "$work/out"
 	rm -rf "$work/out" "$work/cg.out"
@@ -103,7 +105,6 @@ run_one() {
 		REASON="exit status $rc${line:+: $line}"
 		return
 	fi
-	TIME=$(tail -n 1 "$work/time")
 	line=$(grep -m1 -E "${RESULT[$w]}" "$work/stdout")
 	if [[ $m == native ]]; then
 		NATIVE_RESULT[$w]=$line
@@ -151,7 +152,7 @@ for w in "${WORKLOADS[@]}"; do
 			printf 'not run: native failed\n'
 			nfail=$((nfail + 1))
 		else
-			printf '%9.2f %8sx\n' "${MED[$w.$m]}" "$(ratio "${MED[$w.$m]}" "${MED[$w.native]}")"
+			printf '%9.3f %8sx\n' "${MED[$w.$m]}" "$(ratio "${MED[$w.$m]}" "${MED[$w.native]}")"
 		fi
 	done
 done
