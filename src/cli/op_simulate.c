@@ -614,6 +614,9 @@ int ks_op_simulate(const struct ks_op_sim_args *a)
 	}
 	ks_info("op --simulate: running %s on kscope's Valgrind tool (expect it to "
 		"run 50 to 150 times slower); results in %s", prog, rd.path);
+	/* The calibration the roofline reads is found by the machine's key,
+	 * which lists the OpenCL devices: listed while the program runs. */
+	ks_calib_prefetch();
 	timed_out = 0;
 	arm_timeout(a);
 	if (a->kernel_lines) {

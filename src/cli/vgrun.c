@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +64,32 @@ static int rm_tree_links(const char *dir)
 	return rmdir(dir) ? -errno : 0;
 }
 
-/* A temporary directory with a link to every file of the system's
- * Valgrind library directory and to kscope's tool and preload library:
- * what VALGRIND_LIB must point at for `--tool=kscope`.  *out is
- * malloc'd; remove it with rm_tree_links. */
+/* Whether Valgrind's core reads the file of its library directory named
+ * name when it runs kscope's tool: its preload library, the default
+ * suppressions, the TLS-offset helper and its debugger's descriptions of
+ * this platform's registers.  Other tools' executables and preload
+ * libraries (and other platforms' register descriptions) are left out:
+ * linking all some 140 files costs more than the rest of the start. */
+static bool vglib_wanted(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!strcmp(name, "default.supp") || !strncmp(name, "vgpreload_core-", 15) ||
+	    !strncmp(name, "getoff-", 7))
+		return true;
+	if (n < 4 || strcmp(name + n - 4, ".xml"))
+		return false;
+#if defined(__x86_64__)
+	return !strncmp(name, "amd64-", 6) || !strncmp(name, "64bit-", 6);
+#else
+	return true;
+#endif
+}
+
+/* A temporary directory with a link to each file of the system's
+ * Valgrind library directory the core needs (vglib_wanted) and to
+ * kscope's tool and preload library: what VALGRIND_LIB must point at for
+ * `--tool=kscope`.  *out is malloc'd; remove it with rm_tree_links. */
 static int make_vglib(const char *tooldir, char **out, struct ks_err *err)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -103,7 +126,7 @@ static int make_vglib(const char *tooldir, char **out, struct ks_err *err)
 	}
 	while ((de = readdir(d))) {
 		char src[PATH_MAX];
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || !vglib_wanted(de->d_name))
 			continue;
 		snprintf(src, sizeof(src), "%s/%s", KS_VG_LIBEXEC, de->d_name);
 		if (symlinkat(src, dfd, de->d_name) != 0) {

@@ -142,6 +142,13 @@ int ks_calib_path(char *path, size_t size, struct ks_err *err);
  * when the file cannot be read.  On failure c holds only path and machine.
  * Memory ceilings come out fastest first, whatever the file's order. */
 int ks_calib_load(struct ks_calib *c, struct ks_err *err);
+/* Starts listing this machine's OpenCL devices (part of its key) in a
+ * child process, for the next ks_calib_load or ks_calib_machine_probe of
+ * this process to use: a caller that will load the calibration after a
+ * long wait (a program running under kscope) calls it before the wait,
+ * so that the listing (tens of milliseconds, the driver loaded) overlaps
+ * it.  A listing that fails or was stopped is done again when used. */
+void ks_calib_prefetch(void);
 
 /* ---- measuring (kscope calibrate) ---- */
 

@@ -580,18 +580,43 @@ static void child_list(void *arg, int fd)
 	ks_calib_child_write(fd, &ids, sizeof(ids));
 }
 
+/* The listing ks_calib_prefetch started, if any (pid 0: none). */
+static pid_t prefetch_pid;
+static int prefetch_fd = -1;
+
+void ks_calib_prefetch(void)
+{
+	if (prefetch_pid == 0 &&
+	    ks_calib_child_start(child_list, NULL, &prefetch_pid, &prefetch_fd, NULL) != 0)
+		prefetch_pid = 0;
+}
+
 size_t ks_calib_ocl_device_ids(char ids[][256], size_t max)
 {
 	struct ocl_ids got;
 	pid_t pid;
-	int fd, rc;
+	int fd, rc = 0;
 
-	if (ks_calib_child_start(child_list, NULL, &pid, &fd, NULL) != 0)
-		return 0;
-	rc = ks_calib_child_read(fd, &got, sizeof(got), ks_calib_now() + LIST_TIMEOUT);
+	if (prefetch_pid) {
+		/* Taken once.  A listing that ended without an answer (a
+		 * signal meant for the program reached it too) is done again;
+		 * one that hung is not waited for twice. */
+		pid = prefetch_pid;
+		fd = prefetch_fd;
+		prefetch_pid = 0;
+		prefetch_fd = -1;
+		rc = ks_calib_child_read(fd, &got, sizeof(got), ks_calib_now() + LIST_TIMEOUT);
+		ks_calib_child_end(pid, fd, rc != 1);
+	}
+	if (rc != 1 && rc != -ETIMEDOUT) {
+		if (ks_calib_child_start(child_list, NULL, &pid, &fd, NULL) != 0)
+			return 0;
+		rc = ks_calib_child_read(fd, &got, sizeof(got),
+					 ks_calib_now() + LIST_TIMEOUT);
+		ks_calib_child_end(pid, fd, rc != 1);
+	}
 	/* A crash or a hang lists no device: the key is then that of a
 	 * machine without OpenCL, and calibrate says why it found none. */
-	ks_calib_child_end(pid, fd, rc != 1);
 	if (rc != 1)
 		return 0;
 	if (got.n > KS_CALIB_MAX_DEVICES)

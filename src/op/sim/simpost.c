@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,11 +444,40 @@ static int summarize(const struct sim *s, struct ks_simpost_summary *sum,
 /* The deliverables                                                    */
 /* ------------------------------------------------------------------ */
 
+/* The container and, when it did not write it, trace.json. */
+struct viz_task {
+	struct ks_rundir *run;
+	const struct sim *s;
+	const struct ks_simpost_opts *o;
+	struct ks_simpost_summary *sum;
+	int rc;
+	struct ks_err err;
+};
+
+static void *viz_main(void *arg)
+{
+	struct viz_task *t = arg;
+	/* --aic-metrics: the trace is the pipeline and bandwidth charts. */
+	bool want_trace = t->s->metrics & (KS_SIM_METRIC_PIPE | KS_SIM_METRIC_BANDWIDTH);
+	bool trace_done = false;
+	struct ks_err e;
+	int r;
+
+	t->rc = sim_write_viz(t->run, t->s, t->o, t->sum, &trace_done, &t->err);
+	if (want_trace && !trace_done) {
+		r = sim_write_trace(t->run, t->s, &t->sum->trace_slices, &e);
+		if (r && !t->rc) {
+			t->rc = r;
+			t->err = e;
+		}
+	}
+	return NULL;
+}
+
 int ks_simpost_write(struct ks_rundir *run, const struct ks_simpost_opts *o,
 		     struct ks_simpost_summary *sum, struct ks_err *err)
 {
 	struct sim s;
-	bool trace_done = false;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -481,25 +511,28 @@ int ks_simpost_write(struct ks_rundir *run, const struct ks_simpost_opts *o,
 			  s.region && strcmp(s.region, "*") ? s.region : "",
 			  s.region && strcmp(s.region, "*") ? "' (--kernel-name)" : "");
 
-	/* Every deliverable is attempted; the first failure is returned.
-	 * The container writes trace.json with its 0x02 block; without the
-	 * container, trace.json is written alone. */
-	for (int w = 0; w < 4; w++) {
-		struct ks_err e;
-		/* --aic-metrics: the trace is the pipeline and bandwidth charts. */
-		unsigned m = s.metrics;
-		bool want_trace = m & (KS_SIM_METRIC_PIPE | KS_SIM_METRIC_BANDWIDTH);
-		int r = w == 0 ? sim_write_csv(run, &s, &e)
-			: w == 1 ? sim_write_viz(run, &s, o, sum, &trace_done, &e)
-			: w == 2 ? (want_trace && !trace_done ?
-				    sim_write_trace(run, &s, &sum->trace_slices, &e) : 0)
-			: m & KS_SIM_METRIC_BANDWIDTH ? sim_write_bw(run, &s, &e) : 0;
+	/* Every deliverable is attempted; the first failure (in the order
+	 * CSVs, container, trace, bandwidth) is returned.  The container,
+	 * the largest, is written on a thread of its own while this one
+	 * writes the others: the writers only read s, and only the
+	 * container's writes sum.  The container writes trace.json with its
+	 * 0x02 block; without the container, trace.json is written alone. */
+	{
+		struct viz_task vt = { .run = run, .s = &s, .o = o, .sum = sum };
+		struct ks_err e[2];
+		int r[2];
+		pthread_t th;
+		bool threaded = pthread_create(&th, NULL, viz_main, &vt) == 0;
 
-		if (r && !rc) {
-			rc = r;
-			if (err)
-				*err = e;
-		}
+		r[0] = sim_write_csv(run, &s, &e[0]);
+		if (!threaded)
+			viz_main(&vt);
+		r[1] = s.metrics & KS_SIM_METRIC_BANDWIDTH ? sim_write_bw(run, &s, &e[1]) : 0;
+		if (threaded)
+			pthread_join(th, NULL);
+		rc = r[0] ? r[0] : vt.rc ? vt.rc : r[1];
+		if (rc && err)
+			*err = r[0] ? e[0] : vt.rc ? vt.err : e[1];
 	}
 	sim_free(&s);
 	return rc;
