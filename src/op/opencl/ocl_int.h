@@ -69,8 +69,18 @@ extern struct ks_ocl_real ks_ocl_real;
 
 /* Finds the real entry points, once (thread-safe).  Returns whether the
  * ones the backend needs beyond the wrapped call itself were all found;
- * when not, the wrappers only forward. */
-bool ks_ocl_resolve(void);
+ * when not, the wrappers only forward.  Every wrapped call asks, so after
+ * the first it is one load (ks_ocl_resolved: 1 usable, -1 not, 0 not
+ * resolved yet). */
+extern atomic_int ks_ocl_resolved;
+int ks_ocl_resolve_slow(void);
+
+static inline bool ks_ocl_resolve(void)
+{
+	int r = atomic_load_explicit(&ks_ocl_resolved, memory_order_acquire);
+
+	return r ? r > 0 : ks_ocl_resolve_slow();
+}
 
 /* Whether wrappers should do more than forward: the runtime is on, the
  * real entry points were found, and OpenCL is the process's backend (the

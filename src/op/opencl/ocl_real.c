@@ -16,6 +16,8 @@ struct ks_ocl_real ks_ocl_real;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool usable;
+/* Set once resolve() has run: ks_ocl_resolve() then costs one load. */
+atomic_int ks_ocl_resolved;
 
 static void resolve(void)
 {
@@ -38,8 +40,9 @@ static void resolve(void)
 		 r->clCreateUserEvent && r->clSetUserEventStatus;
 }
 
-bool ks_ocl_resolve(void)
+int ks_ocl_resolve_slow(void)
 {
 	pthread_once(&once, resolve);
+	atomic_store_explicit(&ks_ocl_resolved, usable ? 1 : -1, memory_order_release);
 	return usable;
 }

@@ -304,7 +304,18 @@ bool ks_oprt_profile_program_queues(void);
  * first accelerator runtime a program calls is the one profiled, and a
  * program calling both has the other one's calls only forwarded.
  * Whether be is the backend.  Cheap after the first call (one load). */
-bool ks_oprt_backend_use(const struct ks_oprt_backend *be);
+/* The backend of the process: NULL until the program calls an
+ * accelerator runtime. */
+extern _Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
+bool ks_oprt_backend_choose(const struct ks_oprt_backend *be);
+
+static inline bool ks_oprt_backend_use(const struct ks_oprt_backend *be)
+{
+	const struct ks_oprt_backend *cur =
+		atomic_load_explicit(&ks_oprt_cur_be, memory_order_acquire);
+
+	return cur ? cur == be : ks_oprt_backend_choose(be);
+}
 
 /* Sends `<backend name> platform=P device=D driver=V` once per process
  * (call after ks_oprt_backend_use returned true). */

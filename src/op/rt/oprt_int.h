@@ -33,6 +33,7 @@
 #include <sys/un.h>
 
 #include "filter.h"
+#include "oprt_lock.h"
 #include "oprt.h"
 #include "proto.h"
 
@@ -71,9 +72,6 @@ struct ks_oprt_open_range {
  * backend and its records are the parent's.
  */
 struct ks_oprt_state {
-	/* The backend of the process (ks_oprt_backend_use): NULL until the
-	 * program calls an accelerator runtime. */
-	_Atomic(const struct ks_oprt_backend *) be;
 	struct ks_oprt_config cfg;
 	unsigned run;                     /* KSCOPE_OP_RUN */
 	bool child;                       /* a forked child that runs
@@ -99,9 +97,9 @@ struct ks_oprt_state {
 	atomic_bool skip_done;            /* kscope said skip more=0 */
 	pthread_mutex_t names_lock;       /* names, ordinals, targets */
 
-	/* The replay lock: writers preferred, so that a replay is not starved
-	 * by threads that keep launching. */
-	pthread_rwlock_t replay_lock;
+	/* The replay lock (oprt_lock.h): writers preferred, so that a replay
+	 * is not starved by threads that keep launching. */
+	struct ks_rwl replay_lock;
 
 	/* Ranges (oprt_range.c), under range_lock. */
 	pthread_mutex_t range_lock;
@@ -127,7 +125,7 @@ extern struct ks_oprt_state ks_oprt;
 static inline const struct ks_oprt_backend *ks_oprt_be(void)
 {
 	const struct ks_oprt_backend *be =
-		atomic_load_explicit(&ks_oprt.be, memory_order_acquire);
+		atomic_load_explicit(&ks_oprt_cur_be, memory_order_acquire);
 
 	return be ? be : &ks_oprt_opencl_backend;
 }

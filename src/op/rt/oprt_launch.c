@@ -264,7 +264,7 @@ enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 	}
 	/* Kernel replay, application run 0.  The skip counts every launch,
 	 * before the name filter. */
-	skipped = ks_oprt_skip_ask();
+	skipped = c->skip && ks_oprt_skip_ask();
 	if (!nm->match)
 		return KS_OPRT_PASS;
 	l->ordinal = ks_oprt_ordinal(nm, l->gsize);

@@ -38,7 +38,7 @@ struct ks_oprt_state ks_oprt = {
 	.conn_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.names_lock = PTHREAD_MUTEX_INITIALIZER,
-	.replay_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+	.replay_lock = KS_RWL_INITIALIZER,
 	.range_lock = PTHREAD_MUTEX_INITIALIZER,
 	.next_range_id = 1,
 };
@@ -61,26 +61,26 @@ bool ks_oprt_shared_lock(void)
 {
 	if (lock_depth++ > 0)
 		return false;
-	pthread_rwlock_rdlock(&ks_oprt.replay_lock);
+	ks_rwl_rdlock(&ks_oprt.replay_lock);
 	return true;
 }
 
 void ks_oprt_shared_unlock(void)
 {
 	if (--lock_depth == 0)
-		pthread_rwlock_unlock(&ks_oprt.replay_lock);
+		ks_rwl_rdunlock(&ks_oprt.replay_lock);
 }
 
 void ks_oprt_excl_lock(void)
 {
 	if (lock_depth++ == 0)
-		pthread_rwlock_wrlock(&ks_oprt.replay_lock);
+		ks_rwl_wrlock(&ks_oprt.replay_lock);
 }
 
 void ks_oprt_excl_unlock(void)
 {
 	if (--lock_depth == 0)
-		pthread_rwlock_unlock(&ks_oprt.replay_lock);
+		ks_rwl_wrunlock(&ks_oprt.replay_lock);
 }
 
 /*
@@ -104,14 +104,13 @@ bool ks_oprt_backup_all(void)
 	return ks_oprt.cfg.backup_all;
 }
 
-bool ks_oprt_backend_use(const struct ks_oprt_backend *be)
-{
-	const struct ks_oprt_backend *cur =
-		atomic_load_explicit(&ks_oprt.be, memory_order_acquire);
+_Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
 
-	if (cur)
-		return cur == be;
-	return atomic_compare_exchange_strong(&ks_oprt.be, &cur, be) || cur == be;
+bool ks_oprt_backend_choose(const struct ks_oprt_backend *be)
+{
+	const struct ks_oprt_backend *cur = NULL;
+
+	return atomic_compare_exchange_strong(&ks_oprt_cur_be, &cur, be) || cur == be;
 }
 
 /* At exit when nothing was launched: a backend whose runtime the program
@@ -121,7 +120,7 @@ static void oprt_report_unusable(void)
 {
 	char why[400];
 
-	if (atomic_load(&ks_oprt.be) || atomic_load(&ks_oprt.next_index))
+	if (atomic_load(&ks_oprt_cur_be) || atomic_load(&ks_oprt.next_index))
 		return;
 	for (size_t i = 0; i < NBACKENDS; i++) {
 		struct ks_op_msg *m;
@@ -152,7 +151,7 @@ static bool oprt_any_unusable(void)
 /* At exit: `note text=T` from the process's backend, when it has one. */
 static void oprt_exit_note(void)
 {
-	const struct ks_oprt_backend *be = atomic_load(&ks_oprt.be);
+	const struct ks_oprt_backend *be = atomic_load(&ks_oprt_cur_be);
 	struct ks_op_msg *m;
 	char text[400];
 
@@ -270,7 +269,7 @@ static void fork_unlock_all(size_t nmutex)
 {
 	while (nmutex > 0)
 		pthread_mutex_unlock(fork_mutexes[--nmutex]);
-	pthread_rwlock_unlock(&ks_oprt.replay_lock);
+	ks_rwl_wrunlock(&ks_oprt.replay_lock);
 }
 
 /* Tries every lock once; true with all of them held. */
@@ -278,7 +277,7 @@ static bool fork_try_all(const struct ks_oprt_backend *be)
 {
 	size_t i;
 
-	if (pthread_rwlock_trywrlock(&ks_oprt.replay_lock) != 0)
+	if (!ks_rwl_trywrlock(&ks_oprt.replay_lock))
 		return false;
 	for (i = 0; i < NFORK_MUTEXES; i++)
 		if (pthread_mutex_trylock(fork_mutexes[i]) != 0)
@@ -291,7 +290,7 @@ static bool fork_try_all(const struct ks_oprt_backend *be)
 
 static void oprt_atfork_prepare(void)
 {
-	const struct ks_oprt_backend *be = atomic_load(&ks_oprt.be);
+	const struct ks_oprt_backend *be = atomic_load(&ks_oprt_cur_be);
 
 	fork_locked = false;
 	/* Nothing to hand on: the child stays off. */
@@ -325,7 +324,6 @@ static void oprt_atfork_parent(void)
 static void oprt_atfork_child(void)
 {
 	bool was = atomic_load(&ks_oprt_on) || atomic_load(&ks_oprt_pending);
-	pthread_rwlockattr_t ra;
 
 	atomic_store(&ks_oprt_on, false);
 	atomic_store(&ks_oprt_pending, false);
@@ -335,7 +333,7 @@ static void oprt_atfork_child(void)
 	ks_oprt.fd = -1;
 	/* Another thread chose the backend after prepare: its locks were
 	 * not taken. */
-	if (!fork_locked || atomic_load(&ks_oprt.be) != fork_be) {
+	if (!fork_locked || atomic_load(&ks_oprt_cur_be) != fork_be) {
 		ks_oprt.child = true;
 		fork_locked = false;
 		return;
@@ -343,10 +341,7 @@ static void oprt_atfork_child(void)
 	fork_locked = false;
 	for (size_t i = 0; i < NFORK_MUTEXES; i++)
 		pthread_mutex_init(fork_mutexes[i], NULL);
-	pthread_rwlockattr_init(&ra);
-	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&ks_oprt.replay_lock, &ra);
-	pthread_rwlockattr_destroy(&ra);
+	ks_rwl_reinit(&ks_oprt.replay_lock);
 	if (fork_be)
 		fork_be->fork_release(true);
 	/* What is counted per process starts again. */
