@@ -500,10 +500,7 @@ cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kern
 					  cl_uint num_events_in_wait_list,
 					  const cl_event *event_wait_list, cl_event *event)
 {
-	struct ks_ocl_launch ol = {
-		queue, kernel, work_dim, global_work_offset, global_work_size, local_work_size,
-		num_events_in_wait_list, event_wait_list, event,
-	};
+	struct ks_ocl_launch ol;
 	struct ks_oprt_launch l;          /* not zeroed: this is the hot path */
 	struct ks_oprt_decision d;
 	cl_int r;
@@ -524,8 +521,22 @@ cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kern
 		ks_oprt_shared_unlock();
 		return r;
 	}
-	l.be = &ol;
 	l.name = ks_ocl_kernel_name(kernel);
+	/* Most launches are not collected: one that can only pass is
+	 * counted and forwarded at once (ks_oprt_launch_fast_pass). */
+	if (atomic_load_explicit(&announced, memory_order_relaxed) &&
+	    ks_oprt_launch_fast_pass(l.name)) {
+		r = R.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_work_offset,
+					     global_work_size, local_work_size,
+					     num_events_in_wait_list, event_wait_list, event);
+		ks_oprt_shared_unlock();
+		return r;
+	}
+	ol = (struct ks_ocl_launch){
+		queue, kernel, work_dim, global_work_offset, global_work_size, local_work_size,
+		num_events_in_wait_list, event_wait_list, event,
+	};
+	l.be = &ol;
 	l.dim = work_dim;
 	for (unsigned i = 0; i < 3; i++)
 		l.gsize[i] = i < work_dim ? global_work_size[i] : 1;

@@ -137,6 +137,42 @@ struct ks_oprt_decision {
 	char dir[512];                    /* COLLECT: "<pid>/<kernel>_<index>" */
 };
 
+/* The index the process's next launch gets (ks_oprt_launch_decide). */
+extern atomic_ullong ks_oprt_launch_index;
+/* Which launches can only pass, whatever else happens: set with the
+ * configuration.  KS_OPRT_FAST_NONE: none is known in advance (range
+ * replay, or --launch-skip, which counts every launch);
+ * KS_OPRT_FAST_NO_MATCH: those of a name --kernel-name does not match;
+ * KS_OPRT_FAST_NO_TARGET: in a timing run, those of a name with no
+ * target. */
+enum { KS_OPRT_FAST_NONE, KS_OPRT_FAST_NO_MATCH, KS_OPRT_FAST_NO_TARGET };
+extern int ks_oprt_fast_rule;
+
+/* The decision for a launch of nm that can only pass, without the launch
+ * record: true (and the launch counted, as ks_oprt_launch_decide counts
+ * it) when nm was announced and the launch can only pass; the backend
+ * then forwards it.  False: ask ks_oprt_launch_decide.  This is the path
+ * of every launch kscope does not collect, so it stays a few loads. */
+static inline bool ks_oprt_launch_fast_pass(const struct ks_oprt_name *nm)
+{
+	if (!nm || !atomic_load_explicit(&nm->announced, memory_order_relaxed))
+		return false;
+	switch (ks_oprt_fast_rule) {
+	case KS_OPRT_FAST_NO_MATCH:
+		if (nm->match)
+			return false;
+		break;
+	case KS_OPRT_FAST_NO_TARGET:
+		if (nm->target)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	atomic_fetch_add_explicit(&ks_oprt_launch_index, 1, memory_order_relaxed);
+	return true;
+}
+
 /* What to do with l (fills its index, ordinal and range).  Call with the
  * replay lock held shared.  Sends `kernel` and `launch` as needed and
  * waits for kscope's answer to `launch`. */

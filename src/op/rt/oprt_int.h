@@ -92,7 +92,6 @@ struct ks_oprt_state {
 	atomic_bool runtime_announced;
 
 	/* Launch filtering (oprt_launch.c). */
-	atomic_ullong next_index;
 	atomic_bool final;                /* kscope said pass final=1 */
 	atomic_bool skip_done;            /* kscope said skip more=0 */
 	pthread_mutex_t names_lock;       /* names, ordinals, targets */

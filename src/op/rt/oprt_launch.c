@@ -242,7 +242,7 @@ enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 	bool skipped;
 
 	d->verdict = KS_OPRT_PASS;
-	l->index = atomic_fetch_add_explicit(&ks_oprt.next_index, 1, memory_order_relaxed);
+	l->index = atomic_fetch_add_explicit(&ks_oprt_launch_index, 1, memory_order_relaxed);
 	l->ordinal = 0;
 	l->range[0] = '\0';
 	if (!nm)

@@ -105,6 +105,8 @@ bool ks_oprt_backup_all(void)
 }
 
 _Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
+atomic_ullong ks_oprt_launch_index;
+int ks_oprt_fast_rule;
 
 bool ks_oprt_backend_choose(const struct ks_oprt_backend *be)
 {
@@ -120,7 +122,7 @@ static void oprt_report_unusable(void)
 {
 	char why[400];
 
-	if (atomic_load(&ks_oprt_cur_be) || atomic_load(&ks_oprt.next_index))
+	if (atomic_load(&ks_oprt_cur_be) || atomic_load(&ks_oprt_launch_index))
 		return;
 	for (size_t i = 0; i < NBACKENDS; i++) {
 		struct ks_op_msg *m;
@@ -198,6 +200,12 @@ static int oprt_connect_locked(void)
 		return rc;
 	if (!ks_oprt.configured) {
 		ok = ks_oprt_config_parse(ks_oprt.in, &ks_oprt.cfg, &err) == 0;
+		/* ks_oprt_launch_decide's rules, for the launches that can
+		 * only pass. */
+		ks_oprt_fast_rule = ks_oprt.cfg.mode == KS_OPRT_MODE_RANGE ? KS_OPRT_FAST_NONE
+				    : ks_oprt.cfg.timing_run ? KS_OPRT_FAST_NO_TARGET
+				    : ks_oprt.cfg.skip == 0 ? KS_OPRT_FAST_NO_MATCH
+				    : KS_OPRT_FAST_NONE;
 		for (size_t i = 0; ok && i < NBACKENDS; i++)
 			ok = backends[i]->init(&err) == 0;
 		ks_oprt.configured = ok;
@@ -345,7 +353,7 @@ static void oprt_atfork_child(void)
 	if (fork_be)
 		fork_be->fork_release(true);
 	/* What is counted per process starts again. */
-	atomic_store(&ks_oprt.next_index, 0);
+	atomic_store(&ks_oprt_launch_index, 0);
 	atomic_store(&ks_oprt.final, false);
 	atomic_store(&ks_oprt.skip_done, false);
 	atomic_store(&ks_oprt.runtime_announced, false);
