@@ -141,7 +141,7 @@ struct ks_oprt_decision {
 extern atomic_ullong ks_oprt_launch_index;
 /* Which launches can only pass, whatever else happens: set with the
  * configuration.  KS_OPRT_FAST_NONE: none is known in advance (range
- * replay, or --launch-skip, which counts every launch);
+ * replay, or --launch-skip-before-match, which counts every launch);
  * KS_OPRT_FAST_NO_MATCH: those of a name --kernel-name does not match;
  * KS_OPRT_FAST_NO_TARGET: in a timing run, those of a name with no
  * target. */
@@ -336,15 +336,16 @@ void ks_oprt_shared_unlock(void);
  * they cost without it. */
 bool ks_oprt_profile_program_queues(void);
 
+/* The backend of the process: NULL until the program calls an
+ * accelerator runtime.  ks_oprt_backend_choose makes be the backend
+ * unless another already is; whether be is the backend. */
+extern _Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
+bool ks_oprt_backend_choose(const struct ks_oprt_backend *be);
+
 /* Makes be the backend of this process unless another is already: the
  * first accelerator runtime a program calls is the one profiled, and a
  * program calling both has the other one's calls only forwarded.
  * Whether be is the backend.  Cheap after the first call (one load). */
-/* The backend of the process: NULL until the program calls an
- * accelerator runtime. */
-extern _Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
-bool ks_oprt_backend_choose(const struct ks_oprt_backend *be);
-
 static inline bool ks_oprt_backend_use(const struct ks_oprt_backend *be)
 {
 	const struct ks_oprt_backend *cur =
