@@ -591,6 +591,16 @@ void ks_calib_prefetch(void)
 		prefetch_pid = 0;
 }
 
+/* The answer of the listing child pid (reading fd), which then ends:
+ * ks_calib_child_read's result. */
+static int list_answer(pid_t pid, int fd, struct ocl_ids *got)
+{
+	int rc = ks_calib_child_read(fd, got, sizeof(*got), ks_calib_now() + LIST_TIMEOUT);
+
+	ks_calib_child_end(pid, fd, rc != 1);
+	return rc;
+}
+
 size_t ks_calib_ocl_device_ids(char ids[][256], size_t max)
 {
 	struct ocl_ids got;
@@ -601,19 +611,14 @@ size_t ks_calib_ocl_device_ids(char ids[][256], size_t max)
 		/* Taken once.  A listing that ended without an answer (a
 		 * signal meant for the program reached it too) is done again;
 		 * one that hung is not waited for twice. */
-		pid = prefetch_pid;
-		fd = prefetch_fd;
+		rc = list_answer(prefetch_pid, prefetch_fd, &got);
 		prefetch_pid = 0;
 		prefetch_fd = -1;
-		rc = ks_calib_child_read(fd, &got, sizeof(got), ks_calib_now() + LIST_TIMEOUT);
-		ks_calib_child_end(pid, fd, rc != 1);
 	}
 	if (rc != 1 && rc != -ETIMEDOUT) {
 		if (ks_calib_child_start(child_list, NULL, &pid, &fd, NULL) != 0)
 			return 0;
-		rc = ks_calib_child_read(fd, &got, sizeof(got),
-					 ks_calib_now() + LIST_TIMEOUT);
-		ks_calib_child_end(pid, fd, rc != 1);
+		rc = list_answer(pid, fd, &got);
 	}
 	/* A crash or a hang lists no device: the key is then that of a
 	 * machine without OpenCL, and calibrate says why it found none. */

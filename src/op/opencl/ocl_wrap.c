@@ -523,39 +523,35 @@ cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kern
 	}
 	l.name = ks_ocl_kernel_name(kernel);
 	/* Most launches are not collected: one that can only pass is
-	 * counted and forwarded at once (ks_oprt_launch_fast_pass). */
-	if (atomic_load_explicit(&announced, memory_order_relaxed) &&
-	    ks_oprt_launch_fast_pass(l.name)) {
-		r = R.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_work_offset,
-					     global_work_size, local_work_size,
-					     num_events_in_wait_list, event_wait_list, event);
-		ks_oprt_shared_unlock();
-		return r;
-	}
-	ol = (struct ks_ocl_launch){
-		queue, kernel, work_dim, global_work_offset, global_work_size, local_work_size,
-		num_events_in_wait_list, event_wait_list, event,
-	};
-	l.be = &ol;
-	l.dim = work_dim;
-	for (unsigned i = 0; i < 3; i++)
-		l.gsize[i] = i < work_dim ? global_work_size[i] : 1;
-	if (!atomic_load_explicit(&announced, memory_order_relaxed)) {
-		cl_device_id dev = NULL;
+	 * counted and forwarded at once (ks_oprt_launch_fast_pass), without
+	 * the launch record. */
+	if (!atomic_load_explicit(&announced, memory_order_relaxed) ||
+	    !ks_oprt_launch_fast_pass(l.name)) {
+		ol = (struct ks_ocl_launch){
+			queue, kernel, work_dim, global_work_offset, global_work_size,
+			local_work_size, num_events_in_wait_list, event_wait_list, event,
+		};
+		l.be = &ol;
+		l.dim = work_dim;
+		for (unsigned i = 0; i < 3; i++)
+			l.gsize[i] = i < work_dim ? global_work_size[i] : 1;
+		if (!atomic_load_explicit(&announced, memory_order_relaxed)) {
+			cl_device_id dev = NULL;
 
-		if (R.clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) ==
-		    CL_SUCCESS)
-			note_device(dev);
+			if (R.clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev,
+						    NULL) == CL_SUCCESS)
+				note_device(dev);
+		}
+		if (ks_oprt_launch_decide(&l, &d) != KS_OPRT_PASS) {
+			ks_oprt_shared_unlock();
+			return ks_oprt_launch_handle(&l, &d);
+		}
 	}
-	if (ks_oprt_launch_decide(&l, &d) == KS_OPRT_PASS) {
-		r = R.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_work_offset,
-					     global_work_size, local_work_size,
-					     num_events_in_wait_list, event_wait_list, event);
-		ks_oprt_shared_unlock();
-		return r;
-	}
+	r = R.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_work_offset,
+				     global_work_size, local_work_size,
+				     num_events_in_wait_list, event_wait_list, event);
 	ks_oprt_shared_unlock();
-	return ks_oprt_launch_handle(&l, &d);
+	return r;
 }
 
 cl_int CL_API_CALL clFinish(cl_command_queue queue)

@@ -191,6 +191,8 @@ bool ks_oprt_rel_ok(const char *rel);
  * which kscope counts (`skip` request).  False at once when config said
  * skip=0 or kscope already said that none is any more. */
 bool ks_oprt_skip_ask(void);
+/* Once the configuration is read: sets ks_oprt_fast_rule from it. */
+void ks_oprt_launch_configured(void);
 /* In a forked child (oprt_atfork_child, one thread, names lock free):
  * every name unannounced, its ordinals from 0 again. */
 void ks_oprt_names_fork_reset(void);

@@ -234,6 +234,23 @@ out:
 /* The decision                                                        */
 /* ------------------------------------------------------------------ */
 
+atomic_ullong ks_oprt_launch_index;
+int ks_oprt_fast_rule;
+
+/* The rules of ks_oprt_launch_decide below by which a launch can only
+ * pass, for ks_oprt_launch_fast_pass: none in range replay, nor with a
+ * skip (it counts every launch); in a timing run a name without target,
+ * else an unmatched name. */
+void ks_oprt_launch_configured(void)
+{
+	const struct ks_oprt_config *c = &ks_oprt.cfg;
+
+	ks_oprt_fast_rule = c->mode == KS_OPRT_MODE_RANGE ? KS_OPRT_FAST_NONE
+			    : c->timing_run ? KS_OPRT_FAST_NO_TARGET
+			    : c->skip == 0 ? KS_OPRT_FAST_NO_MATCH
+			    : KS_OPRT_FAST_NONE;
+}
+
 enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 					   struct ks_oprt_decision *d)
 {
@@ -264,7 +281,7 @@ enum ks_oprt_verdict ks_oprt_launch_decide(struct ks_oprt_launch *l,
 	}
 	/* Kernel replay, application run 0.  The skip counts every launch,
 	 * before the name filter. */
-	skipped = c->skip && ks_oprt_skip_ask();
+	skipped = ks_oprt_skip_ask();
 	if (!nm->match)
 		return KS_OPRT_PASS;
 	l->ordinal = ks_oprt_ordinal(nm, l->gsize);

@@ -105,8 +105,6 @@ bool ks_oprt_backup_all(void)
 }
 
 _Atomic(const struct ks_oprt_backend *) ks_oprt_cur_be;
-atomic_ullong ks_oprt_launch_index;
-int ks_oprt_fast_rule;
 
 bool ks_oprt_backend_choose(const struct ks_oprt_backend *be)
 {
@@ -200,12 +198,8 @@ static int oprt_connect_locked(void)
 		return rc;
 	if (!ks_oprt.configured) {
 		ok = ks_oprt_config_parse(ks_oprt.in, &ks_oprt.cfg, &err) == 0;
-		/* ks_oprt_launch_decide's rules, for the launches that can
-		 * only pass. */
-		ks_oprt_fast_rule = ks_oprt.cfg.mode == KS_OPRT_MODE_RANGE ? KS_OPRT_FAST_NONE
-				    : ks_oprt.cfg.timing_run ? KS_OPRT_FAST_NO_TARGET
-				    : ks_oprt.cfg.skip == 0 ? KS_OPRT_FAST_NO_MATCH
-				    : KS_OPRT_FAST_NONE;
+		if (ok)
+			ks_oprt_launch_configured();
 		for (size_t i = 0; ok && i < NBACKENDS; i++)
 			ok = backends[i]->init(&err) == 0;
 		ks_oprt.configured = ok;
